@@ -1,0 +1,28 @@
+"""stratamem: classified, persistent memory for AI agents.
+
+No session reads above its taint or writes below it; see CONTRACT and README.
+"""
+
+from .errors import ClearanceError, NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
+from .levels import Level, can_flow_to
+from .models import AuditEvent, Hit, Memory, TaintEvent
+from .session import Session
+from .store import Store, open_store
+
+__all__ = [
+    "AuditEvent",
+    "ClearanceError",
+    "Hit",
+    "Level",
+    "Memory",
+    "NotFound",
+    "PolicyBlocked",
+    "Session",
+    "StorageError",
+    "Store",
+    "StratamemError",
+    "TaintEvent",
+    "ValidationError",
+    "can_flow_to",
+    "open_store",
+]

@@ -1,0 +1,95 @@
+"""The audit log's hash chain: how an event is hashed and how a chain is checked.
+
+Pure functions over event fields, shared by every backend, so a log written
+by one backend verifies the same after being copied to another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .levels import Level
+from .models import AuditEvent
+
+GENESIS = "0" * 64
+
+
+@dataclass(frozen=True, slots=True)
+class AuditDraft:
+    """An event before the log gives it a sequence number and a place in the chain."""
+
+    operation: str
+    session_id: str | None = None
+    agent_id: str | None = None
+    taint: Level = Level.PUBLIC
+    keys: tuple[str, ...] = ()
+    levels: tuple[Level, ...] = ()
+    lineage_ids: tuple[str, ...] = ()
+    outcome: str = "ok"
+    detail: dict = field(default_factory=dict)
+
+
+def event_hash(seq: int, time: datetime, draft_like: AuditEvent | AuditDraft, prev_hash: str) -> str:
+    body = {
+        "seq": seq,
+        "time": time.isoformat(),
+        "session": draft_like.session_id,
+        "agent": draft_like.agent_id,
+        "taint": Level(draft_like.taint).name,
+        "op": draft_like.operation,
+        "keys": list(draft_like.keys),
+        "levels": [Level(lv).name for lv in draft_like.levels],
+        "lineage": list(draft_like.lineage_ids),
+        "outcome": draft_like.outcome,
+        "detail": draft_like.detail,
+        "prev": prev_hash,
+    }
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def seal(seq: int, time: datetime, draft: AuditDraft, prev_hash: str) -> AuditEvent:
+    return AuditEvent(
+        seq=seq,
+        time=time,
+        session_id=draft.session_id,
+        agent_id=draft.agent_id,
+        taint=Level(draft.taint),
+        operation=draft.operation,
+        keys=tuple(draft.keys),
+        levels=tuple(Level(lv) for lv in draft.levels),
+        lineage_ids=tuple(draft.lineage_ids),
+        outcome=draft.outcome,
+        detail=dict(draft.detail),
+        prev_hash=prev_hash,
+        hash=event_hash(seq, time, draft, prev_hash),
+    )
+
+
+def first_bad_sequence(events: Iterable[AuditEvent], head: tuple[int, str] | None = None) -> int | None:
+    """The first sequence number at which the chain is broken, or None when intact.
+
+    Catches edited events (hash mismatch), deleted or reordered ones (sequence
+    gap or a ``prev_hash`` that is not its predecessor's hash) and, given the
+    recorded head, events cut off the end.
+    """
+    expected_seq = 1
+    prev = GENESIS
+    for event in events:
+        if event.seq != expected_seq or event.prev_hash != prev:
+            return expected_seq
+        if event_hash(event.seq, event.time, event, event.prev_hash) != event.hash:
+            return event.seq
+        prev = event.hash
+        expected_seq += 1
+    if head is not None:
+        head_seq, head_hash = head
+        if head_seq >= expected_seq:
+            return expected_seq
+        if head_seq == expected_seq - 1 and head_seq > 0 and head_hash != prev:
+            return head_seq
+    return None

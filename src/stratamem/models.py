@@ -1,0 +1,75 @@
+"""Immutable records handed to callers.
+
+They are plain frozen dataclasses so results can be compared, hashed and
+serialised without touching storage again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .levels import Level
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    key: str
+    content: str
+    level: Level
+    tags: tuple[str, ...]
+    category: str
+    agent_id: str
+    session_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    lineage_id: str
+    expires_at: datetime | None = None
+
+    def to_dict(self) -> dict:
+        """Every field, levels by name and times in ISO 8601 — the export line format."""
+        return {
+            "key": self.key,
+            "content": self.content,
+            "level": self.level.name,
+            "tags": list(self.tags),
+            "category": self.category,
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "lineage_id": self.lineage_id,
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    memory: Memory
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class TaintEvent:
+    time: datetime
+    previous: Level
+    new: Level
+    reason: str
+    source: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    seq: int
+    time: datetime
+    session_id: str | None
+    agent_id: str | None
+    taint: Level
+    operation: str
+    keys: tuple[str, ...] = ()
+    levels: tuple[Level, ...] = ()
+    lineage_ids: tuple[str, ...] = ()
+    outcome: str = "ok"
+    detail: dict = field(default_factory=dict)
+    prev_hash: str = ""
+    hash: str = ""

@@ -1,0 +1,27 @@
+"""BM25 parameters and the one place its formula is written down.
+
+Backends evaluate the formula inside the database (so candidates never cross
+into Python), but they build it from these pieces so every backend ranks alike.
+The statistics it uses (document count, average length, document frequency)
+must be computed over the searching session's visible view only: that is what
+keeps scores free of anything the session may not see.
+"""
+
+from __future__ import annotations
+
+import math
+
+K1 = 1.2
+B = 0.75
+
+
+def idf(n_docs: int, doc_freq: int) -> float:
+    """Lucene's always-positive BM25 idf."""
+    return math.log(1.0 + (n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+def term_score(weight: float, tf: int, length: int, avgdl: float) -> float:
+    """Reference form of the per-term BM25 contribution (the SQL mirrors it)."""
+    if tf <= 0:
+        return 0.0
+    return weight * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / avgdl))

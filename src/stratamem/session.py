@@ -1,0 +1,113 @@
+"""A session: one agent's view of the store at a live taint.
+
+The session holds no state of its own beyond its id: taint, clearance and
+peers are read from storage on every operation, so an escalation made in
+another process (or by the runtime) takes effect at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from .errors import ValidationError
+from .levels import Level
+from .models import Hit, Memory, TaintEvent
+from .storage.base import MemoryDraft, SessionRecord
+from .validation import check_category, check_content, check_key, check_tags, check_ttl, clamp_max_results
+
+if TYPE_CHECKING:
+    from .store import Store
+
+MAX_QUERY_CHARS = 100_000
+
+
+class Session:
+    def __init__(self, store: "Store", session_id: str) -> None:
+        self._store = store
+        self._backend = store.backend
+        self.id = session_id
+
+    def __repr__(self) -> str:
+        record = self.record
+        return f"<Session {self.id} agent={record.agent_id} taint={record.taint.name}>"
+
+    # live attributes --------------------------------------------------------
+    @property
+    def record(self) -> SessionRecord:
+        return self._backend.session_record(self.id)
+
+    @property
+    def store(self) -> "Store":
+        return self._store
+
+    @property
+    def agent_id(self) -> str:
+        return self.record.agent_id
+
+    @property
+    def taint(self) -> Level:
+        return self.record.taint
+
+    @property
+    def clearance(self) -> Level:
+        return self.record.clearance
+
+    @property
+    def peers(self) -> tuple[str, ...]:
+        return self.record.peers
+
+    @property
+    def taint_history(self) -> list[TaintEvent]:
+        return self._backend.taint_history(self.id)
+
+    # taint ---------------------------------------------------------------------
+    def escalate(self, level: Level | str, reason: str, source: str | None = None) -> Level:
+        """Raise the taint to max(taint, level); above the clearance raises ClearanceError."""
+        if not isinstance(reason, str):
+            raise ValidationError("reason must be a string")
+        return self._backend.escalate(self.id, Level.parse(level), reason, source, self._store.now()).taint
+
+    def reset(self) -> "Session":
+        """The only way down: a new session (new id) at PUBLIC for the same agent."""
+        record = self.record
+        return self._store.session(record.agent_id, None, record.clearance, record.peers)
+
+    # memories ------------------------------------------------------------------
+    def save(
+        self,
+        key: str,
+        content: str,
+        tags: Sequence[str] = (),
+        category: str = "core",
+        ttl: float | timedelta | None = None,
+    ) -> Memory:
+        key = check_key(key)
+        content = check_content(content, self._store.max_content_bytes)
+        draft_tags = check_tags(tags)
+        category = check_category(category)
+        seconds = check_ttl(ttl)
+        now = self._store.now()
+        expires = now + timedelta(seconds=seconds) if seconds is not None else None
+        return self._backend.save(self.id, MemoryDraft(key, content, draft_tags, category, expires), now)
+
+    def get(self, key: str) -> Memory | None:
+        return self._backend.get(self.id, check_key(key), self._store.now())
+
+    def list(self, tag: str | None = None) -> list[Memory]:
+        if tag is not None and not isinstance(tag, str):
+            raise ValidationError("tag must be a string")
+        return self._backend.list(self.id, tag, self._store.now())
+
+    def search(self, query: str, max_results: int = 10) -> list[Hit]:
+        if not isinstance(query, str):
+            raise ValidationError("query must be a string")
+        limit = clamp_max_results(max_results)
+        text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
+        # None asks for the most recent memories; an empty list (only punctuation) matches nothing.
+        terms = None if text.strip() in ("", "*") else self._store.analyzer.query_terms(text)
+        return self._backend.search(self.id, terms, limit, self._store.now())
+
+    def delete(self, key: str) -> Memory:
+        return self._backend.delete(self.id, check_key(key), self._store.now())

@@ -1,0 +1,80 @@
+"""The storage protocol every backend implements.
+
+Small on purpose: sessions, the five memory operations, search, purge, bulk
+transfer and the audit log. Each method that acts for a session takes the
+session id and reads the session's taint *inside its own transaction*, so a
+concurrent escalation in another process can never slip a write below the
+live taint. Every method appends its audit event in the same transaction as
+the change it records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from ..audit import AuditDraft
+from ..levels import Level
+from ..models import AuditEvent, Hit, Memory, TaintEvent
+from ..text import Analyzer
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    id: str
+    agent_id: str
+    clearance: Level
+    peers: tuple[str, ...]
+    taint: Level
+    created_at: datetime
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """Agents whose memories the session reads: its own first, then peers in order."""
+        return (self.agent_id, *(p for p in self.peers if p != self.agent_id))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    key: str
+    content: str
+    tags: tuple[str, ...]
+    category: str
+    expires_at: datetime | None
+
+
+class Backend(Protocol):
+    analyzer: Analyzer
+
+    # sessions
+    def open_session(
+        self, agent_id: str, session_id: str | None, clearance: Level, peers: Sequence[str], now: datetime
+    ) -> SessionRecord: ...
+    def session_record(self, session_id: str) -> SessionRecord: ...
+    def escalate(
+        self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
+    ) -> SessionRecord: ...
+    def taint_history(self, session_id: str) -> list[TaintEvent]: ...
+
+    # memories, always as seen by one session
+    def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory: ...
+    def get(self, session_id: str, key: str, now: datetime) -> Memory | None: ...
+    def list(self, session_id: str, tag: str | None, now: datetime) -> list[Memory]: ...
+    def search(
+        self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime
+    ) -> list[Hit]: ...
+    def delete(self, session_id: str, key: str, now: datetime) -> Memory: ...
+
+    # operator actions
+    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> int: ...
+    def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]: ...
+    def import_memories(self, memories: Iterable[Memory], now: datetime) -> int: ...
+
+    # audit
+    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent: ...
+    def audit_events(self, max_taint: Level, lineage_id: str | None = None) -> list[AuditEvent]: ...
+    def verify_audit(self) -> int | None: ...
+
+    def close(self) -> None: ...

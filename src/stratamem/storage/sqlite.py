@@ -1,0 +1,743 @@
+"""The embedded backend: one SQLite file in WAL mode.
+
+Layout (see ARCHITECTURE.md): ``memories`` holds every version of every key,
+live and soft-deleted; ``postings`` is our own inverted index of stemmed terms
+for live versions; ``part_stats`` keeps document count and total length per
+(agent, level) so a session's BM25 statistics are summed over exactly the
+partitions it may see. Versions that are shadowed or expired are subtracted at
+query time through two small partial indexes. Nothing in a ranking therefore
+depends on a record the session cannot see.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+from .. import ranking
+from ..audit import GENESIS, AuditDraft, first_bad_sequence, seal
+from ..errors import ClearanceError, NotFound, StorageError, ValidationError
+from ..levels import Level
+from ..models import AuditEvent, Hit, Memory, TaintEvent
+from ..text import Analyzer
+from .base import MemoryDraft, SessionRecord
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    clearance INTEGER NOT NULL,
+    peers TEXT NOT NULL,
+    taint INTEGER NOT NULL,
+    created_us INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS taint_events (
+    session_id TEXT NOT NULL,
+    at_us INTEGER NOT NULL,
+    previous INTEGER NOT NULL,
+    new INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    source TEXT
+);
+CREATE INDEX IF NOT EXISTS taint_events_session ON taint_events(session_id);
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    tags TEXT NOT NULL,
+    category TEXT NOT NULL,
+    session_id TEXT,
+    created_us INTEGER NOT NULL,
+    updated_us INTEGER NOT NULL,
+    lineage_id TEXT NOT NULL,
+    expires_us INTEGER,
+    deleted_us INTEGER,
+    length INTEGER NOT NULL,
+    shadowable INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX IF NOT EXISTS memories_live
+    ON memories(agent_id, key, level) WHERE deleted_us IS NULL;
+CREATE INDEX IF NOT EXISTS memories_recent
+    ON memories(agent_id, updated_us) WHERE deleted_us IS NULL;
+CREATE INDEX IF NOT EXISTS memories_expiring
+    ON memories(expires_us) WHERE expires_us IS NOT NULL AND deleted_us IS NULL;
+CREATE INDEX IF NOT EXISTS memories_shadowable
+    ON memories(agent_id) WHERE shadowable = 1 AND deleted_us IS NULL;
+CREATE INDEX IF NOT EXISTS memories_deleted
+    ON memories(deleted_us) WHERE deleted_us IS NOT NULL;
+CREATE TABLE IF NOT EXISTS postings (
+    term TEXT NOT NULL,
+    memory_id INTEGER NOT NULL,
+    tf INTEGER NOT NULL,
+    PRIMARY KEY (term, memory_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS part_stats (
+    agent_id TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    total_len INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, level)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY,
+    at_us INTEGER NOT NULL,
+    session_id TEXT,
+    agent_id TEXT,
+    taint INTEGER NOT NULL,
+    operation TEXT NOT NULL,
+    keys TEXT NOT NULL,
+    levels TEXT NOT NULL,
+    lineage TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    prev_hash TEXT NOT NULL,
+    hash TEXT NOT NULL
+);
+"""
+
+MEMORY_COLUMNS = (
+    "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
+    "lineage_id, expires_us"
+)
+
+
+def to_us(moment: datetime) -> int:
+    return int(round(moment.timestamp() * 1_000_000))
+
+
+def from_us(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, UTC)
+
+
+def _row_to_memory(row: Sequence) -> Memory:
+    (_id, agent, key, level, content, tags, category, session, created, updated, lineage, expires) = row
+    return Memory(
+        key=key,
+        content=content,
+        level=Level(level),
+        tags=tuple(json.loads(tags)),
+        category=category,
+        agent_id=agent,
+        session_id=session,
+        created_at=from_us(created),
+        updated_at=from_us(updated),
+        lineage_id=lineage,
+        expires_at=from_us(expires) if expires is not None else None,
+    )
+
+
+class _Scope:
+    """SQL fragments and parameters for one session's visible view."""
+
+    def __init__(self, record: SessionRecord, now_us: int) -> None:
+        self.record = record
+        self.agents = record.agents
+        self.params: dict[str, object] = {"lvl": int(record.taint), "now": now_us}
+        names = []
+        for i, agent in enumerate(self.agents):
+            self.params[f"a{i}"] = agent
+            names.append(f":a{i}")
+        self.agent_list = ", ".join(names)
+        self.rank = "CASE d.agent_id " + " ".join(f"WHEN :a{i} THEN {i}" for i in range(len(self.agents))) + " END"
+        self.visible = f"""
+            d.agent_id IN ({self.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL
+            AND (d.expires_us IS NULL OR d.expires_us > :now)
+            AND (d.shadowable = 0 OR NOT EXISTS (
+                SELECT 1 FROM memories h
+                WHERE h.agent_id = d.agent_id AND h.key = d.key AND h.level > d.level
+                  AND h.level <= :lvl AND h.deleted_us IS NULL
+                  AND (h.expires_us IS NULL OR h.expires_us > :now)))"""
+
+
+class SQLiteBackend:
+    """Implements ``storage.base.Backend`` on one SQLite database."""
+
+    def __init__(
+        self,
+        path: str,
+        analyzer: Analyzer,
+        *,
+        synchronous: str = "NORMAL",
+        busy_timeout_s: float = 60.0,
+    ) -> None:
+        self.path = path
+        self.analyzer = analyzer
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            if path != ":memory:":
+                self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+            self._conn.execute(f"PRAGMA synchronous = {synchronous}")
+            self._conn.execute("PRAGMA secure_delete = ON")
+            self._conn.execute("PRAGMA temp_store = MEMORY")
+            self._conn.execute("PRAGMA cache_size = -65536")
+            self._migrate()
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open SQLite store at {path}: {exc}") from exc
+
+    # ------------------------------------------------------------------ plumbing
+
+    @staticmethod
+    def _retry(action, attempts: int = 50):
+        """Pragmas that need a lock do not honour busy_timeout; retry them briefly."""
+        for attempt in range(attempts):
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or attempt == attempts - 1:
+                    raise
+                time.sleep(0.02 * (attempt + 1))
+
+    @contextmanager
+    def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.Error as exc:
+                raise StorageError(f"storage is unavailable: {exc}") from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.Error as exc:
+                    conn.execute("ROLLBACK")
+                    raise StorageError(f"could not commit: {exc}") from exc
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StorageError(f"storage error: {exc}") from exc
+
+    def _migrate(self) -> None:
+        with self._tx(write=True) as conn:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+            langs = json.dumps(list(self.analyzer.languages))
+            row = conn.execute("SELECT value FROM meta WHERE name = 'languages'").fetchone()
+            if row is None:
+                conn.execute("INSERT INTO meta(name, value) VALUES ('languages', ?)", (langs,))
+            elif row[0] != langs:
+                self._reindex(conn)
+                conn.execute("UPDATE meta SET value = ? WHERE name = 'languages'", (langs,))
+
+    def _reindex(self, conn: sqlite3.Connection) -> None:
+        """Re-stem every live memory after the store's languages changed."""
+        conn.execute("DELETE FROM postings")
+        conn.execute("DELETE FROM part_stats")
+        rows = conn.execute(
+            "SELECT id, agent_id, level, key, content, tags FROM memories WHERE deleted_us IS NULL"
+        ).fetchall()
+        for mem_id, agent, level, key, content, tags in rows:
+            terms, length = self.analyzer.document_terms(key, content, json.loads(tags))
+            conn.execute("UPDATE memories SET length = ? WHERE id = ?", (length, mem_id))
+            self._index(conn, mem_id, terms)
+            self._stats_add(conn, agent, level, 1, length)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # ------------------------------------------------------------------ audit
+
+    def _append(self, conn: sqlite3.Connection, draft: AuditDraft, now: datetime) -> AuditEvent:
+        row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
+        event = seal(seq, now, draft, prev)
+        conn.execute(
+            "INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                event.seq,
+                to_us(event.time),
+                event.session_id,
+                event.agent_id,
+                int(event.taint),
+                event.operation,
+                json.dumps(list(event.keys)),
+                json.dumps([lv.name for lv in event.levels]),
+                json.dumps(list(event.lineage_ids)),
+                event.outcome,
+                json.dumps(event.detail, sort_keys=True),
+                event.prev_hash,
+                event.hash,
+            ),
+        )
+        conn.execute(
+            "INSERT INTO meta(name, value) VALUES ('audit_head', ?) "
+            "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+            (f"{event.seq}:{event.hash}",),
+        )
+        return event
+
+    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
+        with self._errors(), self._tx(write=True) as conn:
+            return self._append(conn, draft, now)
+
+    @staticmethod
+    def _row_to_event(row: Sequence) -> AuditEvent:
+        seq, at, session, agent, taint, op, keys, levels, lineage, outcome, detail, prev, digest = row
+        return AuditEvent(
+            seq=seq,
+            time=from_us(at),
+            session_id=session,
+            agent_id=agent,
+            taint=Level(taint),
+            operation=op,
+            keys=tuple(json.loads(keys)),
+            levels=tuple(Level[name] for name in json.loads(levels)),
+            lineage_ids=tuple(json.loads(lineage)),
+            outcome=outcome,
+            detail=json.loads(detail),
+            prev_hash=prev,
+            hash=digest,
+        )
+
+    def audit_events(self, max_taint: Level, lineage_id: str | None = None) -> list[AuditEvent]:
+        sql = "SELECT * FROM audit a WHERE a.taint <= ?"
+        params: list[object] = [int(max_taint)]
+        if lineage_id is not None:
+            sql += " AND EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = ?)"
+            params.append(lineage_id)
+        with self._errors(), self._tx(write=False) as conn:
+            rows = conn.execute(sql + " ORDER BY a.seq", params).fetchall()
+        return [self._row_to_event(r) for r in rows]
+
+    def verify_audit(self) -> int | None:
+        with self._errors(), self._tx(write=False) as conn:
+            head_row = conn.execute("SELECT value FROM meta WHERE name = 'audit_head'").fetchone()
+            try:
+                events = [self._row_to_event(r) for r in conn.execute("SELECT * FROM audit ORDER BY seq")]
+            except (ValueError, KeyError, json.JSONDecodeError):
+                # An event whose stored fields no longer parse has been edited.
+                return self._first_unparsable(conn)
+        head = None
+        if head_row:
+            seq, _, digest = head_row[0].partition(":")
+            head = (int(seq), digest)
+        return first_bad_sequence(events, head)
+
+    def _first_unparsable(self, conn: sqlite3.Connection) -> int:
+        for row in conn.execute("SELECT * FROM audit ORDER BY seq"):
+            try:
+                self._row_to_event(row)
+            except (ValueError, KeyError, json.JSONDecodeError):
+                return row[0]
+        return 1
+
+    # ------------------------------------------------------------------ sessions
+
+    def _session(self, conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+        row = conn.execute(
+            "SELECT id, agent_id, clearance, peers, taint, created_us FROM sessions WHERE id = ?",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        return SessionRecord(
+            id=row[0],
+            agent_id=row[1],
+            clearance=Level(row[2]),
+            peers=tuple(json.loads(row[3])),
+            taint=Level(row[4]),
+            created_at=from_us(row[5]),
+        )
+
+    def session_record(self, session_id: str) -> SessionRecord:
+        with self._errors(), self._tx(write=False) as conn:
+            return self._session(conn, session_id)
+
+    def open_session(
+        self, agent_id: str, session_id: str | None, clearance: Level, peers: Sequence[str], now: datetime
+    ) -> SessionRecord:
+        peers_json = json.dumps(list(peers))
+        with self._errors(), self._tx(write=True) as conn:
+            existing = None
+            if session_id is not None:
+                existing = conn.execute("SELECT agent_id, taint FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if existing is None:
+                new_id = session_id or str(uuid.uuid4())
+                conn.execute(
+                    "INSERT INTO sessions VALUES (?,?,?,?,?,?)",
+                    (new_id, agent_id, int(clearance), peers_json, int(Level.PUBLIC), to_us(now)),
+                )
+                op = "session.open"
+            else:
+                new_id = session_id
+                if existing[0] != agent_id:
+                    raise ValidationError(f"session {session_id!r} belongs to another agent")
+                if Level(existing[1]) > clearance:
+                    raise ClearanceError(
+                        f"session {session_id!r} is tainted {Level(existing[1]).name}, above the clearance "
+                        f"{clearance.name}; reset it to continue at a lower level"
+                    )
+                conn.execute(
+                    "UPDATE sessions SET clearance = ?, peers = ? WHERE id = ?",
+                    (int(clearance), peers_json, new_id),
+                )
+                op = "session.resume"
+            record = self._session(conn, new_id)
+            self._append(
+                conn,
+                AuditDraft(op, record.id, agent_id, record.taint, detail={"clearance": clearance.name, "peers": list(peers)}),
+                now,
+            )
+            return record
+
+    def escalate(
+        self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
+    ) -> SessionRecord:
+        refused: ClearanceError | None = None
+        with self._errors(), self._tx(write=True) as conn:
+            record = self._session(conn, session_id)
+            draft_base = dict(session_id=record.id, agent_id=record.agent_id, taint=record.taint, levels=(level,))
+            if level > record.clearance:
+                refused = ClearanceError(
+                    f"cannot raise taint to {level.name}: the session's clearance is {record.clearance.name}"
+                )
+                self._append(conn, AuditDraft("escalate", **draft_base, outcome="refused",
+                                              detail={"reason": reason[:200]}), now)
+            elif level > record.taint:
+                conn.execute("UPDATE sessions SET taint = ? WHERE id = ?", (int(level), session_id))
+                conn.execute(
+                    "INSERT INTO taint_events VALUES (?,?,?,?,?,?)",
+                    (session_id, to_us(now), int(record.taint), int(level), reason, source),
+                )
+                self._append(conn, AuditDraft("escalate", **draft_base, detail={"reason": reason[:200],
+                                              "source": source, "new": level.name}), now)
+                record = self._session(conn, session_id)
+            else:
+                self._append(conn, AuditDraft("escalate", **draft_base, outcome="unchanged"), now)
+        if refused:
+            raise refused
+        return record
+
+    def taint_history(self, session_id: str) -> list[TaintEvent]:
+        with self._errors(), self._tx(write=False) as conn:
+            rows = conn.execute(
+                "SELECT at_us, previous, new, reason, source FROM taint_events WHERE session_id = ? ORDER BY rowid",
+                (session_id,),
+            ).fetchall()
+        return [TaintEvent(from_us(a), Level(p), Level(n), r, s) for a, p, n, r, s in rows]
+
+    # ------------------------------------------------------------------ index upkeep
+
+    @staticmethod
+    def _index(conn: sqlite3.Connection, mem_id: int, terms: dict[str, int]) -> None:
+        conn.executemany(
+            "INSERT INTO postings(term, memory_id, tf) VALUES (?,?,?)",
+            [(term, mem_id, tf) for term, tf in terms.items()],
+        )
+
+    def _unindex(self, conn: sqlite3.Connection, mem_id: int, key: str, content: str, tags_json: str) -> None:
+        terms, _ = self.analyzer.document_terms(key, content, json.loads(tags_json))
+        conn.executemany(
+            "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
+        )
+
+    @staticmethod
+    def _stats_add(conn: sqlite3.Connection, agent: str, level: int, n: int, length: int) -> None:
+        conn.execute(
+            "INSERT INTO part_stats(agent_id, level, n, total_len) VALUES (?,?,?,?) "
+            "ON CONFLICT(agent_id, level) DO UPDATE SET n = n + excluded.n, total_len = total_len + excluded.total_len",
+            (agent, int(level), n, length),
+        )
+
+    @staticmethod
+    def _refresh_shadowable(conn: sqlite3.Connection, agent: str, key: str) -> None:
+        """Flag live versions that some higher live version of the same key could shadow."""
+        conn.execute(
+            """UPDATE memories SET shadowable = EXISTS (
+                   SELECT 1 FROM memories h WHERE h.agent_id = memories.agent_id AND h.key = memories.key
+                   AND h.level > memories.level AND h.deleted_us IS NULL)
+               WHERE agent_id = ? AND key = ? AND deleted_us IS NULL""",
+            (agent, key),
+        )
+
+    def _remove_live(self, conn: sqlite3.Connection, row: Sequence, deleted_us: int | None) -> None:
+        """Take a live version out of the index and statistics (soft delete or purge)."""
+        mem_id, agent, key, level, content, tags, length = row
+        self._unindex(conn, mem_id, key, content, tags)
+        self._stats_add(conn, agent, level, -1, -length)
+        if deleted_us is not None:
+            conn.execute("UPDATE memories SET deleted_us = ?, shadowable = 0 WHERE id = ?", (deleted_us, mem_id))
+        self._refresh_shadowable(conn, agent, key)
+
+    # ------------------------------------------------------------------ memories
+
+    def _write_version(
+        self,
+        conn: sqlite3.Connection,
+        memory: Memory,
+        terms: dict[str, int],
+        length: int,
+        keep_created: bool,
+    ) -> Memory:
+        """Insert or update the live version at (agent, key, level); returns what is stored."""
+        existing = conn.execute(
+            "SELECT id, agent_id, key, level, content, tags, length, created_us, lineage_id FROM memories "
+            "WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL",
+            (memory.agent_id, memory.key, int(memory.level)),
+        ).fetchone()
+        tags_json = json.dumps(list(memory.tags))
+        expires = to_us(memory.expires_at) if memory.expires_at else None
+        if existing:
+            mem_id = existing[0]
+            created_us = existing[7] if keep_created else to_us(memory.created_at)
+            lineage = existing[8] if keep_created else memory.lineage_id
+            self._unindex(conn, mem_id, existing[2], existing[4], existing[5])
+            self._stats_add(conn, memory.agent_id, memory.level, 0, length - existing[6])
+            conn.execute(
+                "UPDATE memories SET content = ?, tags = ?, category = ?, session_id = ?, created_us = ?, "
+                "updated_us = ?, lineage_id = ?, expires_us = ?, length = ? WHERE id = ?",
+                (memory.content, tags_json, memory.category, memory.session_id, created_us,
+                 to_us(memory.updated_at), lineage, expires, length, mem_id),
+            )
+        else:
+            created_us, lineage = to_us(memory.created_at), memory.lineage_id
+            mem_id = conn.execute(
+                "INSERT INTO memories(agent_id, key, level, content, tags, category, session_id, created_us, "
+                "updated_us, lineage_id, expires_us, length) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                (memory.agent_id, memory.key, int(memory.level), memory.content, tags_json, memory.category,
+                 memory.session_id, created_us, to_us(memory.updated_at), lineage, expires, length),
+            ).lastrowid
+            self._stats_add(conn, memory.agent_id, memory.level, 1, length)
+        self._index(conn, mem_id, terms)
+        self._refresh_shadowable(conn, memory.agent_id, memory.key)
+        row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()
+        return _row_to_memory(row)
+
+    def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
+        terms, length = self.analyzer.document_terms(draft.key, draft.content, draft.tags)
+        with self._errors(), self._tx(write=True) as conn:
+            record = self._session(conn, session_id)
+            candidate = Memory(
+                key=draft.key, content=draft.content, level=record.taint, tags=draft.tags,
+                category=draft.category, agent_id=record.agent_id, session_id=record.id,
+                created_at=now, updated_at=now, lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
+            )
+            stored = self._write_version(conn, candidate, terms, length, keep_created=True)
+            self._append(conn, AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,),
+                                          (stored.level,), (stored.lineage_id,)), now)
+            return stored
+
+    def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
+        now_us = to_us(now)
+        with self._errors(), self._tx(write=False) as conn:
+            record = self._session(conn, session_id)
+            found = None
+            for agent in record.agents:
+                row = conn.execute(
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND key = ? AND level <= ? "
+                    "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > ?) ORDER BY level DESC LIMIT 1",
+                    (agent, key, int(record.taint), now_us),
+                ).fetchone()
+                if row:
+                    found = _row_to_memory(row)
+                    break
+        self._audit_read(record, "get", [found] if found else [], now, {"found": found is not None})
+        return found
+
+    def _audit_read(self, record: SessionRecord, op: str, memories: list[Memory], now: datetime,
+                    detail: dict) -> None:
+        self.append_audit(
+            AuditDraft(op, record.id, record.agent_id, record.taint, tuple(m.key for m in memories),
+                       tuple(m.level for m in memories), tuple(m.lineage_id for m in memories), detail=detail),
+            now,
+        )
+
+    def list(self, session_id: str, tag: str | None, now: datetime) -> list[Memory]:
+        with self._errors(), self._tx(write=False) as conn:
+            record = self._session(conn, session_id)
+            scope = _Scope(record, to_us(now))
+            sql = f"SELECT {MEMORY_COLUMNS.replace('id,', 'd.id,', 1)} FROM memories d WHERE {scope.visible}"
+            params = dict(scope.params)
+            if tag is not None:
+                sql += " AND EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = :tag)"
+                params["tag"] = tag
+            rows = conn.execute(sql + f" ORDER BY {scope.rank}, d.key", params).fetchall()
+        found = [_row_to_memory(r) for r in rows]
+        self._audit_read(record, "list", found, now, {"count": len(found), "tag_filter": tag is not None})
+        return found
+
+    def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime) -> list[Hit]:
+        with self._errors(), self._tx(write=False) as conn:
+            record = self._session(conn, session_id)
+            scope = _Scope(record, to_us(now))
+            if terms is None:
+                hits = self._recent(conn, scope, limit)
+            else:
+                hits = self._ranked(conn, scope, terms, limit) if terms else []
+        self._audit_read(record, "search", [h.memory for h in hits], now,
+                         {"results": len(hits), "terms": len(terms or ())})
+        return hits
+
+    def _recent(self, conn: sqlite3.Connection, scope: _Scope, limit: int) -> list[Hit]:
+        rows = conn.execute(
+            f"SELECT {MEMORY_COLUMNS.replace('id,', 'd.id,', 1)} FROM memories d WHERE {scope.visible} "
+            f"ORDER BY d.updated_us DESC, d.key, {scope.rank} LIMIT :limit",
+            {**scope.params, "limit": limit},
+        ).fetchall()
+        return [Hit(_row_to_memory(r), 0.0) for r in rows]
+
+    def _visible_stats(self, conn: sqlite3.Connection, scope: _Scope) -> tuple[int, int]:
+        """Document count and total length over exactly the session's visible view."""
+        n, total = conn.execute(
+            f"SELECT coalesce(sum(n), 0), coalesce(sum(total_len), 0) FROM part_stats "
+            f"WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
+            scope.params,
+        ).fetchone()
+        in_scope = f"d.agent_id IN ({scope.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL"
+        hidden_n, hidden_len = conn.execute(
+            f"""SELECT count(*), coalesce(sum(length), 0) FROM (
+                    SELECT d.id, d.length FROM memories d
+                    WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= :now AND {in_scope}
+                    UNION
+                    SELECT d.id, d.length FROM memories d
+                    WHERE d.shadowable = 1 AND d.deleted_us IS NULL AND {in_scope} AND NOT ({scope.visible})
+                      AND (d.expires_us IS NULL OR d.expires_us > :now))""",
+            scope.params,
+        ).fetchone()
+        return n - hidden_n, total - hidden_len
+
+    def _ranked(self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int) -> list[Hit]:
+        n_docs, total_len = self._visible_stats(conn, scope)
+        if n_docs <= 0:
+            return []
+        avgdl = total_len / n_docs if total_len > 0 else 1.0
+        params = {**scope.params, "n": n_docs, "avgdl": avgdl, "limit": limit,
+                  "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B, "omb": 1.0 - ranking.B}
+        idx = range(len(terms))
+        for i, term in enumerate(terms):
+            params[f"t{i}"] = term
+        pivot = ", ".join(f"sum(CASE p.term WHEN :t{i} THEN p.tf ELSE 0 END) AS f{i}" for i in idx)
+        counts = ", ".join(f"count(CASE WHEN f{i} > 0 THEN 1 END) AS c{i}" for i in idx)
+        weights = ", ".join(f"ln(1.0 + (:n - c{i} + 0.5) / (c{i} + 0.5)) AS w{i}" for i in idx)
+        score = " + ".join(
+            f"(CASE WHEN f{i} > 0 THEN w{i} * f{i} * :k1p / (f{i} + :k1 * (:omb + :b * len / :avgdl)) ELSE 0.0 END)"
+            for i in idx
+        )
+        sql = f"""
+            WITH m AS MATERIALIZED (
+                SELECT p.memory_id AS id, {pivot} FROM postings p
+                WHERE p.term IN ({", ".join(f":t{i}" for i in idx)}) GROUP BY p.memory_id),
+            v AS MATERIALIZED (
+                SELECT m.*, d.length AS len, d.key AS k, {scope.rank} AS r
+                FROM m JOIN memories d ON d.id = m.id WHERE {scope.visible}),
+            w AS (SELECT {weights} FROM (SELECT {counts} FROM v))
+            SELECT v.id, {score} AS score FROM v, w ORDER BY score DESC, v.k, v.r LIMIT :limit"""
+        ranked = conn.execute(sql, params).fetchall()
+        if not ranked:
+            return []
+        ids = [r[0] for r in ranked]
+        rows = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
+        ).fetchall()
+        by_id = {r[0]: _row_to_memory(r) for r in rows}
+        return [Hit(by_id[mem_id], float(score)) for mem_id, score in ranked]
+
+    def delete(self, session_id: str, key: str, now: datetime) -> Memory:
+        now_us = to_us(now)
+        with self._errors(), self._tx(write=True) as conn:
+            record = self._session(conn, session_id)
+            row = conn.execute(
+                f"SELECT {MEMORY_COLUMNS}, length FROM memories WHERE agent_id = ? AND key = ? AND level = ? "
+                "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > ?)",
+                (record.agent_id, key, int(record.taint), now_us),
+            ).fetchone()
+            if row is None:
+                self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
+                                              (record.taint,), outcome="not_found"), now)
+            else:
+                memory = _row_to_memory(row[:12])
+                self._remove_live(conn, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us)
+                self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
+                                              (memory.level,), (memory.lineage_id,)), now)
+        if row is None:
+            raise NotFound(f"no memory with key {key!r} at level {record.taint.name}")
+        return memory
+
+    # ------------------------------------------------------------------ operator actions
+
+    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> int:
+        before_us, now_us = to_us(before), to_us(now)
+        agent_sql, agent_params = ("AND agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
+        with self._errors():
+            with self._tx(write=True) as conn:
+                expired = conn.execute(
+                    "SELECT id, agent_id, key, level, content, tags, length FROM memories "
+                    "WHERE deleted_us IS NULL AND expires_us IS NOT NULL AND expires_us <= ? AND expires_us < ? "
+                    + agent_sql,
+                    [now_us, before_us, *agent_params],
+                ).fetchall()
+                for row in expired:
+                    self._remove_live(conn, row, deleted_us=None)
+                deleted = conn.execute(
+                    "SELECT id FROM memories WHERE deleted_us IS NOT NULL AND deleted_us < ? " + agent_sql,
+                    [before_us, *agent_params],
+                ).fetchall()
+                ids = [r[0] for r in expired] + [r[0] for r in deleted]
+                conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
+                self._append(conn, AuditDraft("purge", agent_id=agent_id, taint=Level.PUBLIC,
+                                              detail={"purged": len(ids), "before": before.isoformat()}), now)
+            self._checkpoint()
+        return len(ids)
+
+    def _checkpoint(self) -> None:
+        """Fold the WAL into the main file and truncate it, so purged bytes leave the journal too."""
+        if self.path == ":memory:":
+            return
+        with self._lock:
+            for attempt in range(100):
+                busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                if not busy:
+                    return
+                time.sleep(0.05)
+        raise StorageError("purge committed, but other connections kept the journal busy; run purge again")
+
+    def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
+               "AND (expires_us IS NULL OR expires_us > ?)")
+        params: list[object] = [to_us(now)]
+        if agent_id is not None:
+            sql += " AND agent_id = ?"
+            params.append(agent_id)
+        with self._errors(), self._tx(write=False) as conn:
+            rows = conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall()
+        self.append_audit(AuditDraft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
+        return iter([_row_to_memory(r) for r in rows])
+
+    def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
+        prepared = []
+        for memory in memories:
+            terms, length = self.analyzer.document_terms(memory.key, memory.content, memory.tags)
+            prepared.append((memory, terms, length))
+        with self._errors(), self._tx(write=True) as conn:
+            for memory, terms, length in prepared:
+                self._write_version(conn, memory, terms, length, keep_created=False)
+            self._append(conn, AuditDraft("import", detail={"count": len(prepared)},
+                                          levels=tuple(sorted({m.level for m, _, _ in prepared}))), now)
+        return len(prepared)

@@ -1,0 +1,138 @@
+"""Opening a store: where the database is, which backend serves it, store-wide options.
+
+A ``Store`` is the operator's handle (sessions, purge, import/export, audit);
+agents only ever get a ``Session`` from it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import platformdirs
+
+from .audit import AuditDraft
+from .errors import ValidationError
+from .levels import Level
+from .models import AuditEvent, Memory
+from .session import Session
+from .storage.base import Backend
+from .storage.sqlite import SQLiteBackend
+from .text import Analyzer
+from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("STRATAMEM_HOME") or platformdirs.user_data_dir("stratamem"))
+
+
+def default_url() -> str:
+    return os.environ.get("STRATAMEM_DB") or str(default_home() / "memory.db")
+
+
+def sqlite_path(url: str) -> str:
+    """A plain path, ``sqlite:///abs/path.db`` or ``:memory:`` to what sqlite3 opens."""
+    if url == ":memory:" or url == "sqlite://" or url == "sqlite:///:memory:":
+        return ":memory:"
+    if url.startswith("sqlite:///"):
+        return "/" + url.removeprefix("sqlite:///").lstrip("/")
+    if "://" in url:
+        raise ValidationError(f"unsupported store URL {url!r}; use a path, sqlite:///path, :memory: or postgresql://")
+    return url
+
+
+class Store:
+    """The operator's handle on one memory store."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        languages: Sequence[str] = ("english",),
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        synchronous: str = "NORMAL",
+        clock: Clock = utcnow,
+        backend: Backend | None = None,
+    ) -> None:
+        self.url = url or default_url()
+        self.analyzer = Analyzer(languages)
+        self.max_content_bytes = max_content_bytes
+        self.clock = clock
+        if backend is not None:
+            self.backend = backend
+        elif self.url.startswith(("postgresql://", "postgres://")):
+            from .storage.postgres import PostgresBackend  # optional extra
+
+            self.backend = PostgresBackend(self.url, self.analyzer)
+        else:
+            path = sqlite_path(self.url)
+            if path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            if synchronous.upper() not in ("NORMAL", "FULL"):
+                raise ValidationError("synchronous must be NORMAL or FULL")
+            self.backend = SQLiteBackend(path, self.analyzer, synchronous=synchronous.upper())
+
+    def now(self) -> datetime:
+        return self.clock()
+
+    # sessions -------------------------------------------------------------
+    def session(
+        self,
+        agent_id: str = "main",
+        session_id: str | None = None,
+        clearance: Level = Level.RESTRICTED,
+        peers: Sequence[str] = (),
+    ) -> Session:
+        """Open a new session at PUBLIC, or resume one by id with its persisted taint.
+
+        On resume the agent must match; clearance and peers are the operator's
+        current word and replace the stored ones.
+        """
+        agent_id = check_agent_id(agent_id)
+        peers = tuple(dict.fromkeys(check_agent_id(p) for p in peers))
+        record = self.backend.open_session(agent_id, session_id, Level.parse(clearance), peers, self.now())
+        return Session(self, record.id)
+
+    # operator actions -------------------------------------------------------
+    def purge(self, before: datetime, agent_id: str | None = None) -> int:
+        if not isinstance(before, datetime) or before.tzinfo is None:
+            raise ValidationError("before must be a timezone-aware datetime")
+        return self.backend.purge(before, agent_id, self.now())
+
+    def export(self, agent_id: str | None = None) -> Iterator[Memory]:
+        return self.backend.export(agent_id, self.now())
+
+    def import_memories(self, memories: Iterable[Memory]) -> int:
+        return self.backend.import_memories(memories, self.now())
+
+    def audit_events(self, clearance: Level = Level.RESTRICTED, lineage_id: str | None = None) -> list[AuditEvent]:
+        """Events whose taint the reader's clearance covers."""
+        return self.backend.audit_events(Level.parse(clearance), lineage_id)
+
+    def audit(self, draft: AuditDraft) -> AuditEvent:
+        """Append an event (policy decisions and other runtime records)."""
+        return self.backend.append_audit(draft, self.now())
+
+    def verify_audit(self) -> int | None:
+        return self.backend.verify_audit()
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_store(url: str | None = None, **options) -> Store:
+    return Store(url, **options)

@@ -1,0 +1,99 @@
+"""Text analysis shared by indexing and querying: tokenise, drop query stopwords, stem.
+
+Pure and deterministic, so a backend only ever stores and compares terms; it
+never needs its own tokenizer (which is how SQLite and PostgreSQL stay
+interchangeable and level names or agent ids can never leak into matching).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+import Stemmer
+
+from .errors import ValidationError
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+MAX_QUERY_TERMS = 32
+MAX_TOKEN_CHARS = 64
+
+# Function words that carry no topic. Dropped from queries only (documents keep
+# them), and only when something else remains, so "who are you" still matches.
+_STOPWORDS: dict[str, frozenset[str]] = {
+    "english": frozenset(
+        """a about above after again against all am an and any are as at be because been before
+        being below between both but by can could did do does doing down during each few for from
+        further had has have having he her here hers herself him himself his how i if in into is it
+        its itself just me more most my myself no nor not now of off on once only or other our ours
+        ourselves out over own same she should so some such than that the their theirs them
+        themselves then there these they this those through to too under until up very was we
+        were what when where which while who whom why will with would you your yours yourself
+        yourselves""".split()
+    ),
+    "spanish": frozenset(
+        """a al algo como con de del el ella ellas ellos en entre era es esa ese eso esta este esto
+        fue ha la las le les lo los me mi mas muy no nos o para pero por que se sin su sus te tu un
+        una uno unos y ya yo""".split()
+    ),
+}
+
+
+def available_languages() -> tuple[str, ...]:
+    return tuple(Stemmer.algorithms())
+
+
+@lru_cache(maxsize=None)
+def _stemmer(language: str) -> Stemmer.Stemmer:
+    return Stemmer.Stemmer(language)
+
+
+def check_languages(languages: Iterable[str]) -> tuple[str, ...]:
+    langs = tuple(dict.fromkeys(lang.strip().lower() for lang in languages))
+    known = set(available_languages())
+    bad = [lang for lang in langs if lang not in known]
+    if not langs or bad:
+        raise ValidationError(
+            f"unknown stemming language {bad or langs!r}; choose from {', '.join(sorted(known))}"
+        )
+    return langs
+
+
+def tokens(text: str) -> list[str]:
+    """Words, case-folded and NFKC-normalised; very long runs are cut, not dropped."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return [word[:MAX_TOKEN_CHARS] for word in _WORD.findall(folded)]
+
+
+class Analyzer:
+    """Turns text into stemmed terms for one fixed set of Snowball languages."""
+
+    def __init__(self, languages: Sequence[str] = ("english",)) -> None:
+        self.languages = check_languages(languages)
+        self._stemmers = [_stemmer(lang) for lang in self.languages]
+        self._stop = frozenset().union(*(_STOPWORDS.get(lang, frozenset()) for lang in self.languages))
+
+    def _stems(self, words: list[str]) -> list[str]:
+        if len(self._stemmers) == 1:
+            return self._stemmers[0].stemWords(words)
+        out: list[str] = []
+        for stemmer in self._stemmers:
+            out.extend(stemmer.stemWords(words))
+        return out
+
+    def document_terms(self, key: str, content: str, tags: Sequence[str]) -> tuple[Counter[str], int]:
+        """Term frequencies over key, content and tags, and the document length in words."""
+        words = tokens(key) + tokens(content)
+        for tag in tags:
+            words.extend(tokens(tag))
+        return Counter(self._stems(words)), len(words)
+
+    def query_terms(self, query: str) -> list[str]:
+        """Distinct stemmed query terms in first-seen order, stopwords dropped when possible."""
+        words = tokens(query)
+        content = [w for w in words if w not in self._stop] or words
+        terms = list(dict.fromkeys(self._stems(content)))
+        return terms[:MAX_QUERY_TERMS]
