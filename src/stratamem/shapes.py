@@ -1,0 +1,137 @@
+"""The JSON shapes users see, built from records by pure functions.
+
+The agent tools, the CLI's ``--json`` output and the HTTP layer all print
+these shapes (CONTRACT section 8), so they live in one place: a field renamed
+here is renamed everywhere at once, and nothing else builds them by hand.
+
+Each builder returns plain ``dict``/``list`` data; :func:`dumps` turns a shape
+into the exact text handed to an agent. Times are ISO 8601 UTC, levels are
+upper-case names.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from .errors import StratamemError
+from .levels import Level
+from .models import Hit, Memory
+
+ERROR_CODES = ("VALIDATION_ERROR", "NOT_FOUND", "POLICY_BLOCKED", "STORAGE_ERROR")
+SCORE_DIGITS = 4
+
+
+def classification(level: Level | int) -> str:
+    """A level as users see it: its upper-case name."""
+    return Level(level).name
+
+
+def score(value: float) -> float:
+    """Scores are rounded so equal rankings print equally on every platform."""
+    return round(float(value), SCORE_DIGITS)
+
+
+# memory records ---------------------------------------------------------------
+
+
+def list_entry(memory: Memory) -> dict[str, Any]:
+    """One element of ``memory_list``'s ``memories``."""
+    return {
+        "key": memory.key,
+        "content": memory.content,
+        "classification": classification(memory.level),
+        "tags": list(memory.tags),
+        "updated_at": memory.updated_at.isoformat(),
+    }
+
+
+def search_entry(hit: Hit) -> dict[str, Any]:
+    """One element of ``memory_search``'s ``results``."""
+    memory = hit.memory
+    return {
+        "key": memory.key,
+        "content": memory.content,
+        "classification": classification(memory.level),
+        "tags": list(memory.tags),
+        "score": score(hit.score),
+    }
+
+
+def export_record(memory: Memory) -> dict[str, Any]:
+    """A memory with its provenance, for exports an agent may read (no lineage ids)."""
+    return {
+        "key": memory.key,
+        "content": memory.content,
+        "classification": classification(memory.level),
+        "tags": list(memory.tags),
+        "category": memory.category,
+        "agent_id": memory.agent_id,
+        "session_id": memory.session_id,
+        "created_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+    }
+
+
+# operation results --------------------------------------------------------------
+
+
+def saved(memory: Memory) -> dict[str, Any]:
+    return {"saved": True, "key": memory.key, "classification": classification(memory.level)}
+
+
+def found(memory: Memory) -> dict[str, Any]:
+    return {"found": True, **list_entry(memory)}
+
+
+def not_found(key: str) -> dict[str, Any]:
+    """The answer for a key that is missing *or* above the reader: the two must be identical."""
+    return {"found": False, "key": key}
+
+
+def got(key: str, memory: Memory | None) -> dict[str, Any]:
+    """``memory_get``'s answer for ``key``."""
+    return not_found(key) if memory is None else found(memory)
+
+
+def search_results(hits: Iterable[Hit], query: str) -> dict[str, Any]:
+    return {"results": [search_entry(h) for h in hits], "query": query}
+
+
+def listing(memories: Iterable[Memory]) -> dict[str, Any]:
+    return {"memories": [list_entry(m) for m in memories]}
+
+
+def deleted(key: str) -> dict[str, Any]:
+    return {"deleted": True, "key": key}
+
+
+# errors ---------------------------------------------------------------------------
+
+
+def error(code: str, message: str) -> dict[str, Any]:
+    """``{"error": {"code", "message"}}``; an unknown code is reported as STORAGE_ERROR."""
+    return {"error": {"code": code if code in ERROR_CODES else "STORAGE_ERROR", "message": message}}
+
+
+def error_from(exc: StratamemError) -> dict[str, Any]:
+    return error(exc.code, exc.message)
+
+
+def is_error(shape: object) -> bool:
+    return isinstance(shape, dict) and set(shape) == {"error"}
+
+
+# text -------------------------------------------------------------------------------
+
+
+def dumps(shape: Any) -> str:
+    """The exact text of a shape: compact, key order as built, UTF-8 safe.
+
+    Non-ASCII stays readable (fewer tokens for the model); a lone surrogate
+    (possible only in echoed input such as a query) becomes ``?`` so the text
+    always encodes as UTF-8.
+    """
+    text = json.dumps(shape, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+    return text.encode("utf-8", "replace").decode("utf-8")

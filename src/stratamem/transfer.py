@@ -1,0 +1,92 @@
+"""JSON Lines export and import: one memory per line, every field, levels by name.
+
+Import is all-or-nothing: every line is parsed and validated first, and a
+single bad line (reported with its line number) imports nothing. A partial
+import of a memory store is harder to reason about than a refused one.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from typing import IO
+
+from .errors import ValidationError
+from .levels import Level
+from .models import Memory
+from .validation import check_agent_id, check_category, check_content, check_key, check_tags
+
+MAX_REPORTED_ERRORS = 20
+
+
+def dump_lines(memories: Iterable[Memory]) -> Iterator[str]:
+    for memory in memories:
+        yield json.dumps(memory.to_dict(), ensure_ascii=False) + "\n"
+
+
+def _time(value: object, field: str) -> datetime:
+    if not isinstance(value, str):
+        raise ValidationError(f"{field} must be an ISO 8601 time")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValidationError(f"{field} is not an ISO 8601 time: {value[:40]!r}") from None
+    if moment.tzinfo is None:
+        raise ValidationError(f"{field} must carry a timezone")
+    return moment.astimezone(UTC)
+
+
+def parse_line(text: str, max_content_bytes: int) -> Memory:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ValidationError("each line must be a JSON object")
+    missing = [f for f in ("key", "content", "level", "agent_id") if f not in data]
+    if missing:
+        raise ValidationError(f"missing field(s): {', '.join(missing)}")
+    created = _time(data["created_at"], "created_at") if data.get("created_at") else None
+    updated = _time(data["updated_at"], "updated_at") if data.get("updated_at") else None
+    created = created or updated or datetime.now(UTC)
+    session_id = data.get("session_id")
+    if session_id is not None and not isinstance(session_id, str):
+        raise ValidationError("session_id must be a string or null")
+    lineage = data.get("lineage_id") or str(uuid.uuid4())
+    if not isinstance(lineage, str):
+        raise ValidationError("lineage_id must be a string")
+    return Memory(
+        key=check_key(data["key"]),
+        content=check_content(data["content"], max_content_bytes),
+        level=Level.parse(data["level"]),
+        tags=check_tags(data.get("tags") or ()),
+        category=check_category(data.get("category", "core")),
+        agent_id=check_agent_id(data["agent_id"]),
+        session_id=session_id,
+        created_at=created,
+        updated_at=updated or created,
+        lineage_id=lineage,
+        expires_at=_time(data["expires_at"], "expires_at") if data.get("expires_at") else None,
+    )
+
+
+def read_lines(stream: IO[str], max_content_bytes: int) -> list[Memory]:
+    """Parse a whole file; raise one ValidationError listing every bad line."""
+    memories: list[Memory] = []
+    errors: list[str] = []
+    for number, line in enumerate(stream, start=1):
+        if not line.strip():
+            continue
+        try:
+            memories.append(parse_line(line, max_content_bytes))
+        except ValidationError as exc:
+            errors.append(f"line {number}: {exc.message}")
+    if errors:
+        shown = errors[:MAX_REPORTED_ERRORS]
+        more = f"\n... and {len(errors) - len(shown)} more" if len(errors) > len(shown) else ""
+        raise ValidationError(
+            f"import refused, nothing was imported; {len(errors)} bad line(s):\n" + "\n".join(shown) + more
+        )
+    return memories

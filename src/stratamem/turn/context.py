@@ -1,0 +1,277 @@
+"""Recalled memory, rendered into the prompt of a turn.
+
+Recall goes through the *session*, so the classification and agent rules of
+the store decide what can be seen at all; this module only narrows further:
+by where the turn came from, by noise and staleness, and by size.  A prompt
+block is a convenience, never a requirement, so a failing search renders
+nothing instead of failing the turn.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Protocol
+
+from .errors import ValidationError
+from .messages import Message
+from .noise import is_noise_content, is_noise_key
+from .observe import EventBus, MemoryRecall, emit
+from .textcut import ellipsize
+
+__all__ = [
+    "BLOCK_OPEN",
+    "BLOCK_CLOSE",
+    "Origin",
+    "ContextConfig",
+    "Clock",
+    "RecallPolicy",
+    "recall_policy",
+    "is_recallable",
+    "decayed_score",
+    "select_entries",
+    "fit_lines",
+    "format_memory_block",
+    "render_memory_context",
+    "strip_memory_context",
+    "inject_memory_context",
+]
+
+BLOCK_OPEN = "[Memory context]"
+BLOCK_CLOSE = "[/Memory context]"
+_HEAD = f"{BLOCK_OPEN}\n"
+_TAIL = f"{BLOCK_CLOSE}\n\n"
+_SECONDS_PER_DAY = 86_400.0
+_BLOCK_RE = re.compile(re.escape(_HEAD) + r".*?" + re.escape(_TAIL), re.DOTALL)
+
+Clock = Callable[[], datetime]
+
+
+class Origin(StrEnum):
+    """Where a turn came from; decides how much recalled memory it may see."""
+
+    INTERACTIVE = "interactive"
+    CHANNEL = "channel"
+    AGENT = "agent"
+    CRON = "cron"
+    DAEMON = "daemon"
+    SUBTURN = "subturn"
+
+
+class MemoryLike(Protocol):
+    key: str
+    content: str
+    level: Any
+    tags: tuple[str, ...]
+    category: str
+    updated_at: datetime
+    agent_id: str | None
+
+
+class HitLike(Protocol):
+    memory: MemoryLike
+    score: float
+
+
+class SearchableSession(Protocol):
+    def search(self, query: str, max_results: int) -> Sequence[HitLike]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ContextConfig:
+    """Bounds and switches for the memory-context block.
+
+    ``min_relevance`` applies to the decayed score; unscored hits (score 0.0)
+    are never dropped by it because the backend had no score to give.
+    ``half_life_days`` of 0 turns decay off.  ``search_limit`` over-fetches
+    so that filtering still leaves ``max_entries`` candidates.
+    """
+
+    max_entries: int = 4
+    max_entry_chars: int = 800
+    max_total_chars: int = 4000
+    min_relevance: float = 0.0
+    half_life_days: float = 7.0
+    search_limit: int = 16
+    suppress: bool = False
+    show_levels: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("max_entries", "max_entry_chars", "max_total_chars", "search_limit"):
+            if getattr(self, name) < 0:
+                raise ValidationError(f"ContextConfig.{name} must be >= 0")
+        for name in ("min_relevance", "half_life_days"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValidationError(f"ContextConfig.{name} must be a finite number >= 0")
+
+
+@dataclass(frozen=True, slots=True)
+class RecallPolicy:
+    inject: bool
+    include_conversation: bool
+
+
+def recall_policy(origin: Origin | str, session_scopes: Sequence[str] = (), *, suppress: bool = False) -> RecallPolicy:
+    """Which memories a turn of this origin may have injected.
+
+    Conversation memories belong to a conversation: a turn without a session
+    scope, or a scheduled turn, would only see other conversations' chatter.
+    Subturns inherit context from their parent and get none of their own.
+    """
+    origin = _parse_origin(origin)
+    if suppress or origin is Origin.SUBTURN:
+        return RecallPolicy(inject=False, include_conversation=False)
+    if origin in (Origin.CRON, Origin.DAEMON):
+        return RecallPolicy(inject=True, include_conversation=False)
+    return RecallPolicy(inject=True, include_conversation=bool(session_scopes))
+
+
+def _parse_origin(origin: Origin | str) -> Origin:
+    try:
+        return Origin(origin)
+    except ValueError:
+        allowed = ", ".join(o.value for o in Origin)
+        raise ValidationError(f"unknown turn origin {origin!r}; expected one of: {allowed}") from None
+
+
+def is_recallable(memory: MemoryLike, *, include_conversation: bool) -> bool:
+    """False for noise, transcripts, stale tool output and inline images.
+
+    Entries that contain the closing block marker are skipped as well: they
+    would end the block early and break idempotent re-injection.
+    """
+    content = memory.content
+    return not (
+        (memory.category == "conversation" and not include_conversation)
+        or is_noise_key(memory.key)
+        or memory.key.endswith("_history")
+        or is_noise_content(content)
+        or "<tool_result" in content
+        or "[IMAGE:" in content
+        or BLOCK_CLOSE in content
+    )
+
+
+def decayed_score(score: float, category: str, updated_at: datetime, now: datetime, half_life_days: float) -> float:
+    """Halve a non-core entry's relevance every ``half_life_days`` of age.
+
+    Core memories are standing facts and do not go stale.
+    """
+    if score == 0.0 or category == "core" or half_life_days == 0:
+        return score
+    if updated_at.tzinfo is None:
+        updated_at = updated_at.replace(tzinfo=UTC)
+    age_days = max(0.0, (now - updated_at).total_seconds() / _SECONDS_PER_DAY)
+    return score * 0.5 ** (age_days / half_life_days)
+
+
+def select_entries(
+    hits: Sequence[HitLike], config: ContextConfig, now: datetime, *, include_conversation: bool
+) -> list[MemoryLike]:
+    """Filter, decay, floor, rank and cap the recalled hits.
+
+    The sort is stable, so hits with equal scores (e.g. all unscored) keep
+    the backend's order.  Duplicate keys keep their first hit.
+    """
+    scored: list[tuple[float, MemoryLike]] = []
+    seen: set[str] = set()
+    for hit in hits:
+        memory = hit.memory
+        if memory.key in seen or not is_recallable(memory, include_conversation=include_conversation):
+            continue
+        seen.add(memory.key)
+        score = decayed_score(float(hit.score), memory.category, memory.updated_at, now, config.half_life_days)
+        if hit.score != 0.0 and score < config.min_relevance:
+            continue
+        scored.append((score, memory))
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    return [memory for _, memory in scored[: config.max_entries]]
+
+
+def _format_line(memory: MemoryLike, config: ContextConfig) -> str:
+    label = f" [{memory.level.name}]" if config.show_levels else ""
+    content = ellipsize(memory.content.strip(), config.max_entry_chars)
+    return f"- {memory.key}{label}: {content}\n"
+
+
+def fit_lines(memories: Sequence[MemoryLike], config: ContextConfig) -> list[str]:
+    """Entry lines, in rank order, until the first that would overflow the block.
+
+    Stopping (rather than skipping to a smaller, lower-ranked entry) keeps
+    the block in relevance order.
+    """
+    used = len(_HEAD) + len(_TAIL)
+    lines: list[str] = []
+    for memory in memories:
+        line = _format_line(memory, config)
+        if used + len(line) > config.max_total_chars:
+            break
+        lines.append(line)
+        used += len(line)
+    return lines
+
+
+def format_memory_block(lines: Sequence[str]) -> str:
+    """Wrap entry lines in the block markers; no lines, no block."""
+    return _HEAD + "".join(lines) + _TAIL if lines else ""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def render_memory_context(
+    session: SearchableSession,
+    user_message: str,
+    origin: Origin | str,
+    session_scopes: Sequence[str] = (),
+    config: ContextConfig = ContextConfig(),
+    *,
+    events: EventBus | None = None,
+    clock: Clock = _utc_now,
+) -> str:
+    """Recall for ``user_message`` and render the block to prepend, or ``""``.
+
+    Emits exactly one :class:`MemoryRecall` event.
+    """
+    policy = recall_policy(origin, session_scopes, suppress=config.suppress)
+    origin_name = _parse_origin(origin).value
+    if not policy.inject or config.max_entries == 0 or not user_message.strip():
+        emit(events, MemoryRecall(origin=origin_name, entry_count=0, success=True, suppressed=True))
+        return ""
+    try:
+        hits = session.search(user_message, max_results=config.search_limit)
+        memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
+        lines = fit_lines(memories, config)
+    except Exception as exc:  # noqa: BLE001 - recall is best effort by design
+        emit(events, MemoryRecall(origin=origin_name, entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}"))
+        return ""
+    emit(events, MemoryRecall(origin=origin_name, entry_count=len(lines), success=True))
+    return format_memory_block(lines)
+
+
+def strip_memory_context(text: str) -> str:
+    """Remove a leading memory block, if any (the inverse of injection)."""
+    match = _BLOCK_RE.match(text)
+    return text[match.end() :] if match else text
+
+
+def inject_memory_context(messages: Sequence[Message], block: str) -> list[Message]:
+    """Prepend ``block`` to the last user message, replacing an earlier block.
+
+    Idempotent, so a retried turn never carries two blocks; an empty
+    ``block`` removes a stale one.  Returns a new list.
+    """
+    result = list(messages)
+    for index in range(len(result) - 1, -1, -1):
+        message = result[index]
+        if message.role == "user":
+            content = block + strip_memory_context(message.content)
+            result[index] = replace(message, content=content)
+            break
+    return result

@@ -1,0 +1,202 @@
+"""Typed turn events, their observers, and optional OpenTelemetry spans.
+
+Events are scrubbed and bounded *when they are built*, not when they are
+delivered: an event that exists is safe to hand to any observer, log or
+tracing backend, so no delivery path can forget to scrub.
+
+OpenTelemetry is optional.  When ``opentelemetry-api`` is importable the bus
+also records each event as a zero-length span; without it (or without a
+configured SDK, in which case the API's tracer is a no-op) nothing changes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Protocol, TypeVar
+
+from .scrub import DEFAULT_MAX_CHARS, bound_text, scrub_value
+
+__all__ = [
+    "Event",
+    "MemoryRecall",
+    "MemoryStore",
+    "ToolCall",
+    "HistoryTrimmed",
+    "PolicyDecision",
+    "Observer",
+    "EventBus",
+    "EventLog",
+    "emit",
+    "event_attributes",
+    "opentelemetry_tracer",
+]
+
+_log = logging.getLogger(__name__)
+
+AttributeValue = str | bool | int | float
+_E = TypeVar("_E", bound="Event")
+
+
+class Event:
+    """Base of all turn events: scrubs and bounds every text field on creation."""
+
+    __slots__ = ()
+    name: ClassVar[str] = "stratamem.event"
+    max_field_chars: ClassVar[int] = DEFAULT_MAX_CHARS
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if isinstance(value, str | Mapping | list | tuple):
+                object.__setattr__(self, f.name, _safe_text(value, self.max_field_chars))
+
+
+def _safe_text(value: str | Mapping[str, Any] | Sequence[Any], max_chars: int) -> str:
+    scrubbed = scrub_value(value)
+    text = scrubbed if isinstance(scrubbed, str) else json.dumps(scrubbed, ensure_ascii=False, default=str)
+    return bound_text(text, max_chars)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecall(Event):
+    """One memory-context render: how many entries went into the prompt."""
+
+    name: ClassVar[str] = "stratamem.memory.recall"
+    origin: str
+    entry_count: int
+    success: bool
+    suppressed: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStore(Event):
+    """One memory write attempted by the turn layer (e.g. an autosave)."""
+
+    name: ClassVar[str] = "stratamem.memory.store"
+    key: str
+    category: str
+    success: bool
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall(Event):
+    """One tool result recorded; ``arguments`` may be a mapping or JSON text."""
+
+    name: ClassVar[str] = "stratamem.tool.call"
+    tool_name: str
+    arguments: str | Mapping[str, Any]
+    success: bool
+    output_chars: int = 0
+    truncated: bool = False
+    call_id: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryTrimmed(Event):
+    """History was cut to fit the token budget; the transcript still has it all."""
+
+    name: ClassVar[str] = "stratamem.history.trimmed"
+    session_id: str
+    messages_dropped: int
+    turns_dropped: int
+    tokens_before: int
+    tokens_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDecision(Event):
+    """A workspace (or other) policy allowed or refused an operation."""
+
+    name: ClassVar[str] = "stratamem.policy.decision"
+    action: str
+    target: str
+    allowed: bool
+    reason: str = ""
+    agent_id: str = ""
+
+
+Observer = Callable[[Event], None]
+
+
+class SpanLike(Protocol):
+    def end(self) -> None: ...
+
+
+class TracerLike(Protocol):
+    def start_span(self, name: str, *, attributes: Mapping[str, AttributeValue]) -> SpanLike: ...
+
+
+def opentelemetry_tracer() -> TracerLike | None:
+    """The OpenTelemetry tracer for this package, or None when the API is absent."""
+    try:
+        from opentelemetry import trace  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return trace.get_tracer("stratamem.turn")  # type: ignore[no-any-return]
+
+
+def event_attributes(event: Event) -> dict[str, AttributeValue]:
+    """Flatten an event into span attributes (all values are primitives)."""
+    attrs: dict[str, AttributeValue] = {}
+    for f in fields(event):  # type: ignore[arg-type]
+        value = getattr(event, f.name)
+        attrs[f"stratamem.{f.name}"] = value if isinstance(value, str | bool | int | float) else str(value)
+    return attrs
+
+
+_AUTO: Any = object()
+
+
+class EventBus:
+    """Delivers events to observers; a failing observer never fails the turn."""
+
+    def __init__(self, observers: Iterable[Observer] = (), *, tracer: TracerLike | None = _AUTO) -> None:
+        self._observers: list[Observer] = list(observers)
+        self._tracer = opentelemetry_tracer() if tracer is _AUTO else tracer
+
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """Register ``observer``; returns a function that unregisters it."""
+        self._observers.append(observer)
+
+        def unsubscribe() -> None:
+            if observer in self._observers:
+                self._observers.remove(observer)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        for observer in tuple(self._observers):
+            try:
+                observer(event)
+            except Exception:  # noqa: BLE001 - observers are third-party code
+                _log.warning("observer %r failed on %s", observer, event.name, exc_info=True)
+        if self._tracer is not None:
+            try:
+                self._tracer.start_span(event.name, attributes=event_attributes(event)).end()
+            except Exception:  # noqa: BLE001 - tracing must never break a turn
+                _log.warning("tracing failed on %s", event.name, exc_info=True)
+
+
+class EventLog:
+    """An observer that keeps the events it sees, for tests and debugging."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of_type(self, kind: type[_E]) -> list[_E]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+def emit(bus: EventBus | None, event: Event) -> None:
+    """Emit on ``bus`` if there is one; lets every API take an optional bus."""
+    if bus is not None:
+        bus.emit(event)

@@ -1,0 +1,163 @@
+"""Bounding tool output before it enters the conversation.
+
+A single runaway tool (a log dump, a large file) can evict the whole history
+from the context window, so results are cut to a character budget.  The
+head and the tail are kept because that is where commands put their
+summary and their error.  Cuts never break an ``[IMAGE:...]`` marker (the
+runtime would load a wrong path) or a surrogate pair (encoders reject it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+from .errors import ValidationError
+from .textcut import safe_cut_index
+
+__all__ = [
+    "DEFAULT_MAX_TOOL_RESULT_CHARS",
+    "IMAGE_MARKER_RE",
+    "ToolResult",
+    "ToolResultLimits",
+    "truncate_text",
+    "truncate_tool_message",
+    "mark_image_paths",
+    "process_tool_result",
+    "tool_message_content",
+]
+
+DEFAULT_MAX_TOOL_RESULT_CHARS = 50_000
+IMAGE_MARKER_RE = re.compile(r"\[IMAGE:[^\]\n]*\]")
+_IMAGE_PATH_RE = re.compile(
+    r"(?<![\w/.~\[:-])(?P<path>(?:~|\.{1,2})?/?(?:[\w.-]+/)*[\w.-]*\w\.(?:png|jpe?g|gif|webp|bmp))(?![\w/])",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    success: bool
+    output: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultLimits:
+    """``max_tool_result_chars`` of 0 disables truncation.
+
+    ``file_producing_tools`` names the tools whose output may point at
+    images they wrote; other tools' paths are just text.
+    """
+
+    max_tool_result_chars: int = DEFAULT_MAX_TOOL_RESULT_CHARS
+    file_producing_tools: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if self.max_tool_result_chars < 0:
+            raise ValidationError("max_tool_result_chars must be >= 0 (0 disables truncation)")
+
+
+def _notice(dropped: int) -> str:
+    return f"\n\n[... {dropped} characters truncated ...]\n\n"
+
+
+def _outside_markers(text: str, index: int, *, toward_start: bool) -> int:
+    """Move a cut out of any image marker it falls inside, dropping the marker."""
+    for match in IMAGE_MARKER_RE.finditer(text):
+        if match.start() < index < match.end():
+            return match.start() if toward_start else match.end()
+        if match.start() >= index:
+            break
+    return index
+
+
+def truncate_text(text: str, max_chars: int) -> str:
+    """Keep the first two thirds and the last third of ``max_chars``.
+
+    Cut points only ever move *inward* (dropping the marker or pair they
+    would split), so the kept text never exceeds the budget.
+    """
+    if max_chars <= 0 or len(text) <= max_chars:
+        return text
+    head_budget = max_chars * 2 // 3
+    head_end = _outside_markers(text, head_budget, toward_start=True)
+    head_end = safe_cut_index(text, head_end, toward_start=True)
+    tail_start = _outside_markers(text, len(text) - (max_chars - head_budget), toward_start=False)
+    tail_start = safe_cut_index(text, tail_start, toward_start=False)
+    return text[:head_end] + _notice(tail_start - head_end) + text[tail_start:]
+
+
+def truncate_tool_message(text: str, max_chars: int) -> str:
+    """Truncate a tool message; a JSON ``{"tool_call_id", "content"}`` wrapper
+    stays valid JSON and only its content is cut."""
+    if max_chars <= 0 or len(text) <= max_chars:
+        return text
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "tool_call_id" in data and isinstance(data.get("content"), str):
+        data["content"] = truncate_text(data["content"], max_chars)
+        return json.dumps(data, ensure_ascii=False)
+    return truncate_text(text, max_chars)
+
+
+def _default_exists(path: str) -> bool:
+    return os.path.isfile(os.path.expanduser(path))
+
+
+def mark_image_paths(
+    output: str,
+    tool_name: str,
+    file_producing_tools: Collection[str],
+    *,
+    exists: Callable[[str], bool] = _default_exists,
+) -> str:
+    """Turn paths of images a tool wrote into ``[IMAGE:path]`` markers.
+
+    Only tools declared as file-producing, only files that exist (a path in
+    a ``cat`` of some README is not an attachment), and each path at most
+    once: a path already marked anywhere in the output is left alone.
+    """
+    if tool_name not in file_producing_tools:
+        return output
+    marked = {m.group(0)[len("[IMAGE:") : -1] for m in IMAGE_MARKER_RE.finditer(output)}
+    marker_spans = [m.span() for m in IMAGE_MARKER_RE.finditer(output)]
+
+    def replace_path(match: re.Match[str]) -> str:
+        path = match.group("path")
+        inside_marker = any(start <= match.start() < end for start, end in marker_spans)
+        if inside_marker or path in marked or not exists(path):
+            return path
+        marked.add(path)
+        return f"[IMAGE:{path}]"
+
+    return _IMAGE_PATH_RE.sub(replace_path, output)
+
+
+def process_tool_result(
+    tool_name: str,
+    result: ToolResult,
+    limits: ToolResultLimits = ToolResultLimits(),
+    *,
+    exists: Callable[[str], bool] = _default_exists,
+) -> ToolResult:
+    """Mark images, then bound output and error, as one step per result."""
+    output = result.output
+    if result.success:
+        output = mark_image_paths(output, tool_name, limits.file_producing_tools, exists=exists)
+    limit = limits.max_tool_result_chars
+    error = truncate_text(result.error, limit) if result.error is not None else None
+    return ToolResult(success=result.success, output=truncate_tool_message(output, limit), error=error)
+
+
+def tool_message_content(result: ToolResult) -> str:
+    """The text the model sees for a result: output, or the error plainly labelled."""
+    if result.success:
+        return result.output
+    detail = result.error or "tool failed without an error message"
+    return f"Error: {detail}" + (f"\n{result.output}" if result.output else "")
