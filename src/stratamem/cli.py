@@ -1,0 +1,293 @@
+"""The ``stratamem`` command line: the library's operations, one command each.
+
+Every memory command runs in a session (a new one, or ``--session ID`` to
+resume one with its persisted taint); ``--taint`` escalates it first. Output is
+human-readable by default and the tools' JSON shapes with ``--json``. Exit
+codes: 0 ok, 1 not found, 2 usage or validation, 3 storage, 4 policy.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from . import shapes
+from .errors import NotFound, StratamemError, ValidationError
+from .levels import Level
+from .session import Session
+from .store import Store, default_url
+from .transfer import dump_lines, read_lines
+
+
+@dataclass
+class Context:
+    db: str | None
+    agent: str | None
+    taint: str | None
+    session_id: str | None
+    as_json: bool
+    _store: Store | None = None
+
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.db or default_url())
+        return self._store
+
+    def session(self) -> Session:
+        s = self.store().session(self.agent or "main", session_id=self.session_id)
+        if self.taint:
+            s.escalate(Level.parse(self.taint), "command line --taint", source="cli")
+        return s
+
+    def emit(self, shape: Any, human: str) -> None:
+        click.echo(shapes.dumps(shape) if self.as_json else human)
+
+
+def _run(ctx: Context, action: Callable[[], None]) -> None:
+    """Map library errors to the contract's exit codes and output shapes."""
+    try:
+        action()
+    except StratamemError as exc:
+        if ctx.as_json:
+            click.echo(shapes.dumps(shapes.error_from(exc)))
+        else:
+            click.echo(f"error [{exc.code}]: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+    finally:
+        if ctx._store is not None:
+            ctx._store.close()
+
+
+def _one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="STRATAMEM_DB", help="Store URL: a path, sqlite:///abs.db, :memory: or postgresql://")
+@click.option("--agent", help="Agent id (default: main).")
+@click.option("--taint", help="Raise the session's taint to this level first.")
+@click.option("--session", "session_id", help="Resume this session id (its taint persists).")
+@click.option("--json", "as_json", is_flag=True, help="Print the tools' JSON shapes.")
+@click.pass_context
+def cli(click_ctx: click.Context, db, agent, taint, session_id, as_json) -> None:
+    """Classified, persistent memory for AI agents."""
+    click_ctx.obj = Context(db, agent, taint, session_id, as_json)
+
+
+@cli.command()
+@click.argument("key")
+@click.argument("content")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--category", default="core", show_default=True)
+@click.pass_obj
+def save(ctx: Context, key: str, content: str, tags: tuple[str, ...], category: str) -> None:
+    """Save CONTENT under KEY at the session's taint."""
+
+    def action() -> None:
+        memory = ctx.session().save(key, content, tags=tags, category=category)
+        ctx.emit(shapes.saved(memory), f"saved {memory.key} [{memory.level.name}]")
+
+    _run(ctx, action)
+
+
+@cli.command()
+@click.argument("key")
+@click.pass_obj
+def get(ctx: Context, key: str) -> None:
+    """Show the visible version of KEY."""
+
+    def action() -> None:
+        memory = ctx.session().get(key)
+        if memory is None:
+            ctx.emit(shapes.got(key, None), f"not found: {key}")
+            sys.exit(NotFound.exit_code)
+        tags = f" tags={','.join(memory.tags)}" if memory.tags else ""
+        ctx.emit(shapes.got(key, memory),
+                 f"{memory.key} [{memory.level.name}] agent={memory.agent_id}{tags}\n{memory.content}")
+
+    _run(ctx, action)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-n", "max_results", default=10, show_default=True, type=int)
+@click.pass_obj
+def search(ctx: Context, query: str, max_results: int) -> None:
+    """Search visible memories (empty or * lists the most recent)."""
+
+    def action() -> None:
+        hits = ctx.session().search(query, max_results=max_results)
+        human = "\n".join(
+            f"{h.score:7.3f}  {h.memory.key} [{h.memory.level.name}]: {_one_line(h.memory.content)}" for h in hits
+        )
+        ctx.emit(shapes.search_results(hits, query), human or "no results")
+
+    _run(ctx, action)
+
+
+@cli.command("list")
+@click.option("--tag", help="Only memories with exactly this tag.")
+@click.pass_obj
+def list_(ctx: Context, tag: str | None) -> None:
+    """List visible memories."""
+
+    def action() -> None:
+        memories = ctx.session().list(tag=tag)
+        human = "\n".join(f"{m.key} [{m.level.name}]: {_one_line(m.content)}" for m in memories)
+        ctx.emit(shapes.listing(memories), human or "no memories")
+
+    _run(ctx, action)
+
+
+@cli.command()
+@click.argument("key")
+@click.pass_obj
+def delete(ctx: Context, key: str) -> None:
+    """Soft-delete the own agent's KEY at exactly the session's taint."""
+
+    def action() -> None:
+        memory = ctx.session().delete(key)
+        ctx.emit(shapes.deleted(memory.key), f"deleted {memory.key} [{memory.level.name}]")
+
+    _run(ctx, action)
+
+
+def _parse_time(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValidationError(f"not an ISO 8601 time: {value!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@cli.command()
+@click.option("--before", required=True, help="ISO 8601 cutoff (UTC when no offset is given).")
+@click.pass_obj
+def purge(ctx: Context, before: str) -> None:
+    """Hard-delete soft-deleted and expired records older than --before (operator)."""
+
+    def action() -> None:
+        count = ctx.store().purge(_parse_time(before), agent_id=ctx.agent)
+        ctx.emit({"purged": count}, f"purged {count} record(s)")
+
+    _run(ctx, action)
+
+
+@cli.group()
+def audit() -> None:
+    """Inspect and verify the audit log."""
+
+
+@audit.command("verify")
+@click.pass_obj
+def audit_verify(ctx: Context) -> None:
+    """Exit 0 when the hash chain is intact, 3 naming the first bad sequence otherwise."""
+
+    def action() -> None:
+        bad = ctx.store().verify_audit()
+        if bad is None:
+            ctx.emit({"intact": True}, "audit log intact")
+        else:
+            ctx.emit({"intact": False, "first_bad_seq": bad}, f"audit log broken at sequence {bad}")
+            sys.exit(3)
+
+    _run(ctx, action)
+
+
+@audit.command("show")
+@click.option("--lineage", help="Only events that touched this lineage id (who read it, when, at what taint).")
+@click.option("--clearance", default="RESTRICTED", show_default=True, help="Show events up to this taint.")
+@click.option("--limit", default=50, show_default=True, type=int, help="The newest N events (0 = all).")
+@click.pass_obj
+def audit_show(ctx: Context, lineage: str | None, clearance: str, limit: int) -> None:
+    """Show audit events (no memory content is ever logged)."""
+
+    def action() -> None:
+        events = ctx.store().audit_events(Level.parse(clearance), lineage_id=lineage)
+        if limit > 0:
+            events = events[-limit:]
+        if ctx.as_json:
+            click.echo(shapes.dumps({"events": [_event_dict(e) for e in events]}))
+            return
+        for e in events:
+            keys = ",".join(e.keys)
+            click.echo(f"{e.seq:>6} {e.time.isoformat()} {e.operation:<14} {e.outcome:<9} "
+                       f"taint={e.taint.name:<12} agent={e.agent_id or '-'} session={e.session_id or '-'} "
+                       f"keys={keys or '-'}")
+
+    _run(ctx, action)
+
+
+def _event_dict(e) -> dict[str, Any]:
+    return {
+        "seq": e.seq, "time": e.time.isoformat(), "session_id": e.session_id, "agent_id": e.agent_id,
+        "taint": e.taint.name, "operation": e.operation, "keys": list(e.keys),
+        "levels": [lv.name for lv in e.levels], "lineage_ids": list(e.lineage_ids), "outcome": e.outcome,
+        "detail": e.detail, "hash": e.hash,
+    }
+
+
+@cli.command("export")
+@click.argument("file", required=False, type=click.Path(dir_okay=False, writable=True))
+@click.pass_obj
+def export_(ctx: Context, file: str | None) -> None:
+    """Write every live memory (all levels) as JSON Lines to FILE or stdout (operator)."""
+
+    def action() -> None:
+        lines = dump_lines(ctx.store().export(agent_id=ctx.agent))
+        if file is None:
+            for line in lines:
+                click.echo(line, nl=False)
+            return
+        count = 0
+        with open(file, "w", encoding="utf-8") as out:
+            for line in lines:
+                out.write(line)
+                count += 1
+        click.echo(f"exported {count} memories to {file}", err=True)
+
+    _run(ctx, action)
+
+
+@cli.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.pass_obj
+def import_(ctx: Context, file: str) -> None:
+    """Import JSON Lines, levels kept; one bad line imports nothing (operator)."""
+
+    def action() -> None:
+        store = ctx.store()
+        if file == "-":
+            stream = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape")
+            memories = read_lines(stream, store.max_content_bytes)
+        else:
+            with open(file, encoding="utf-8", errors="surrogateescape") as stream:
+                memories = read_lines(stream, store.max_content_bytes)
+        count = store.import_memories(memories)
+        ctx.emit({"imported": count}, f"imported {count} memories")
+
+    _run(ctx, action)
+
+
+@cli.command()
+@click.pass_obj
+def demo(ctx: Context) -> None:
+    """A short narrated session on a fresh store: levels, shadowing and search."""
+    from .demo import run_demo
+
+    run_demo(ctx.db)
+
+
+def main() -> None:
+    cli(prog_name="stratamem")
+
+
+if __name__ == "__main__":
+    main()

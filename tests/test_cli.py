@@ -1,0 +1,166 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from stratamem.cli import cli
+
+
+@pytest.fixture
+def run(tmp_path):
+    db = str(tmp_path / "cli.db")
+    runner = CliRunner()
+
+    def invoke(*args, input=None):
+        return runner.invoke(cli, ["--db", db, *args], input=input, catch_exceptions=False)
+
+    invoke.db = db
+    return invoke
+
+
+def js(result):
+    return json.loads(result.output)
+
+
+def test_save_get_search_list_delete_json_shapes(run):
+    r = run("--json", "save", "coffee", "black, no sugar", "--tag", "pref")
+    assert r.exit_code == 0 and js(r) == {"saved": True, "key": "coffee", "classification": "PUBLIC"}
+    got = js(run("--json", "get", "coffee"))
+    assert set(got) == {"found", "key", "content", "classification", "tags", "updated_at"}
+    assert got["found"] is True and got["tags"] == ["pref"]
+    found = js(run("--json", "search", "sugar"))
+    assert found["query"] == "sugar" and [h["key"] for h in found["results"]] == ["coffee"]
+    assert set(found["results"][0]) == {"key", "content", "classification", "tags", "score"}
+    listed = js(run("--json", "list", "--tag", "pref"))
+    assert [m["key"] for m in listed["memories"]] == ["coffee"]
+    assert js(run("--json", "delete", "coffee")) == {"deleted": True, "key": "coffee"}
+    r = run("--json", "get", "coffee")
+    assert r.exit_code == 1 and js(r) == {"found": False, "key": "coffee"}
+
+
+def test_taint_levels_and_shadowing_from_the_cli(run):
+    run("save", "plan", "public plan")
+    r = run("--taint", "confidential", "save", "plan", "secret plan")
+    assert "CONFIDENTIAL" in r.output
+    assert "public plan" in run("get", "plan").output
+    assert "secret plan" in run("--taint", "CONFIDENTIAL", "get", "plan").output
+
+
+def test_exit_codes(run):
+    assert run("get", "nothing").exit_code == 1
+    assert run("delete", "nothing").exit_code == 1
+    assert run("save", "", "x").exit_code == 2
+    assert run("--taint", "secret", "list").exit_code == 2
+    assert run("save").exit_code == 2  # usage
+    r = run("--json", "save", "k", "")
+    assert r.exit_code == 2 and js(r)["error"]["code"] == "VALIDATION_ERROR"
+    assert run("purge", "--before", "yesterday").exit_code == 2
+
+
+def test_resume_session_keeps_taint(run, tmp_path):
+    import stratamem as sm
+
+    with sm.open_store(run.db) as store:
+        s = store.session("main")
+        s.escalate("INTERNAL", "x")
+        sid = s.id
+    r = run("--json", "--session", sid, "save", "k", "v")
+    assert js(r)["classification"] == "INTERNAL"
+
+
+def test_export_import_round_trips_every_field(run, tmp_path):
+    run("--agent", "alice", "save", "a", "public a", "--tag", "x", "--category", "daily")
+    run("--agent", "alice", "--taint", "RESTRICTED", "save", "a", "restricted a")
+    run("--agent", "bob", "--taint", "INTERNAL", "save", "b", "bob's b")
+    out = tmp_path / "dump.jsonl"
+    assert run("export", str(out)).exit_code == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(m["agent_id"], m["key"], m["level"]) for m in lines] == [
+        ("alice", "a", "PUBLIC"), ("alice", "a", "RESTRICTED"), ("bob", "b", "INTERNAL")]
+    other_db = str(tmp_path / "other.db")
+    r = CliRunner().invoke(cli, ["--db", other_db, "import", str(out)])
+    assert r.exit_code == 0 and "imported 3" in r.output
+    again = CliRunner().invoke(cli, ["--db", other_db, "export"]).output
+    assert [json.loads(line) for line in again.splitlines()] == lines
+    assert run("audit", "verify").exit_code == 0
+
+
+def test_import_refuses_bad_lines_with_numbers_and_imports_nothing(run, tmp_path):
+    good = {"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main"}
+    bad_file = tmp_path / "bad.jsonl"
+    bad_file.write_text("\n".join([
+        json.dumps(good),
+        "{not json",
+        json.dumps({**good, "level": "TOP-SECRET"}),
+        json.dumps({**good, "key": ""}),
+        json.dumps({"content": "no key"}),
+    ]) + "\n")
+    r = run("import", str(bad_file))
+    assert r.exit_code == 2
+    for n in (2, 3, 4, 5):
+        assert f"line {n}:" in r.output
+    assert "line 1:" not in r.output
+    assert run("--json", "list").output.strip() == '{"memories": []}'
+
+
+def test_import_non_utf8_file_is_refused(run, tmp_path):
+    f = tmp_path / "latin1.jsonl"
+    f.write_bytes(b'{"key": "k", "content": "caf\xe9", "level": "PUBLIC", "agent_id": "main"}\n')
+    r = run("import", str(f))
+    assert r.exit_code == 2 and "line 1" in r.output and "UTF-8" in r.output
+
+
+def test_audit_show_and_lineage(run):
+    saved = js(run("--json", "save", "k", "v"))
+    assert saved["saved"]
+    r = run("--json", "audit", "show", "--limit", "0")
+    events = js(r)["events"]
+    lineage = [e for e in events if e["operation"] == "save"][0]["lineage_ids"][0]
+    run("get", "k")
+    readers = js(run("--json", "audit", "show", "--lineage", lineage))["events"]
+    assert [e["operation"] for e in readers] == ["save", "get"]
+
+
+def test_audit_verify_exit_code_on_tamper(run):
+    import sqlite3
+
+    run("save", "k", "v")
+    assert run("audit", "verify").exit_code == 0
+    conn = sqlite3.connect(run.db)
+    conn.execute("UPDATE audit SET operation = 'forged' WHERE seq = 2")
+    conn.commit()
+    conn.close()
+    r = run("audit", "verify")
+    assert r.exit_code == 3 and "sequence 2" in r.output
+
+
+def test_purge_command(run):
+    run("save", "k", "v")
+    run("delete", "k")
+    r = run("--json", "purge", "--before", "2999-01-01T00:00:00+00:00")
+    assert js(r) == {"purged": 1}
+
+
+def test_real_console_script_with_non_utf8_argument(tmp_path):
+    db = str(tmp_path / "x.db")
+    env = {**os.environ, "STRATAMEM_DB": db}
+    bad = subprocess.run([sys.executable, "-m", "stratamem", "save", b"k\xff".decode("utf-8", "surrogateescape"),
+                          "v"], capture_output=True, env=env)
+    assert bad.returncode == 2 and b"UTF-8" in bad.stderr
+    ok = subprocess.run([sys.executable, "-m", "stratamem", "--json", "save", "k", "v"], capture_output=True,
+                        env=env, text=True)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["saved"] is True
+
+
+def test_huge_content_is_refused_cleanly(run):
+    r = run("save", "big", "x" * (1024 * 1024))
+    assert r.exit_code == 2 and "limit" in r.output
+    assert run("get", "big").exit_code == 1
+
+
+def test_demo_runs(run):
+    r = CliRunner().invoke(cli, ["demo"])
+    assert r.exit_code == 0 and "chain intact" in r.output
