@@ -29,6 +29,10 @@ from ..text import Analyzer
 from .base import MemoryDraft, SessionRecord
 
 SCHEMA_VERSION = 1
+# Scores are summed as integers in units of 1e-9 (see _ranked).
+SCORE_SCALE = 1_000_000_000
+# Extra ranked rows fetched so ties at the cut can be ordered by key.
+TIE_SLACK = 16
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -80,6 +84,9 @@ CREATE TABLE IF NOT EXISTS postings (
     term TEXT NOT NULL,
     memory_id INTEGER NOT NULL,
     tf INTEGER NOT NULL,
+    agent_id TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    length INTEGER NOT NULL,
     PRIMARY KEY (term, memory_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS part_stats (
@@ -255,7 +262,7 @@ class SQLiteBackend:
         for mem_id, agent, level, key, content, tags in rows:
             terms, length = self.analyzer.document_terms(key, content, json.loads(tags))
             conn.execute("UPDATE memories SET length = ? WHERE id = ?", (length, mem_id))
-            self._index(conn, mem_id, terms)
+            self._index(conn, mem_id, terms, agent, level, length)
             self._stats_add(conn, agent, level, 1, length)
 
     def close(self) -> None:
@@ -446,10 +453,12 @@ class SQLiteBackend:
     # ------------------------------------------------------------------ index upkeep
 
     @staticmethod
-    def _index(conn: sqlite3.Connection, mem_id: int, terms: dict[str, int]) -> None:
+    def _index(conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int,
+               length: int) -> None:
+        """Postings carry the document's agent, level and length so ranking never joins."""
         conn.executemany(
-            "INSERT INTO postings(term, memory_id, tf) VALUES (?,?,?)",
-            [(term, mem_id, tf) for term, tf in terms.items()],
+            "INSERT INTO postings(term, memory_id, tf, agent_id, level, length) VALUES (?,?,?,?,?,?)",
+            [(term, mem_id, tf, agent, int(level), length) for term, tf in terms.items()],
         )
 
     def _unindex(self, conn: sqlite3.Connection, mem_id: int, key: str, content: str, tags_json: str) -> None:
@@ -525,7 +534,7 @@ class SQLiteBackend:
                  memory.session_id, created_us, to_us(memory.updated_at), lineage, expires, length),
             ).lastrowid
             self._stats_add(conn, memory.agent_id, memory.level, 1, length)
-        self._index(conn, mem_id, terms)
+        self._index(conn, mem_id, terms, memory.agent_id, memory.level, length)
         self._refresh_shadowable(conn, memory.agent_id, memory.key)
         row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()
         return _row_to_memory(row)
@@ -603,53 +612,65 @@ class SQLiteBackend:
         ).fetchall()
         return [Hit(_row_to_memory(r), 0.0) for r in rows]
 
-    def _visible_stats(self, conn: sqlite3.Connection, scope: _Scope) -> tuple[int, int]:
-        """Document count and total length over exactly the session's visible view."""
+    def _visible_stats(self, conn: sqlite3.Connection, scope: _Scope) -> tuple[int, int, list[int]]:
+        """Document count and total length over exactly the session's visible view.
+
+        ``part_stats`` counts every live version in the session's partitions;
+        the few that are expired or shadowed for this session are found through
+        two partial indexes, subtracted, and returned so ranking can skip them.
+        """
         n, total = conn.execute(
             f"SELECT coalesce(sum(n), 0), coalesce(sum(total_len), 0) FROM part_stats "
             f"WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
             scope.params,
         ).fetchone()
         in_scope = f"d.agent_id IN ({scope.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL"
-        hidden_n, hidden_len = conn.execute(
-            f"""SELECT count(*), coalesce(sum(length), 0) FROM (
-                    SELECT d.id, d.length FROM memories d
-                    WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= :now AND {in_scope}
-                    UNION
-                    SELECT d.id, d.length FROM memories d
-                    WHERE d.shadowable = 1 AND d.deleted_us IS NULL AND {in_scope} AND NOT ({scope.visible})
-                      AND (d.expires_us IS NULL OR d.expires_us > :now))""",
+        hidden = conn.execute(
+            f"""SELECT d.id, d.length FROM memories d
+                WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= :now AND +{in_scope}
+                UNION
+                SELECT d.id, d.length FROM memories d
+                WHERE d.shadowable = 1 AND d.deleted_us IS NULL AND {in_scope} AND NOT ({scope.visible})""",
             scope.params,
-        ).fetchone()
-        return n - hidden_n, total - hidden_len
+        ).fetchall()
+        return n - len(hidden), total - sum(length for _, length in hidden), [mem_id for mem_id, _ in hidden]
 
     def _ranked(self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int) -> list[Hit]:
-        n_docs, total_len = self._visible_stats(conn, scope)
+        """BM25 over the visible view, computed in one statement over the postings alone.
+
+        Document frequencies are counted over visible postings only (a window
+        over the matching rows), and each term's contribution is summed as a
+        fixed-point integer so the total does not depend on the order in which
+        the engine visits rows. Ties are broken by key and agent order, never
+        by row ids: two stores that differ only by invisible records return
+        bit-identical results.
+        """
+        n_docs, total_len, hidden = self._visible_stats(conn, scope)
         if n_docs <= 0:
             return []
         avgdl = total_len / n_docs if total_len > 0 else 1.0
-        params = {**scope.params, "n": n_docs, "avgdl": avgdl, "limit": limit,
+        params = {**scope.params, "n": n_docs, "avgdl": avgdl, "scale": SCORE_SCALE, "hidden": json.dumps(hidden),
                   "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B, "omb": 1.0 - ranking.B}
-        idx = range(len(terms))
         for i, term in enumerate(terms):
             params[f"t{i}"] = term
-        pivot = ", ".join(f"sum(CASE p.term WHEN :t{i} THEN p.tf ELSE 0 END) AS f{i}" for i in idx)
-        counts = ", ".join(f"count(CASE WHEN f{i} > 0 THEN 1 END) AS c{i}" for i in idx)
-        weights = ", ".join(f"ln(1.0 + (:n - c{i} + 0.5) / (c{i} + 0.5)) AS w{i}" for i in idx)
-        score = " + ".join(
-            f"(CASE WHEN f{i} > 0 THEN w{i} * f{i} * :k1p / (f{i} + :k1 * (:omb + :b * len / :avgdl)) ELSE 0.0 END)"
-            for i in idx
-        )
-        sql = f"""
-            WITH m AS MATERIALIZED (
-                SELECT p.memory_id AS id, {pivot} FROM postings p
-                WHERE p.term IN ({", ".join(f":t{i}" for i in idx)}) GROUP BY p.memory_id),
-            v AS MATERIALIZED (
-                SELECT m.*, d.length AS len, d.key AS k, {scope.rank} AS r
-                FROM m JOIN memories d ON d.id = m.id WHERE {scope.visible}),
-            w AS (SELECT {weights} FROM (SELECT {counts} FROM v))
-            SELECT v.id, {score} AS score FROM v, w ORDER BY score DESC, v.k, v.r LIMIT :limit"""
-        ranked = conn.execute(sql, params).fetchall()
+        term_list = ", ".join(f":t{i}" for i in range(len(terms)))
+        skip = "AND p.memory_id NOT IN (SELECT value FROM json_each(:hidden))" if hidden else ""
+        scored = f"""
+            WITH j AS (
+                SELECT p.memory_id AS id, p.tf AS tf, p.length AS len, count(*) OVER (PARTITION BY p.term) AS df
+                FROM postings p
+                WHERE p.term IN ({term_list}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl {skip}),
+            g AS (
+                SELECT id, sum(CAST(ln(1.0 + (:n - df + 0.5) / (df + 0.5)) * tf * :k1p
+                                    / (tf + :k1 * (:omb + :b * len / :avgdl)) * :scale AS INTEGER)) AS s
+                FROM j GROUP BY id)"""
+        window = limit + TIE_SLACK
+        ranked = conn.execute(scored + " SELECT id, s FROM g ORDER BY s DESC LIMIT :window",
+                              {**params, "window": window}).fetchall()
+        if len(ranked) == window and ranked[-1][1] == ranked[limit - 1][1]:
+            # Ties run past the slack: take every row tied with the last place.
+            ranked = conn.execute(scored + " SELECT id, s FROM g WHERE s >= :floor",
+                                  {**params, "floor": ranked[limit - 1][1]}).fetchall()
         if not ranked:
             return []
         ids = [r[0] for r in ranked]
@@ -657,7 +678,9 @@ class SQLiteBackend:
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
         ).fetchall()
         by_id = {r[0]: _row_to_memory(r) for r in rows}
-        return [Hit(by_id[mem_id], float(score)) for mem_id, score in ranked]
+        order = {agent: i for i, agent in enumerate(scope.agents)}
+        ranked.sort(key=lambda r: (-r[1], by_id[r[0]].key, order[by_id[r[0]].agent_id]))
+        return [Hit(by_id[mem_id], score / SCORE_SCALE) for mem_id, score in ranked[:limit]]
 
     def delete(self, session_id: str, key: str, now: datetime) -> Memory:
         now_us = to_us(now)
