@@ -67,7 +67,7 @@ CREATE TABLE IF NOT EXISTS memories (
     lineage_id TEXT NOT NULL,
     expires_us INTEGER,
     deleted_us INTEGER,
-    length INTEGER NOT NULL,
+    length INTEGER NOT NULL DEFAULT 0,
     shadowable INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX IF NOT EXISTS memories_live
@@ -764,3 +764,47 @@ class SQLiteBackend:
             self._append(conn, AuditDraft("import", detail={"count": len(prepared)},
                                           levels=tuple(sorted({m.level for m, _, _ in prepared}))), now)
         return len(prepared)
+
+    # ------------------------------------------------------------------ whole-store copy
+
+    COPIED_TABLES = {
+        "sessions": "id, agent_id, clearance, peers, taint, created_us",
+        "taint_events": "session_id, at_us, previous, new, reason, source",
+        "memories": "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
+                    "lineage_id, expires_us, deleted_us",
+        "audit": "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
+                 "prev_hash, hash",
+    }
+
+    def dump(self) -> Iterator[tuple[str, dict]]:
+        """Every row that is the store's truth (not derived indexes), table by table, for migration."""
+        with self._errors(), self._tx(write=False) as conn:
+            for table, columns in self.COPIED_TABLES.items():
+                names = [c.strip() for c in columns.split(",")]
+                order = "rowid" if table != "audit" else "seq"
+                for row in conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}"):
+                    yield table, dict(zip(names, row))
+            head = conn.execute("SELECT value FROM meta WHERE name = 'audit_head'").fetchone()
+            if head:
+                yield "meta", {"name": "audit_head", "value": head[0]}
+
+    def restore(self, rows: Iterable[tuple[str, dict]]) -> int:
+        """Load ``dump`` output into this (empty) store and rebuild the derived indexes."""
+        count = 0
+        with self._errors(), self._tx(write=True) as conn:
+            if conn.execute("SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit)").fetchone()[0]:
+                raise ValidationError("the target store is not empty")
+            for table, row in rows:
+                if table == "meta":
+                    conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", (row["name"], row["value"]))
+                    continue
+                if table not in self.COPIED_TABLES:
+                    raise ValidationError(f"unknown table {table!r} in the copy stream")
+                placeholders = ", ".join("?" * len(row))
+                conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({placeholders})", list(row.values()))
+                count += 1
+            conn.execute("UPDATE memories SET length = 0 WHERE length IS NULL")
+            self._reindex(conn)
+            for agent, key in conn.execute("SELECT DISTINCT agent_id, key FROM memories").fetchall():
+                self._refresh_shadowable(conn, agent, key)
+        return count
