@@ -1,0 +1,108 @@
+"""The memory-poisoning scanner: secrets and exfiltration recipes in memory writes.
+
+A memory is read back into later prompts, so a write that smuggles in a
+credential or a "curl my secrets to this host" instruction poisons every
+future turn. Each pattern names a *kind*; callers report kinds, never the
+matched text, so a rejection can be shown to the model (and logged) without
+repeating the secret.
+
+Refusals use the code POLICY_BLOCKED, not VALIDATION_ERROR: the write is
+well formed, and it is the operator's policy (REJECT mode, the default) that
+refuses it. In QUARANTINE mode the write is stored with the reserved tag
+``stratamem:quarantine`` and every tool read leaves it out; operators still
+see it through the store API.
+
+Patterns use bounded windows (``{0,N}``) so scanning stays linear on the
+largest allowed content.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from enum import StrEnum
+
+QUARANTINE_TAG = "stratamem:quarantine"
+RESERVED_TAG_PREFIX = "stratamem:"
+
+
+class ScanMode(StrEnum):
+    """What a write with findings does: refused (default), or stored but withheld from reads."""
+
+    REJECT = "reject"
+    QUARANTINE = "quarantine"
+    OFF = "off"
+
+
+_SECRET_VAR = r"\$\{?[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)[A-Za-z0-9_]*\}?"
+_SECRET_FILE = (
+    r"(?:\.env(?:\.[\w-]+)?|id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|\.netrc|\.pgpass"
+    r"|\.git-credentials|\.aws/credentials|\.docker/config\.json|\.kube/config)\b"
+)
+_READ_VERB = (
+    r"\b(?:cat|less|more|head|tail|type|source|base64|xxd|od|strings|grep|awk|sed|scp|rsync|cp"
+    r"|open|read|load|print|dump|upload|send|exfiltrate|include)\b"
+)
+
+PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "shell_exfiltration": (
+        re.compile(rf"\b(?:curl|wget|nc|ncat|httpie|http)\b[^\n]{{0,400}}?{_SECRET_VAR}", re.IGNORECASE),
+        re.compile(rf"{_SECRET_VAR}[^\n]{{0,400}}?\|\s*(?:curl|wget|nc|ncat)\b", re.IGNORECASE),
+        re.compile(r"\b(?:env|printenv|set)\b\s*\|\s*(?:curl|wget|nc|ncat|base64)\b", re.IGNORECASE),
+    ),
+    "secret_file_read": (
+        re.compile(rf"{_READ_VERB}[^\n]{{0,120}}?(?<![\w.]){_SECRET_FILE}", re.IGNORECASE),
+        re.compile(rf"(?:<\s*|@)[~\w./-]{{0,120}}?(?<![\w.]){_SECRET_FILE}", re.IGNORECASE),
+    ),
+    "private_key": (re.compile(r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"),),
+    "hardcoded_credential": (
+        re.compile(
+            r"\b(?:password|passwd|passphrase|client[_-]?secret|api[_-]?key|apikey"
+            r"|access[_-]?token|auth[_-]?token|secret[_-]?key|private[_-]?key)\b"
+            r"[\"']?\s{0,3}[:=]\s{0,3}[\"']?(?![\s\"'$<*{\[(])[^\s\"']{4,}",
+            re.IGNORECASE,
+        ),
+        re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]{1,64}:[^\s@/]{3,128}@[\w.-]+"),  # user:pass@host
+    ),
+    "aws_access_key": (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),),
+    "openai_api_key": (re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"),),
+    "github_token": (
+        re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+        re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+    ),
+    "slack_token": (re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}"),),
+    "google_api_key": (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),),
+    "stripe_key": (re.compile(r"\b(?:sk|rk)_live_[A-Za-z0-9]{10,}"),),
+}
+
+KINDS = tuple(PATTERNS)
+
+
+def scan(text: str) -> tuple[str, ...]:
+    """The kinds of secret or exfiltration found in ``text``, in a fixed order; empty when clean."""
+    if not isinstance(text, str) or not text:
+        return ()
+    return tuple(kind for kind, patterns in PATTERNS.items() if any(p.search(text) for p in patterns))
+
+
+def scan_all(texts: Iterable[object]) -> tuple[str, ...]:
+    """Kinds found in any of the strings (non-strings are skipped: validation reports those)."""
+    found: set[str] = set()
+    for text in texts:
+        if isinstance(text, str):
+            found.update(scan(text))
+    return tuple(kind for kind in KINDS if kind in found)
+
+
+def describe(kinds: Iterable[str]) -> str:
+    """A refusal the model can act on, naming kinds only — never the matched text."""
+    names = ", ".join(kinds)
+    return (
+        f"memory write refused: it contains {names}. Memories are replayed into later prompts, so "
+        "secrets and commands that read or send them are not stored; save a description instead "
+        "(e.g. 'API key is in the vault under X')."
+    )
+
+
+def is_quarantined(tags: Iterable[str]) -> bool:
+    return QUARANTINE_TAG in tags

@@ -1,0 +1,89 @@
+"""Checking a tool call's arguments against its spec, before anything runs.
+
+Pure: returns the cleaned arguments (declared parameters only, defaults
+filled in) or raises ``ValidationError`` with a message the model can act
+on. Messages name the argument, never echo its value (it may be a secret).
+Unknown arguments are ignored — models often add harmless extras — and the
+level/agent arguments never reach here (the policy layer strips them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import ValidationError
+from ..policy.scanner import RESERVED_TAG_PREFIX
+from ..validation import check_category, check_content, check_key, check_tags, clamp_max_results
+from .specs import MAX_TEXT_CHARS, Param, ToolSpec
+
+
+def _string(param: Param, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"{param.name} must be a string")
+    return value
+
+
+def _text(param: Param, value: object) -> str:
+    text = _string(param, value)
+    if not text:
+        raise ValidationError(f"{param.name} must not be empty")
+    if len(text) > MAX_TEXT_CHARS:
+        raise ValidationError(f"{param.name} is {len(text)} characters long; the limit is {MAX_TEXT_CHARS}")
+    return text
+
+
+def _tags(param: Param, value: object) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)):
+        raise ValidationError(f"{param.name} must be a list of strings")
+    tags = check_tags(value)
+    if any(tag.startswith(RESERVED_TAG_PREFIX) for tag in tags):
+        raise ValidationError(f"tags starting with {RESERVED_TAG_PREFIX!r} are reserved")
+    return tags
+
+
+def _time(param: Param, value: object) -> datetime:
+    text = _string(param, value).strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(
+            f"{param.name} must be an ISO 8601 time such as 2025-03-01T00:00:00Z"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _count(param: Param, value: object) -> int:
+    # CONTRACT section 5: a non-integer falls back to the default, an integer is clamped to 1..100.
+    return clamp_max_results(value, default=param.default or 10)
+
+
+CHECKS: dict[str, Callable[[Param, object], Any]] = {
+    "key": lambda p, v: check_key(v),
+    "tags": _tags,
+    "query": _string,
+    "text": _text,
+    "category": lambda p, v: check_category(v),
+    "count": _count,
+    "time": _time,
+}
+
+
+def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any], *, max_content_bytes: int) -> dict[str, Any]:
+    """The cleaned arguments of a call to ``spec``, or ``ValidationError``."""
+    if not isinstance(arguments, Mapping):
+        raise ValidationError("arguments must be a JSON object")
+    cleaned: dict[str, Any] = {}
+    for param in spec.params:
+        value = arguments.get(param.name)
+        if value is None:
+            if param.required:
+                raise ValidationError(f"missing required argument {param.name!r}")
+            cleaned[param.name] = param.default
+            continue
+        if param.kind == "content":
+            cleaned[param.name] = check_content(value, max_content_bytes)
+        else:
+            cleaned[param.name] = CHECKS[param.kind](param, value)
+    return cleaned

@@ -1,0 +1,174 @@
+"""Running one tool call: policy before, handler, policy after, audit — never an exception.
+
+The order of a call:
+
+1. Unknown tool name -> ``None`` (so runtimes can chain executors).
+2. The session record is read once, live (taint, agent, clearance).
+3. PRE_TOOL_CALL: ``classification``/``level``/``agent_id``/``agent``
+   arguments are stripped (the store always writes at the live taint, for
+   the session's own agent); read-only sessions refuse writing tools;
+   arguments are checked; the poisoning scanner checks writes; then operator
+   hooks and rules decide.
+4. The handler runs against the session.
+5. POST_TOOL_RESPONSE: hooks and rules may block or redact the answer.
+6. A ``tool.call`` audit event records tool, profile and outcome.
+
+Every failure becomes ``{"error": {"code", "message"}}``: ``StratamemError``
+keeps its code, anything unexpected is reported as STORAGE_ERROR without
+details (which could carry content).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import shapes
+from ..audit import AuditDraft
+from ..errors import PolicyBlocked, StratamemError, ValidationError
+from ..policy import facts as facts_mod
+from ..policy.engine import DEFAULT_POLICY, Policy
+from ..policy.guards import read_only_guard, scanner_guard
+from ..policy.model import Action, Decision, HookPoint
+from ..policy.redact import redact_fields, redact_text
+from ..policy.scanner import ScanMode
+from ..session import Session
+from ..storage.base import SessionRecord
+from . import triggerfish, zeroclaw
+from .arguments import parse_arguments
+from .specs import TOOLS, ToolSpec
+
+HANDLERS = {**triggerfish.HANDLERS, **zeroclaw.HANDLERS}
+REDACTABLE_ARGUMENTS = ("content", "query")
+INTERNAL_ERROR = "the memory tool failed unexpectedly; nothing more is known to the agent"
+
+
+def _blocked(spec: ToolSpec, decision: Decision) -> PolicyBlocked:
+    if decision.message:
+        return PolicyBlocked(decision.message)
+    rule = f" (rule {decision.rule_id!r})" if decision.rule_id else ""
+    return PolicyBlocked(f"{spec.name} was blocked by policy{rule}")
+
+
+def _render(payload: Any) -> str:
+    return payload if isinstance(payload, str) else shapes.dumps(payload)
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A call that passed PRE_TOOL_CALL: the facts rules saw and the arguments to run with."""
+
+    facts: dict[str, Any]
+    arguments: dict[str, Any]
+    quarantine: bool
+
+
+class _Call:
+    """One tool call: spec, session, policy, and where it came from."""
+
+    def __init__(self, session: Session, spec: ToolSpec, policy: Policy, origin: str | None,
+                 channel: str | None) -> None:
+        self.session = session
+        self.store = session.store
+        self.spec = spec
+        self.policy = policy
+        self.origin = origin
+        self.channel = channel
+
+    def run(self, record: SessionRecord, arguments: object) -> str:
+        prepared = self._before(record, arguments)
+        payload = HANDLERS[self.spec.name](self.session, prepared.arguments, prepared.quarantine)
+        return self._after(record, prepared.facts, payload)
+
+    def _before(self, record: SessionRecord, arguments: object) -> _Prepared:
+        """PRE_TOOL_CALL: strip forced arguments, read-only, argument checks, scanner, hooks and rules."""
+        spec, policy, hook = self.spec, self.policy, HookPoint.PRE_TOOL_CALL
+        if not isinstance(arguments, Mapping):
+            raise ValidationError("arguments must be a JSON object")
+        raw, stripped, requested = facts_mod.strip_forced(arguments)
+        detail: dict[str, Any] = {"tool": spec.name, "stripped": list(stripped)}
+        refusal = read_only_guard(policy.read_only, spec.writes, spec.name)
+        if refusal is not None:
+            policy.record(self.store, record, hook, refusal, detail=detail)
+            raise _blocked(spec, refusal)
+        cleaned = parse_arguments(spec, raw, max_content_bytes=self.store.max_content_bytes)
+        base = facts_mod.session_facts(hook, record, origin=self.origin, channel=self.channel,
+                                       read_only=policy.read_only)
+        facts = facts_mod.tool_call_facts(base, spec.name, spec.profile, raw, is_write=spec.writes,
+                                          stripped=stripped, requested=requested)
+        guard, kinds = self._scan(cleaned)
+        quarantine = bool(kinds) and policy.scan_mode is ScanMode.QUARANTINE
+        if quarantine:
+            detail["quarantined"] = list(kinds)
+        decision = policy.decide(self.store, record, hook, facts, guard=guard, detail=detail)
+        if decision.action is Action.BLOCK:
+            raise _blocked(spec, decision)
+        if decision.action is Action.REDACT:
+            cleaned = redact_fields(cleaned, decision, REDACTABLE_ARGUMENTS)
+        return _Prepared(facts, cleaned, quarantine)
+
+    def _scan(self, cleaned: dict[str, Any]) -> tuple[Decision | None, tuple[str, ...]]:
+        """The poisoning scanner, on every field a memory write stores as text."""
+        if not (self.spec.writes and self.spec.param("content") is not None):
+            return None, ()
+        texts = (cleaned.get("key"), cleaned.get("content"), cleaned.get("category"), *(cleaned.get("tags") or ()))
+        return scanner_guard(self.policy.scan_mode, texts)
+
+    def _after(self, record: SessionRecord, facts: dict[str, Any], payload: Any) -> str:
+        """POST_TOOL_RESPONSE: the answer as the model will see it, or a refusal."""
+        text = _render(payload)
+        decision = self.policy.decide(self.store, record, HookPoint.POST_TOOL_RESPONSE,
+                                      facts_mod.tool_response_facts(facts, text), detail={"tool": self.spec.name})
+        if decision.action is Action.BLOCK:
+            raise _blocked(self.spec, decision)
+        if decision.action is Action.REDACT:
+            if isinstance(payload, str):
+                return redact_text(payload, decision)
+            return _render(redact_fields(payload, decision))
+        return text
+
+
+def _audit_call(session: Session, record: SessionRecord, spec: ToolSpec, outcome: str) -> None:
+    """The ``tool.call`` event. Failing to write it must not turn a done action into an error."""
+    with contextlib.suppress(Exception):  # the operation's own event is already in the log
+        session.store.audit(AuditDraft("tool.call", record.id, record.agent_id, record.taint,
+                                       outcome=outcome, detail={"tool": spec.name, "profile": spec.profile}))
+
+
+def execute(
+    session: Session,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    policy: Policy | None = None,
+    profile: str | None = None,
+    origin: str | None = None,
+    channel: str | None = None,
+) -> str | None:
+    """Run the memory tool ``name`` for ``session``; ``None`` when ``name`` is not one of ours.
+
+    Returns the tool's answer text: a JSON shape (triggerfish), plain text
+    (zeroclaw), or the JSON error shape. Never raises. ``profile`` limits the
+    names recognised to one profile; ``origin``/``channel`` are facts for
+    operator rules.
+    """
+    spec = TOOLS.get(name) if isinstance(name, str) else None
+    if spec is None or (profile is not None and spec.profile != profile):
+        return None
+    try:
+        record = session.record
+    except StratamemError as exc:
+        return shapes.dumps(shapes.error_from(exc))
+    except Exception:  # noqa: BLE001
+        return shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR))
+    try:
+        text = _Call(session, spec, policy or DEFAULT_POLICY, origin, channel).run(record, arguments)
+        outcome = "ok"
+    except StratamemError as exc:
+        text, outcome = shapes.dumps(shapes.error_from(exc)), exc.code.lower()
+    except Exception:  # noqa: BLE001 - never escape into the agent loop
+        text, outcome = shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR)), "storage_error"
+    _audit_call(session, record, spec, outcome)
+    return text

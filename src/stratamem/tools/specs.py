@@ -1,0 +1,230 @@
+"""The tools an agent is offered: names, descriptions, parameters — as data.
+
+One ``ToolSpec`` per tool, grouped by profile. The JSON Schema of each tool
+and the argument checks (``arguments.py``) are both derived from these
+specs, so what the model is told and what the executor accepts cannot drift
+apart. Descriptions are written for the model: what the tool does, that the
+level is automatic, and exactly what it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ValidationError
+from ..validation import MAX_CATEGORY_CHARS, MAX_KEY_CHARS, MAX_TAG_CHARS, MAX_TAGS
+
+TRIGGERFISH = "triggerfish"
+ZEROCLAW = "zeroclaw"
+PROFILES = (TRIGGERFISH, ZEROCLAW)
+
+MAX_TEXT_CHARS = 10_000  # free-text filters such as a tag or a session id
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One argument. ``kind`` selects both its JSON Schema and its check."""
+
+    name: str
+    kind: str  # key | content | tags | query | text | category | count | time
+    description: str
+    required: bool = False
+    default: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    profile: str
+    description: str
+    params: tuple[Param, ...]
+    writes: bool = False  # refused in read-only sessions, scanned for poisoning when it carries content
+
+    def param(self, name: str) -> Param | None:
+        return next((p for p in self.params if p.name == name), None)
+
+
+def _kind_schema(param: Param) -> dict[str, Any]:
+    kind = param.kind
+    if kind == "key":
+        return {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS}
+    if kind == "content":
+        return {"type": "string", "minLength": 1}
+    if kind == "tags":
+        return {
+            "type": "array",
+            "items": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_CHARS},
+            "maxItems": MAX_TAGS,
+        }
+    if kind == "query":
+        return {"type": "string"}
+    if kind == "text":
+        return {"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS}
+    if kind == "category":
+        return {"type": "string", "minLength": 1, "maxLength": MAX_CATEGORY_CHARS}
+    if kind == "count":
+        return {"type": "integer", "minimum": 1, "maximum": 100}
+    if kind == "time":
+        return {"type": "string", "format": "date-time"}
+    raise ValueError(f"unknown parameter kind {kind!r}")
+
+
+def parameters_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The JSON Schema (Draft 2020-12 compatible) of a tool's arguments."""
+    properties: dict[str, Any] = {}
+    for param in spec.params:
+        schema = {**_kind_schema(param), "description": param.description}
+        if param.default is not None:
+            schema["default"] = param.default
+        properties[param.name] = schema
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [p.name for p in spec.params if p.required],
+    }
+
+
+_LEVEL_NOTE = (
+    "The classification level is set automatically to the session's current security level; "
+    "you cannot choose it, and any classification or level argument is ignored."
+)
+_ERRORS = 'On failure returns {"error": {"code": "VALIDATION_ERROR" | "NOT_FOUND" | "POLICY_BLOCKED" | ' \
+          '"STORAGE_ERROR", "message": "..."}}.'
+_KEY = "Short, descriptive, unique identifier of the memory, e.g. 'user-name' or 'project-deadline'."
+
+TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "memory_save",
+        TRIGGERFISH,
+        "Save a fact, preference or piece of context to persistent memory so it survives across "
+        "conversations and restarts. Saving an existing key replaces its content. " + _LEVEL_NOTE
+        + ' Do not store secrets (passwords, API keys, private keys): such writes are refused. '
+        'Returns {"saved": true, "key": "...", "classification": "PUBLIC|INTERNAL|CONFIDENTIAL|RESTRICTED"}. '
+        + _ERRORS,
+        (
+            Param("key", "key", _KEY, required=True),
+            Param("content", "content", "The information to remember, as plain text.", required=True),
+            Param("tags", "tags", 'Optional labels for grouping and filtering, e.g. ["personal", "preference"].'),
+        ),
+        writes=True,
+    ),
+    ToolSpec(
+        "memory_get",
+        TRIGGERFISH,
+        "Retrieve one memory by its exact key. Returns {\"found\": true, \"key\", \"content\", "
+        "\"classification\", \"tags\", \"updated_at\"} or {\"found\": false, \"key\"} when no memory with "
+        "that key is accessible at the session's current security level (a missing key and an "
+        "inaccessible one look the same). Use memory_search when you do not know the exact key. " + _ERRORS,
+        (Param("key", "key", "The exact key of the memory to retrieve.", required=True),),
+    ),
+    ToolSpec(
+        "memory_search",
+        TRIGGERFISH,
+        "Search all accessible memories with natural-language keywords (full-text, word stems, any "
+        "term may match; more matching terms rank higher). An empty query or \"*\" returns the most "
+        "recently updated memories. Returns {\"results\": [{\"key\", \"content\", \"classification\", "
+        "\"tags\", \"score\"}], \"query\"} best match first; results only include memories accessible "
+        "at the session's current security level. " + _ERRORS,
+        (
+            Param("query", "query", "Keywords or a natural-language question.", required=True),
+            Param("max_results", "count", "Maximum number of results, 1 to 100.", default=10),
+        ),
+    ),
+    ToolSpec(
+        "memory_list",
+        TRIGGERFISH,
+        "List all memories accessible at the session's current security level, optionally only "
+        "those carrying an exact tag. Returns {\"memories\": [{\"key\", \"content\", \"classification\", "
+        "\"tags\", \"updated_at\"}]}. " + _ERRORS,
+        (Param("tag", "text", "Only list memories with exactly this tag."),),
+    ),
+    ToolSpec(
+        "memory_delete",
+        TRIGGERFISH,
+        "Delete a memory by key. Only the version saved at the session's current security level can "
+        "be deleted; it is hidden from every read but retained for audit. If a lower-level version "
+        "of the same key exists it becomes visible again. Returns {\"deleted\": true, \"key\"}, or a "
+        "NOT_FOUND error when there is no memory with that key at the current level. " + _ERRORS,
+        (Param("key", "key", "The exact key of the memory to delete.", required=True),),
+        writes=True,
+    ),
+)
+
+_ZC_ERRORS = 'Invalid arguments or a refusal return {"error": {"code": "...", "message": "..."}}.'
+
+ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        "memory_store",
+        ZEROCLAW,
+        "Store a fact, preference, or note in long-term memory. Use category 'core' for permanent "
+        "facts, 'daily' for session notes, 'conversation' for chat context, or a custom category "
+        "name. Storing an existing key replaces it. " + _LEVEL_NOTE + " Secrets are refused. "
+        "Returns the text 'Stored memory: <key>'. " + _ZC_ERRORS,
+        (
+            Param("key", "key", "Unique key for this memory (e.g. 'user_lang', 'project_stack').", required=True),
+            Param("content", "content", "The information to remember.", required=True),
+            Param("category", "category", "Memory category: 'core' (permanent), 'daily' (session), "
+                  "'conversation' (chat), or a custom name.", default="core"),
+        ),
+        writes=True,
+    ),
+    ToolSpec(
+        "memory_recall",
+        ZEROCLAW,
+        "Search long-term memory for relevant facts, preferences, or context accessible at the "
+        "session's current security level. Give keywords, a time range (since/until), or both; with "
+        "neither, the most recent memories are returned. Returns 'Found N memories:' followed by one "
+        "line per memory, '- [category] key: content [NN%]', where NN% is relevance relative to the "
+        "best match (omitted for time-ordered results), or 'No memories found.'. " + _ZC_ERRORS,
+        (
+            Param("query", "query", "Keywords or phrase to search for (optional if since/until is given)."),
+            Param("limit", "count", "Maximum number of results, 1 to 100.", default=5),
+            Param("since", "time", "Only memories created at or after this time (ISO 8601 / RFC 3339, "
+                  "e.g. 2025-03-01T00:00:00Z)."),
+            Param("until", "time", "Only memories created at or before this time (ISO 8601 / RFC 3339)."),
+        ),
+    ),
+    ToolSpec(
+        "memory_forget",
+        ZEROCLAW,
+        "Remove a memory by key (only the version at the session's current security level; it is "
+        "retained for audit). Returns 'Forgot memory: <key>' or 'No memory found with key: <key>'. "
+        + _ZC_ERRORS,
+        (Param("key", "key", "The key of the memory to forget.", required=True),),
+        writes=True,
+    ),
+    ToolSpec(
+        "memory_export",
+        ZEROCLAW,
+        "Export the memories accessible at the session's current security level, optionally "
+        "filtered. Returns 'Exported N memories:' followed by one JSON object per line (JSON Lines) "
+        "with key, content, classification, tags, category, agent_id, session_id, created_at, "
+        "updated_at; or 'No memories found.'. " + _ZC_ERRORS,
+        (
+            Param("category", "category", "Only memories in this category."),
+            Param("session_id", "text", "Only memories saved by this session id."),
+            Param("since", "time", "Only memories created at or after this time (ISO 8601)."),
+            Param("until", "time", "Only memories created at or before this time (ISO 8601)."),
+        ),
+    ),
+    ToolSpec(
+        "memory_purge",
+        ZEROCLAW,
+        "Delete every memory that a given session saved, among this agent's memories at the "
+        "current security level (they are retained for audit). Returns "
+        "\"Purged N memories from session '<session_id>'\". " + _ZC_ERRORS,
+        (Param("session_id", "text", "The session id whose memories to delete.", required=True),),
+        writes=True,
+    ),
+)
+
+TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in TRIGGERFISH_TOOLS + ZEROCLAW_TOOLS}
+
+
+def specs(profile: str = TRIGGERFISH, *, read_only: bool = False) -> tuple[ToolSpec, ...]:
+    """The tools of a profile; writing tools are left out for read-only sessions."""
+    if profile not in PROFILES:
+        raise ValidationError(f"unknown profile {profile!r}; valid profiles are {', '.join(PROFILES)}")
+    chosen = TRIGGERFISH_TOOLS if profile == TRIGGERFISH else ZEROCLAW_TOOLS
+    return tuple(spec for spec in chosen if not (read_only and spec.writes))

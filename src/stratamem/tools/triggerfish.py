@@ -1,0 +1,50 @@
+"""The triggerfish profile: five memory tools answering in the CONTRACT's JSON shapes.
+
+Each handler takes the session and the already-checked arguments and returns
+a shape (a dict from ``stratamem.shapes``). Errors are raised as
+``StratamemError`` and turned into the error shape by the executor, so a
+handler is only the happy path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .. import shapes
+from ..session import Session
+from .visibility import shown, shown_hits, shown_memories, with_quarantine
+
+Handler = Callable[[Session, dict[str, Any], bool], Any]
+
+
+def memory_save(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
+    memory = session.save(args["key"], args["content"], tags=with_quarantine(args["tags"] or (), quarantine))
+    return shapes.saved(memory)
+
+
+def memory_get(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
+    return shapes.got(args["key"], shown(session.get(args["key"])))
+
+
+def memory_search(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
+    hits = shown_hits(session.search(args["query"], max_results=args["max_results"]))
+    return shapes.search_results(hits, args["query"])
+
+
+def memory_list(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
+    return shapes.listing(shown_memories(session.list(tag=args["tag"])))
+
+
+def memory_delete(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
+    memory = session.delete(args["key"])
+    return shapes.deleted(memory.key)
+
+
+HANDLERS: dict[str, Handler] = {
+    "memory_save": memory_save,
+    "memory_get": memory_get,
+    "memory_search": memory_search,
+    "memory_list": memory_list,
+    "memory_delete": memory_delete,
+}

@@ -1,0 +1,32 @@
+"""What the tool layer withholds from the model on top of the store's own filtering.
+
+The store already hides everything above the taint and outside the agent's
+scope. Here we only drop quarantined memories (stored by the poisoning
+scanner in QUARANTINE mode): they stay in the store for the operator to
+inspect, but no tool returns them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..models import Hit, Memory
+from ..policy.scanner import QUARANTINE_TAG, is_quarantined
+
+
+def shown(memory: Memory | None) -> Memory | None:
+    return None if memory is None or is_quarantined(memory.tags) else memory
+
+
+def shown_memories(memories: Iterable[Memory]) -> list[Memory]:
+    return [m for m in memories if not is_quarantined(m.tags)]
+
+
+def shown_hits(hits: Iterable[Hit]) -> list[Hit]:
+    return [h for h in hits if not is_quarantined(h.memory.tags)]
+
+
+def with_quarantine(tags: Iterable[str], quarantine: bool) -> tuple[str, ...]:
+    """The tags to store: the caller's, plus the reserved quarantine tag when the scanner asked for it."""
+    tags = tuple(tags)
+    return (*tags, QUARANTINE_TAG) if quarantine and QUARANTINE_TAG not in tags else tags

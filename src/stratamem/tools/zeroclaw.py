@@ -1,0 +1,155 @@
+"""The zeroclaw profile: ZeroClaw-compatible memory tools answering in plain text.
+
+Output formats (documented choices where ZeroClaw leaves room):
+
+- ``memory_store`` -> ``Stored memory: <key>``
+- ``memory_recall`` -> ``Found N memories:`` then one line per memory,
+  ``- [category] key: content [NN%]``, lines joined by ``\\n`` with no trailing
+  newline; or ``No memories found.``. NN is the score as a percentage of the
+  best hit's score (the best is ``[100%]``); results ordered by time (empty
+  query or ``*``, or only since/until) carry no bracket. ``since``/``until``
+  filter on ``created_at``; with a query, they filter the best 100 matches.
+- ``memory_forget`` -> ``Forgot memory: <key>`` / ``No memory found with key: <key>``
+- ``memory_export`` -> ``Exported N memories:`` then one JSON object per line
+  (``stratamem.shapes.export_record``), or ``No memories found.``.
+- ``memory_purge`` -> ``Purged N memories from session '<id>'``.
+
+Errors (bad arguments, refusals) use the JSON error shape, like every profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from .. import shapes
+from ..errors import NotFound, ValidationError
+from ..models import Memory
+from ..session import Session
+from .visibility import shown_hits, shown_memories, with_quarantine
+
+NO_MEMORIES = "No memories found."
+RECENT_QUERIES = ("", "*")
+FILTER_WINDOW = 100  # matches considered when a query is combined with a time range
+
+Handler = Callable[[Session, dict[str, Any], bool], str]
+
+
+# pure formatting ------------------------------------------------------------------
+
+
+def percent(score: float, best: float) -> int:
+    """A score relative to the best hit, as a whole percentage (the best is 100)."""
+    return round(100 * score / best) if best > 0 else 0
+
+
+def recall_text(entries: Sequence[tuple[Memory, float | None]]) -> str:
+    """ZeroClaw's recall listing; ``None`` scores (time-ordered results) print no bracket."""
+    if not entries:
+        return NO_MEMORIES
+    scores = [s for _, s in entries if s is not None]
+    best = max(scores, default=0.0)
+    lines = [f"Found {len(entries)} memories:"]
+    for memory, score in entries:
+        bracket = f" [{percent(score, best)}%]" if score is not None and best > 0 else ""
+        lines.append(f"- [{memory.category}] {memory.key}: {memory.content}{bracket}")
+    return "\n".join(lines)
+
+
+def export_text(memories: Sequence[Memory]) -> str:
+    if not memories:
+        return NO_MEMORIES
+    lines = [f"Exported {len(memories)} memories:"]
+    lines.extend(shapes.dumps(shapes.export_record(m)) for m in memories)
+    return "\n".join(lines)
+
+
+def in_range(memory: Memory, since: datetime | None, until: datetime | None) -> bool:
+    return (since is None or memory.created_at >= since) and (until is None or memory.created_at <= until)
+
+
+def _check_range(since: datetime | None, until: datetime | None) -> None:
+    if since is not None and until is not None and since > until:
+        raise ValidationError("since must not be after until")
+
+
+# handlers ---------------------------------------------------------------------------
+
+
+def memory_store(session: Session, args: dict[str, Any], quarantine: bool) -> str:
+    memory = session.save(args["key"], args["content"], tags=with_quarantine((), quarantine),
+                          category=args["category"])
+    return f"Stored memory: {memory.key}"
+
+
+def memory_recall(session: Session, args: dict[str, Any], quarantine: bool) -> str:
+    query, limit, since, until = args["query"] or "", args["limit"], args["since"], args["until"]
+    _check_range(since, until)
+    timed = since is not None or until is not None
+    if query.strip() in RECENT_QUERIES:
+        if timed:
+            memories = [m for m in shown_memories(session.list()) if in_range(m, since, until)]
+            memories.sort(key=lambda m: (-m.updated_at.timestamp(), m.key))
+        else:
+            memories = [h.memory for h in shown_hits(session.search("", max_results=limit))]
+        return recall_text([(m, None) for m in memories[:limit]])
+    hits = shown_hits(session.search(query, max_results=FILTER_WINDOW if timed else limit))
+    hits = [h for h in hits if in_range(h.memory, since, until)][:limit]
+    return recall_text([(h.memory, h.score) for h in hits])
+
+
+def memory_forget(session: Session, args: dict[str, Any], quarantine: bool) -> str:
+    try:
+        memory = session.delete(args["key"])
+    except NotFound:
+        return f"No memory found with key: {args['key']}"
+    return f"Forgot memory: {memory.key}"
+
+
+def memory_export(session: Session, args: dict[str, Any], quarantine: bool) -> str:
+    since, until = args["since"], args["until"]
+    _check_range(since, until)
+    memories = [
+        m
+        for m in shown_memories(session.list())
+        if (args["category"] is None or m.category == args["category"])
+        and (args["session_id"] is None or m.session_id == args["session_id"])
+        and in_range(m, since, until)
+    ]
+    return export_text(memories)
+
+
+def memory_purge(session: Session, args: dict[str, Any], quarantine: bool) -> str:
+    """Soft-delete the own agent's memories at the current taint that ``session_id`` saved.
+
+    The versions at exactly the taint are never shadowed, so the visible list
+    holds all of them. If the taint changes mid-way we stop: a delete would
+    then hit another level's version, which that session did not save.
+    """
+    target = args["session_id"]
+    record = session.record
+    victims = [
+        m.key
+        for m in session.list()
+        if m.agent_id == record.agent_id and m.level == record.taint and m.session_id == target
+    ]
+    purged = 0
+    for key in victims:
+        if session.taint != record.taint:
+            break
+        try:
+            session.delete(key)
+        except NotFound:
+            continue
+        purged += 1
+    return f"Purged {purged} memories from session '{target}'"
+
+
+HANDLERS: dict[str, Handler] = {
+    "memory_store": memory_store,
+    "memory_recall": memory_recall,
+    "memory_forget": memory_forget,
+    "memory_export": memory_export,
+    "memory_purge": memory_purge,
+}
