@@ -16,7 +16,7 @@ from .errors import ValidationError
 from .noise import AUTOSAVE_KEY_PREFIXES, is_noise_content
 from .observe import EventBus, MemoryStore, emit
 
-__all__ = ["AutosavePolicy", "should_autosave", "autosave_key", "autosave_user_message"]
+__all__ = ["AutosavePolicy", "autosave_key", "autosave_user_message", "should_autosave"]
 
 CONVERSATION = "conversation"
 
@@ -78,7 +78,7 @@ def autosave_user_message(
     key = autosave_key(message)
     try:
         session.save(key, message.strip(), category=CONVERSATION)
-    except Exception as exc:  # noqa: BLE001 - best effort, reported below
+    except Exception as exc:
         emit(events, MemoryStore(key=key, category=CONVERSATION, success=False, error=f"{type(exc).__name__}: {exc}"))
         return None
     emit(events, MemoryStore(key=key, category=CONVERSATION, success=True))

@@ -24,21 +24,22 @@ from .observe import EventBus, MemoryRecall, emit
 from .textcut import ellipsize
 
 __all__ = [
-    "BLOCK_OPEN",
     "BLOCK_CLOSE",
-    "Origin",
-    "ContextConfig",
+    "BLOCK_OPEN",
     "Clock",
+    "ContextConfig",
+    "Origin",
     "RecallPolicy",
-    "recall_policy",
-    "is_recallable",
     "decayed_score",
-    "select_entries",
     "fit_lines",
     "format_memory_block",
-    "render_memory_context",
-    "strip_memory_context",
     "inject_memory_context",
+    "is_recallable",
+    "parse_origin",
+    "recall_policy",
+    "render_memory_context",
+    "select_entries",
+    "strip_memory_context",
 ]
 
 BLOCK_OPEN = "[Memory context]"
@@ -63,18 +64,25 @@ class Origin(StrEnum):
 
 
 class MemoryLike(Protocol):
-    key: str
-    content: str
-    level: Any
-    tags: tuple[str, ...]
-    category: str
-    updated_at: datetime
-    agent_id: str | None
+    """The memory fields recall reads (read-only, so frozen records match)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def level(self) -> Any: ...
+    @property
+    def category(self) -> str: ...
+    @property
+    def updated_at(self) -> datetime: ...
 
 
 class HitLike(Protocol):
-    memory: MemoryLike
-    score: float
+    @property
+    def memory(self) -> MemoryLike: ...
+    @property
+    def score(self) -> float: ...
 
 
 class SearchableSession(Protocol):
@@ -123,7 +131,7 @@ def recall_policy(origin: Origin | str, session_scopes: Sequence[str] = (), *, s
     scope, or a scheduled turn, would only see other conversations' chatter.
     Subturns inherit context from their parent and get none of their own.
     """
-    origin = _parse_origin(origin)
+    origin = parse_origin(origin)
     if suppress or origin is Origin.SUBTURN:
         return RecallPolicy(inject=False, include_conversation=False)
     if origin in (Origin.CRON, Origin.DAEMON):
@@ -131,7 +139,7 @@ def recall_policy(origin: Origin | str, session_scopes: Sequence[str] = (), *, s
     return RecallPolicy(inject=True, include_conversation=bool(session_scopes))
 
 
-def _parse_origin(origin: Origin | str) -> Origin:
+def parse_origin(origin: Origin | str) -> Origin:
     try:
         return Origin(origin)
     except ValueError:
@@ -167,7 +175,7 @@ def decayed_score(score: float, category: str, updated_at: datetime, now: dateti
     if updated_at.tzinfo is None:
         updated_at = updated_at.replace(tzinfo=UTC)
     age_days = max(0.0, (now - updated_at).total_seconds() / _SECONDS_PER_DAY)
-    return score * 0.5 ** (age_days / half_life_days)
+    return score * math.pow(0.5, age_days / half_life_days)
 
 
 def select_entries(
@@ -240,7 +248,7 @@ def render_memory_context(
     Emits exactly one :class:`MemoryRecall` event.
     """
     policy = recall_policy(origin, session_scopes, suppress=config.suppress)
-    origin_name = _parse_origin(origin).value
+    origin_name = parse_origin(origin).value
     if not policy.inject or config.max_entries == 0 or not user_message.strip():
         emit(events, MemoryRecall(origin=origin_name, entry_count=0, success=True, suppressed=True))
         return ""
@@ -248,8 +256,10 @@ def render_memory_context(
         hits = session.search(user_message, max_results=config.search_limit)
         memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
         lines = fit_lines(memories, config)
-    except Exception as exc:  # noqa: BLE001 - recall is best effort by design
-        emit(events, MemoryRecall(origin=origin_name, entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}"))
+    except Exception as exc:
+        emit(
+            events, MemoryRecall(origin=origin_name, entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
+        )
         return ""
     emit(events, MemoryRecall(origin=origin_name, entry_count=len(lines), success=True))
     return format_memory_block(lines)

@@ -23,17 +23,17 @@ from types import TracebackType
 from .errors import ValidationError
 
 __all__ = [
-    "ModelPrice",
-    "CostRecord",
     "Budget",
-    "BudgetStatus",
     "BudgetReport",
-    "sanitize_price",
-    "call_cost",
+    "BudgetStatus",
+    "CostLedger",
+    "CostRecord",
+    "ModelPrice",
     "budget_status",
+    "call_cost",
     "day_window",
     "month_window",
-    "CostLedger",
+    "sanitize_price",
 ]
 
 _MILLION = Decimal(1_000_000)

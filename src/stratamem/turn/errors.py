@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 __all__ = [
+    "LimitExceededError",
+    "NotFoundError",
+    "PolicyBlockedError",
     "TurnError",
     "ValidationError",
-    "PolicyBlockedError",
-    "NotFoundError",
-    "LimitExceededError",
 ]
 
 

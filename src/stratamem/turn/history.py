@@ -23,7 +23,7 @@ from types import TracebackType
 from .errors import ValidationError
 from .messages import Message, ToolCallRequest
 
-__all__ = ["StoredMessage", "HistoryStore", "taint_label"]
+__all__ = ["HistoryStore", "StoredMessage", "taint_label"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS history_messages (
@@ -140,7 +140,9 @@ class HistoryStore:
         return [stored.message for stored in self.messages(session_id)]
 
     def count(self, session_id: str) -> int:
-        (n,) = self._conn.execute("SELECT COUNT(*) FROM history_messages WHERE session_id = ?", (session_id,)).fetchone()
+        (n,) = self._conn.execute(
+            "SELECT COUNT(*) FROM history_messages WHERE session_id = ?", (session_id,)
+        ).fetchone()
         return int(n)
 
     def session_ids(self) -> list[str]:

@@ -18,13 +18,13 @@ from .workspace import WorkspacePolicy
 
 __all__ = [
     "DEFAULT_MAX_ATTACHMENT_BYTES",
+    "MediaAttachment",
     "MediaKind",
     "MediaLimits",
-    "MediaAttachment",
-    "media_kind",
-    "guess_mime_type",
     "check_attachment",
+    "guess_mime_type",
     "load_attachment",
+    "media_kind",
 ]
 
 DEFAULT_MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024

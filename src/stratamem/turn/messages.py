@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import ValidationError
 
-__all__ = ["ROLES", "ToolCallRequest", "Message"]
+__all__ = ["ROLES", "Message", "ToolCallRequest"]
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 

@@ -8,7 +8,7 @@ its own previous prompts, so both autosave and recall skip them.
 
 from __future__ import annotations
 
-__all__ = ["AUTOSAVE_KEY_PREFIXES", "NOISE_CONTENT_PREFIXES", "is_noise_key", "is_noise_content"]
+__all__ = ["AUTOSAVE_KEY_PREFIXES", "NOISE_CONTENT_PREFIXES", "is_noise_content", "is_noise_key"]
 
 AUTOSAVE_KEY_PREFIXES: tuple[str, ...] = ("user_msg_", "assistant_resp_")
 NOISE_CONTENT_PREFIXES: tuple[str, ...] = ("[cron:", "[heartbeat task", "[Memory context]")

@@ -21,14 +21,14 @@ from .scrub import DEFAULT_MAX_CHARS, bound_text, scrub_value
 
 __all__ = [
     "Event",
-    "MemoryRecall",
-    "MemoryStore",
-    "ToolCall",
-    "HistoryTrimmed",
-    "PolicyDecision",
-    "Observer",
     "EventBus",
     "EventLog",
+    "HistoryTrimmed",
+    "MemoryRecall",
+    "MemoryStore",
+    "Observer",
+    "PolicyDecision",
+    "ToolCall",
     "emit",
     "event_attributes",
     "opentelemetry_tracer",
@@ -174,12 +174,12 @@ class EventBus:
         for observer in tuple(self._observers):
             try:
                 observer(event)
-            except Exception:  # noqa: BLE001 - observers are third-party code
+            except Exception:
                 _log.warning("observer %r failed on %s", observer, event.name, exc_info=True)
         if self._tracer is not None:
             try:
                 self._tracer.start_span(event.name, attributes=event_attributes(event)).end()
-            except Exception:  # noqa: BLE001 - tracing must never break a turn
+            except Exception:
                 _log.warning("tracing failed on %s", event.name, exc_info=True)
 
 

@@ -18,8 +18,8 @@ from typing import Any
 from .textcut import ellipsize
 
 __all__ = [
-    "REDACTED",
     "DEFAULT_MAX_CHARS",
+    "REDACTED",
     "bound_text",
     "is_secret_key",
     "mask_secret",
@@ -39,10 +39,12 @@ _SECRET_WORD = (
     r"|private[_-]?key|authorization|auth(?!or)|credential|client[_-]?secret"
     r"|session|cookie)"
 )
-_SECRET_KEY_RE = re.compile(rf"^[\w.-]*{_SECRET_WORD}[\w.-]*$", re.IGNORECASE)
+_SECRET_WORD_RE = re.compile(_SECRET_WORD, re.IGNORECASE)
 
 # Well-known credential formats that are recognisable without a key name.
-# Each pattern's group "secret" is what gets masked.
+# Each pattern's group "secret" is what gets masked.  Every pattern must stay
+# linear on hostile input (it runs over whole tool arguments): a pattern whose
+# attempts could start inside a run it scans uses a lookbehind, not \b.
 _BARE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p)
     for p in (
@@ -58,9 +60,9 @@ _BARE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"(?P<secret>\bhf_[A-Za-z0-9]{30,})",  # Hugging Face
         r"(?P<secret>\bnpm_[A-Za-z0-9]{36})",  # npm
         r"(?P<secret>\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,})",  # SendGrid
-        r"(?P<secret>\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)",  # JWT
+        r"(?<![A-Za-z0-9_-])(?P<secret>eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)",  # JWT
         r"\b(?:Bearer|Basic|Token)\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",  # auth schemes
-        r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@",  # URL credentials
+        r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*+://[^\s:/@]++:(?P<secret>[^\s@/]++)@",  # URL credentials
     )
 )
 
@@ -74,10 +76,14 @@ _PEM_RE = re.compile(
 # either quoted (may contain spaces) or runs to the next separator; an
 # optional auth scheme keeps ``Authorization: Bearer xyz`` in one value.
 _PAIR_RE = re.compile(
-    rf"""(?P<key>\\?["']?[\w.-]*{_SECRET_WORD}[\w.-]*\\?["']?)
-         (?P<sep>\s*[:=]\s*)
+    rf"""(?<![\w.-])                     # start only where a name starts ...
+         (?P<key>\\?["']?
+            (?=[\w.-]*?{_SECRET_WORD})   # ... whose name looks secret,
+            [\w.-]++                     # taken whole (possessive: no backtracking)
+         \\?["']?)
+         (?P<sep>\s*+[:=]\s*+)
          (?:
-            \\"(?P<eq>(?:[^"\\\n]|\\[^"\n])*)\\"
+            \\"(?P<eq>(?:[^"\\\n]|\\[^"\n])*)\\"    # \"escaped\" inside JSON text
           | "(?P<dq>(?:[^"\\\n]|\\.)*)"
           | '(?P<sq>(?:[^'\\\n]|\\.)*)'
           | (?P<bare>(?:(?:Bearer|Basic|Token|Digest)\s+)?[^\s"',;&}}\]]+)
@@ -88,7 +94,7 @@ _PAIR_RE = re.compile(
 
 def is_secret_key(name: str) -> bool:
     """Whether a field or parameter name looks like it holds a credential."""
-    return bool(_SECRET_KEY_RE.match(name))
+    return _SECRET_WORD_RE.search(name) is not None
 
 
 def mask_secret(value: str) -> str:
@@ -108,11 +114,7 @@ def _mask_group(match: re.Match[str], group: str) -> str:
     start, end = match.span(group)
     whole_start = match.start()
     text = match.group(0)
-    return (
-        text[: start - whole_start]
-        + mask_secret(match.group(group))
-        + text[end - whole_start :]
-    )
+    return text[: start - whole_start] + mask_secret(match.group(group)) + text[end - whole_start :]
 
 
 def _scrub_pem(match: re.Match[str]) -> str:
@@ -147,8 +149,7 @@ def scrub_value(value: Any, *, _depth: int = 0) -> Any:
         return REDACTED
     if isinstance(value, Mapping):
         return {
-            str(k): REDACTED if is_secret_key(str(k)) else scrub_value(v, _depth=_depth + 1)
-            for k, v in value.items()
+            str(k): REDACTED if is_secret_key(str(k)) else scrub_value(v, _depth=_depth + 1) for k, v in value.items()
         }
     if isinstance(value, list | tuple):
         return [scrub_value(v, _depth=_depth + 1) for v in value]

@@ -8,7 +8,7 @@ encoders reject, so every cut in this package goes through these helpers.
 
 from __future__ import annotations
 
-__all__ = ["ELLIPSIS", "is_high_surrogate", "is_low_surrogate", "safe_cut_index", "ellipsize"]
+__all__ = ["ELLIPSIS", "ellipsize", "is_high_surrogate", "is_low_surrogate", "safe_cut_index"]
 
 ELLIPSIS = "..."
 

@@ -9,6 +9,7 @@ runtime would load a wrong path) or a surrogate pair (encoders reject it).
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -23,15 +24,15 @@ __all__ = [
     "IMAGE_MARKER_RE",
     "ToolResult",
     "ToolResultLimits",
-    "truncate_text",
-    "truncate_tool_message",
     "mark_image_paths",
     "process_tool_result",
     "tool_message_content",
+    "truncate_text",
+    "truncate_tool_message",
 ]
 
 DEFAULT_MAX_TOOL_RESULT_CHARS = 50_000
-IMAGE_MARKER_RE = re.compile(r"\[IMAGE:[^\]\n]*\]")
+IMAGE_MARKER_RE = re.compile(r"\[IMAGE:[^\]\[\n]*\]")  # no "[" inside: keeps the scan linear
 _IMAGE_PATH_RE = re.compile(
     r"(?<![\w/.~\[:-])(?P<path>(?:~|\.{1,2})?/?(?:[\w.-]+/)*[\w.-]*\w\.(?:png|jpe?g|gif|webp|bmp))(?![\w/])",
     re.IGNORECASE,
@@ -40,9 +41,12 @@ _IMAGE_PATH_RE = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
+    """A tool's outcome; ``truncated`` is set when this package cut the output."""
+
     success: bool
     output: str = ""
     error: str | None = None
+    truncated: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,8 @@ def truncate_tool_message(text: str, max_chars: int) -> str:
     except ValueError:
         data = None
     if isinstance(data, dict) and "tool_call_id" in data and isinstance(data.get("content"), str):
+        if len(data["content"]) <= max_chars:
+            return text
         data["content"] = truncate_text(data["content"], max_chars)
         return json.dumps(data, ensure_ascii=False)
     return truncate_text(text, max_chars)
@@ -125,13 +131,17 @@ def mark_image_paths(
     """
     if tool_name not in file_producing_tools:
         return output
-    marked = {m.group(0)[len("[IMAGE:") : -1] for m in IMAGE_MARKER_RE.finditer(output)}
-    marker_spans = [m.span() for m in IMAGE_MARKER_RE.finditer(output)]
+    markers = list(IMAGE_MARKER_RE.finditer(output))
+    marked = {m.group(0)[len("[IMAGE:") : -1] for m in markers}
+    starts = [m.start() for m in markers]
+
+    def inside_marker(position: int) -> bool:
+        i = bisect.bisect_right(starts, position) - 1
+        return i >= 0 and position < markers[i].end()
 
     def replace_path(match: re.Match[str]) -> str:
         path = match.group("path")
-        inside_marker = any(start <= match.start() < end for start, end in marker_spans)
-        if inside_marker or path in marked or not exists(path):
+        if inside_marker(match.start()) or path in marked or not exists(path):
             return path
         marked.add(path)
         return f"[IMAGE:{path}]"
@@ -151,8 +161,9 @@ def process_tool_result(
     if result.success:
         output = mark_image_paths(output, tool_name, limits.file_producing_tools, exists=exists)
     limit = limits.max_tool_result_chars
+    cut = truncate_tool_message(output, limit)
     error = truncate_text(result.error, limit) if result.error is not None else None
-    return ToolResult(success=result.success, output=truncate_tool_message(output, limit), error=error)
+    return ToolResult(success=result.success, output=cut, error=error, truncated=result.truncated or cut != output)
 
 
 def tool_message_content(result: ToolResult) -> str:

@@ -18,15 +18,15 @@ from .messages import Message
 from .observe import EventBus, HistoryTrimmed, emit
 
 __all__ = [
-    "TokenCounter",
     "BREADCRUMB",
     "MESSAGE_OVERHEAD_TOKENS",
-    "estimate_tokens",
-    "message_tokens",
-    "is_breadcrumb",
-    "sweep_orphans",
-    "split_turns",
+    "TokenCounter",
     "TrimResult",
+    "estimate_tokens",
+    "is_breadcrumb",
+    "message_tokens",
+    "split_turns",
+    "sweep_orphans",
     "trim_history",
 ]
 

@@ -79,7 +79,10 @@ class WorkspacePolicy:
         return any(real.is_relative_to(grant) for grant in grants)
 
     def _refuse(self, action: str, target: str, reason: str) -> NoReturn:
-        emit(self.events, PolicyDecision(action=action, target=target, allowed=False, reason=reason, agent_id=self.agent_id))
+        emit(
+            self.events,
+            PolicyDecision(action=action, target=target, allowed=False, reason=reason, agent_id=self.agent_id),
+        )
         raise PolicyBlockedError(f"{action} of {target!r} refused: {reason}")
 
     def _allow(self, action: str, target: Path) -> None:
@@ -97,8 +100,8 @@ class WorkspacePolicy:
             raise NotFoundError(f"no such file: {os.fspath(path)!r}") from None
         except OSError as exc:
             self._refuse("read", os.fspath(path), f"cannot open safely ({exc.strerror})")
+        self._check_opened(fd, real, "read", os.fspath(path))
         with os.fdopen(fd, "rb") as handle:
-            self._check_opened(handle.fileno(), real, "read", os.fspath(path))
             data = handle.read(limit + 1)
         if len(data) > limit:
             raise LimitExceededError(f"{os.fspath(path)!r} is larger than the {limit}-byte read limit")
@@ -119,8 +122,8 @@ class WorkspacePolicy:
             fd = os.open(real, os.O_WRONLY | os.O_CREAT | _O_NOFOLLOW | _O_BINARY, 0o644)
         except OSError as exc:
             self._refuse("write", os.fspath(path), f"cannot open safely ({exc.strerror})")
+        self._check_opened(fd, real, "write", os.fspath(path))
         with os.fdopen(fd, "wb") as handle:
-            self._check_opened(handle.fileno(), real, "write", os.fspath(path))
             handle.truncate(0)
             handle.write(data)
         self._allow("write", real)
@@ -130,14 +133,22 @@ class WorkspacePolicy:
         return self.write_bytes(path, text.encode(encoding))
 
     def _check_opened(self, fd: int, real: Path, action: str, target: str) -> None:
+        """Check what was actually opened; closes ``fd`` when refusing."""
         info = os.fstat(fd)
+        reason = ""
         if not stat.S_ISREG(info.st_mode):
-            self._refuse(action, target, "not a regular file")
-        if info.st_nlink > 1:
-            self._refuse(action, target, "file has other hard links, which may lie outside the workspace")
-        try:
-            same = os.path.samestat(info, os.stat(real, follow_symlinks=False))
-        except OSError:
-            same = False
-        if not same:
-            self._refuse(action, target, "file changed while it was being opened")
+            reason = "not a regular file"
+        elif info.st_nlink > 1:
+            reason = "file has other hard links, which may lie outside the workspace"
+        elif not _same_file(info, real):
+            reason = "file changed while it was being opened"
+        if reason:
+            os.close(fd)
+            self._refuse(action, target, reason)
+
+
+def _same_file(info: os.stat_result, path: Path) -> bool:
+    try:
+        return os.path.samestat(info, os.stat(path, follow_symlinks=False))
+    except OSError:
+        return False
