@@ -677,10 +677,10 @@ class SQLiteBackend:
         rows = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
         ).fetchall()
-        by_id = {r[0]: _row_to_memory(r) for r in rows}
+        by_id = {r[0]: r for r in rows}
         order = {agent: i for i, agent in enumerate(scope.agents)}
-        ranked.sort(key=lambda r: (-r[1], by_id[r[0]].key, order[by_id[r[0]].agent_id]))
-        return [Hit(by_id[mem_id], score / SCORE_SCALE) for mem_id, score in ranked[:limit]]
+        ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], order[by_id[r[0]][1]]))
+        return [Hit(_row_to_memory(by_id[mem_id]), score / SCORE_SCALE) for mem_id, score in ranked[:limit]]
 
     def delete(self, session_id: str, key: str, now: datetime) -> Memory:
         now_us = to_us(now)
