@@ -8,8 +8,7 @@ from hypothesis import HealthCheck, given, settings
 
 import stratamem as sm
 from test_durability import WRITER
-from test_noninterference import World, scenario
-from conftest import fresh_store
+from test_noninterference import assert_noninterference, scenario
 
 pytestmark = pytest.mark.slow
 
@@ -17,18 +16,7 @@ pytestmark = pytest.mark.slow
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario())
 def test_noninterference_many_examples(tmp_path, data):
-    taint, steps, queries = data
-    plain = World(fresh_store("sqlite-memory", tmp_path), taint)
-    noisy = World(fresh_store("sqlite-memory", tmp_path), taint)
-    try:
-        for where, op in steps:
-            noisy.apply(op)
-            if where == "visible":
-                plain.apply(op)
-        assert plain.observe(queries) == noisy.observe(queries)
-    finally:
-        plain.store.close()
-        noisy.store.close()
+    assert_noninterference("sqlite-memory", tmp_path, data)
 
 
 def test_eight_writers_on_one_file(tmp_path):
