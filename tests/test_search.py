@@ -98,3 +98,31 @@ def test_random_queries_never_raise(query):
         s.save("k", "some text with words")
         for hit in s.search(query):
             assert hit.score >= 0
+
+
+WORDS = ["alpha", "beta", "gamma", "delta", "common", "shared", "rare", "unique"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    docs=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=8), min_size=1, max_size=40),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=5),
+    limit=st.integers(1, 12),
+    essential=st.integers(1, 5),
+)
+def test_pruned_ranking_equals_exhaustive(docs, query, limit, essential):
+    """MaxScore pruning is exact: forcing any candidate split gives the exhaustive answer."""
+    from unittest import mock
+
+    from stratamem.storage import sqlite as backend
+
+    with open_store(":memory:") as store:
+        s = store.session("main")
+        for i, words in enumerate(docs):
+            s.save(f"d{i}", " ".join(words))
+        text = " ".join(query)
+        with mock.patch.object(backend, "_essential_terms", lambda freqs, weights: len(freqs)):
+            exhaustive = [(h.memory.key, h.score) for h in s.search(text, max_results=limit)]
+        with mock.patch.object(backend, "_essential_terms", lambda freqs, weights: min(essential, len(freqs))):
+            pruned = [(h.memory.key, h.score) for h in s.search(text, max_results=limit)]
+        assert pruned == exhaustive

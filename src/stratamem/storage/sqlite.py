@@ -12,6 +12,7 @@ depends on a record the session cannot see.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 import time
@@ -142,6 +143,29 @@ def _row_to_memory(row: Sequence) -> Memory:
         lineage_id=lineage,
         expires_at=from_us(expires) if expires is not None else None,
     )
+
+
+def _score_bound(weight: float) -> int:
+    """An upper bound, in fixed-point units, of one term's BM25 contribution to any document."""
+    return math.ceil(weight * (ranking.K1 + 1.0) * SCORE_SCALE) + 1
+
+
+def _essential_terms(doc_freqs: Sequence[int], weights: Sequence[float], share: float = 0.5) -> int:
+    """How many of the rarest terms (arguments are rarest first) should select candidates.
+
+    The most common terms are left out while together they hold at least
+    ``share`` of all postings — only then is pruning worth an attempt — and
+    only if their score bounds add up to less than one occurrence of the
+    rarest term is worth (a rough guess at the k-th score, so that the
+    attempt is likely to hold). Returns ``len(doc_freqs)`` for no pruning.
+    """
+    total, left_out = sum(doc_freqs), 0
+    for essential in range(len(doc_freqs) - 1, 0, -1):
+        left_out += doc_freqs[essential]
+        if left_out >= share * total:
+            bound = sum(_score_bound(w) for w in weights[essential:])
+            return essential if bound < weights[0] * SCORE_SCALE else len(doc_freqs)
+    return len(doc_freqs)
 
 
 class _Scope:
@@ -636,40 +660,71 @@ class SQLiteBackend:
         return n - len(hidden), total - sum(length for _, length in hidden), [mem_id for mem_id, _ in hidden]
 
     def _ranked(self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int) -> list[Hit]:
-        """BM25 over the visible view, computed in one statement over the postings alone.
+        """Exact BM25 top-k over the visible view.
 
-        Document frequencies are counted over visible postings only (a window
-        over the matching rows), and each term's contribution is summed as a
-        fixed-point integer so the total does not depend on the order in which
-        the engine visits rows. Ties are broken by key and agent order, never
-        by row ids: two stores that differ only by invisible records return
-        bit-identical results.
+        Document frequencies are counted over visible postings only. When the
+        most common query terms carry most of the postings, they are first
+        left out of candidate selection (MaxScore): documents holding a rarer
+        term are scored in full, and if the score bounds of the left-out terms
+        together stay below the k-th score found, no other document could
+        enter the top k — otherwise every posting is scored. Either way the
+        answer equals exhaustive scoring. Contributions are summed as
+        fixed-point integers (order-independent) and ties are broken by key
+        and agent order, never row ids: two stores that differ only by
+        invisible records return bit-identical results.
         """
         n_docs, total_len, hidden = self._visible_stats(conn, scope)
         if n_docs <= 0:
             return []
-        avgdl = total_len / n_docs if total_len > 0 else 1.0
-        params = {**scope.params, "n": n_docs, "avgdl": avgdl, "scale": SCORE_SCALE, "hidden": json.dumps(hidden),
-                  "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B, "omb": 1.0 - ranking.B}
+        filters = f"p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl"
+        if hidden:
+            filters += " AND p.memory_id NOT IN (SELECT value FROM json_each(:hidden))"
+        params: dict[str, object] = {**scope.params, "hidden": json.dumps(hidden)}
         for i, term in enumerate(terms):
             params[f"t{i}"] = term
-        term_list = ", ".join(f":t{i}" for i in range(len(terms)))
-        skip = "AND p.memory_id NOT IN (SELECT value FROM json_each(:hidden))" if hidden else ""
-        scored = f"""
-            WITH j AS (
-                SELECT p.memory_id AS id, p.tf AS tf, p.length AS len, count(*) OVER (PARTITION BY p.term) AS df
-                FROM postings p
-                WHERE p.term IN ({term_list}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl {skip}),
-            g AS (
-                SELECT id, sum(CAST(ln(1.0 + (:n - df + 0.5) / (df + 0.5)) * tf * :k1p
-                                    / (tf + :k1 * (:omb + :b * len / :avgdl)) * :scale AS INTEGER)) AS s
-                FROM j GROUP BY id)"""
+        freqs = dict(conn.execute(
+            f"SELECT p.term, count(*) FROM postings p WHERE p.term IN ({', '.join(f':t{i}' for i in range(len(terms)))}) "
+            f"AND {filters} GROUP BY p.term", params).fetchall())
+        weights = {t: ranking.idf(n_docs, df) for t, df in freqs.items()}
+        if not weights:
+            return []
+        order = sorted(weights, key=lambda t: (-weights[t], t))  # rarest first
+        params = {**scope.params, "hidden": params["hidden"], "avgdl": total_len / n_docs if total_len > 0 else 1.0,
+                  "scale": SCORE_SCALE, "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B,
+                  "omb": 1.0 - ranking.B}
+        for i, term in enumerate(order):
+            params[f"t{i}"], params[f"w{i}"] = term, weights[term]
+        weight = "CASE p.term " + " ".join(f"WHEN :t{i} THEN :w{i}" for i in range(len(order))) + " END"
+        contribution = (f"CAST({weight} * p.tf * :k1p / (p.tf + :k1 * (:omb + :b * p.length / :avgdl)) "
+                        f"* :scale AS INTEGER)")
+        all_terms = ", ".join(f":t{i}" for i in range(len(order)))
+        exhaustive = (f"WITH g AS (SELECT p.memory_id AS id, sum({contribution}) AS s FROM postings p "
+                      f"WHERE p.term IN ({all_terms}) AND {filters} GROUP BY p.memory_id) ")
         window = limit + TIE_SLACK
-        ranked = conn.execute(scored + " SELECT id, s FROM g ORDER BY s DESC LIMIT :window",
-                              {**params, "window": window}).fetchall()
+
+        def top(head: str) -> list:
+            return conn.execute(head + "SELECT id, s FROM g ORDER BY s DESC LIMIT :window",
+                                {**params, "window": window}).fetchall()
+
+        head, ranked = exhaustive, None
+        essential = _essential_terms([freqs[t] for t in order], [weights[t] for t in order])
+        if essential < len(order):
+            some = ", ".join(f":t{i}" for i in range(essential))
+            pruned = (f"WITH c AS (SELECT DISTINCT p.memory_id AS id FROM postings p WHERE p.term IN ({some}) "
+                      f"AND {filters}), g AS (SELECT p.memory_id AS id, sum({contribution}) AS s "
+                      f"FROM c JOIN postings p ON p.memory_id = c.id AND p.term IN ({all_terms}) "
+                      f"GROUP BY p.memory_id) ")
+            ranked = top(pruned)
+            bound = sum(_score_bound(weights[t]) for t in order[essential:])
+            if len(ranked) >= limit and bound < ranked[limit - 1][1]:
+                head = pruned
+            else:
+                ranked = None
+        if ranked is None:
+            ranked = top(exhaustive)
         if len(ranked) == window and ranked[-1][1] == ranked[limit - 1][1]:
             # Ties run past the slack: take every row tied with the last place.
-            ranked = conn.execute(scored + " SELECT id, s FROM g WHERE s >= :floor",
+            ranked = conn.execute(head + "SELECT id, s FROM g WHERE s >= :floor",
                                   {**params, "floor": ranked[limit - 1][1]}).fetchall()
         if not ranked:
             return []
@@ -678,8 +733,8 @@ class SQLiteBackend:
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
         ).fetchall()
         by_id = {r[0]: r for r in rows}
-        order = {agent: i for i, agent in enumerate(scope.agents)}
-        ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], order[by_id[r[0]][1]]))
+        agent_rank = {agent: i for i, agent in enumerate(scope.agents)}
+        ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], agent_rank[by_id[r[0]][1]]))
         return [Hit(_row_to_memory(by_id[mem_id]), score / SCORE_SCALE) for mem_id, score in ranked[:limit]]
 
     def delete(self, session_id: str, key: str, now: datetime) -> Memory:
