@@ -90,6 +90,13 @@ CREATE TABLE IF NOT EXISTS postings (
     length INTEGER NOT NULL,
     PRIMARY KEY (term, memory_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS term_stats (
+    term TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    df INTEGER NOT NULL,
+    PRIMARY KEY (term, agent_id, level)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS part_stats (
     agent_id TEXT NOT NULL,
     level INTEGER NOT NULL,
@@ -150,19 +157,21 @@ def _score_bound(weight: float) -> int:
     return math.ceil(weight * (ranking.K1 + 1.0) * SCORE_SCALE) + 1
 
 
-def _essential_terms(doc_freqs: Sequence[int], weights: Sequence[float], share: float = 0.5) -> int:
+def _essential_terms(doc_freqs: Sequence[int], weights: Sequence[float]) -> int:
     """How many of the rarest terms (arguments are rarest first) should select candidates.
 
-    The most common terms are left out while together they hold at least
-    ``share`` of all postings — only then is pruning worth an attempt — and
-    only if their score bounds add up to less than one occurrence of the
-    rarest term is worth (a rough guess at the k-th score, so that the
-    attempt is likely to hold). Returns ``len(doc_freqs)`` for no pruning.
+    Each candidate costs one index probe per query term, several times a
+    scanned posting, so pruning is worth an attempt only when the rare terms
+    hold under a third of 1/q of all postings — and only if the left-out
+    terms' score bounds add up to less than one occurrence of the rarest term
+    is worth (a rough guess at the k-th score, so the attempt is likely to
+    hold). Returns ``len(doc_freqs)`` for no pruning.
     """
     total, left_out = sum(doc_freqs), 0
+    worth = total - total / (3 * len(doc_freqs))
     for essential in range(len(doc_freqs) - 1, 0, -1):
         left_out += doc_freqs[essential]
-        if left_out >= share * total:
+        if left_out >= worth:
             bound = sum(_score_bound(w) for w in weights[essential:])
             return essential if bound < weights[0] * SCORE_SCALE else len(doc_freqs)
     return len(doc_freqs)
@@ -280,6 +289,7 @@ class SQLiteBackend:
         """Re-stem every live memory after the store's languages changed."""
         conn.execute("DELETE FROM postings")
         conn.execute("DELETE FROM part_stats")
+        conn.execute("DELETE FROM term_stats")
         rows = conn.execute(
             "SELECT id, agent_id, level, key, content, tags FROM memories WHERE deleted_us IS NULL"
         ).fetchall()
@@ -479,17 +489,28 @@ class SQLiteBackend:
     @staticmethod
     def _index(conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int,
                length: int) -> None:
-        """Postings carry the document's agent, level and length so ranking never joins."""
+        """Postings carry the document's agent, level and length so ranking never joins;
+        ``term_stats`` keeps document frequencies per (term, agent, level)."""
         conn.executemany(
             "INSERT INTO postings(term, memory_id, tf, agent_id, level, length) VALUES (?,?,?,?,?,?)",
             [(term, mem_id, tf, agent, int(level), length) for term, tf in terms.items()],
         )
+        conn.executemany(
+            "INSERT INTO term_stats(term, agent_id, level, df) VALUES (?,?,?,1) "
+            "ON CONFLICT(term, agent_id, level) DO UPDATE SET df = df + 1",
+            [(term, agent, int(level)) for term in terms],
+        )
 
-    def _unindex(self, conn: sqlite3.Connection, mem_id: int, key: str, content: str, tags_json: str) -> None:
+    def _unindex(self, conn: sqlite3.Connection, mem_id: int, key: str, content: str, tags_json: str,
+                 agent: str, level: int) -> None:
         terms, _ = self.analyzer.document_terms(key, content, json.loads(tags_json))
         conn.executemany(
             "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
         )
+        keys = [(term, agent, int(level)) for term in terms]
+        conn.executemany("UPDATE term_stats SET df = df - 1 WHERE term = ? AND agent_id = ? AND level = ?", keys)
+        # A term no live memory holds any more must not linger (purge promises its bytes are gone).
+        conn.executemany("DELETE FROM term_stats WHERE term = ? AND agent_id = ? AND level = ? AND df <= 0", keys)
 
     @staticmethod
     def _stats_add(conn: sqlite3.Connection, agent: str, level: int, n: int, length: int) -> None:
@@ -513,7 +534,7 @@ class SQLiteBackend:
     def _remove_live(self, conn: sqlite3.Connection, row: Sequence, deleted_us: int | None) -> None:
         """Take a live version out of the index and statistics (soft delete or purge)."""
         mem_id, agent, key, level, content, tags, length = row
-        self._unindex(conn, mem_id, key, content, tags)
+        self._unindex(conn, mem_id, key, content, tags, agent, level)
         self._stats_add(conn, agent, level, -1, -length)
         if deleted_us is not None:
             conn.execute("UPDATE memories SET deleted_us = ?, shadowable = 0 WHERE id = ?", (deleted_us, mem_id))
@@ -541,7 +562,7 @@ class SQLiteBackend:
             mem_id = existing[0]
             created_us = existing[7] if keep_created else to_us(memory.created_at)
             lineage = existing[8] if keep_created else memory.lineage_id
-            self._unindex(conn, mem_id, existing[2], existing[4], existing[5])
+            self._unindex(conn, mem_id, existing[2], existing[4], existing[5], existing[1], existing[3])
             self._stats_add(conn, memory.agent_id, memory.level, 0, length - existing[6])
             conn.execute(
                 "UPDATE memories SET content = ?, tags = ?, category = ?, session_id = ?, created_us = ?, "
@@ -682,10 +703,8 @@ class SQLiteBackend:
         params: dict[str, object] = {**scope.params, "hidden": json.dumps(hidden)}
         for i, term in enumerate(terms):
             params[f"t{i}"] = term
-        freqs = dict(conn.execute(
-            f"SELECT p.term, count(*) FROM postings p WHERE p.term IN ({', '.join(f':t{i}' for i in range(len(terms)))}) "
-            f"AND {filters} GROUP BY p.term", params).fetchall())
-        weights = {t: ranking.idf(n_docs, df) for t, df in freqs.items()}
+        freqs = self._visible_doc_freqs(conn, scope, terms, hidden)
+        weights = {t: ranking.idf(n_docs, df) for t, df in freqs.items() if df > 0}
         if not weights:
             return []
         order = sorted(weights, key=lambda t: (-weights[t], t))  # rarest first
@@ -736,6 +755,27 @@ class SQLiteBackend:
         agent_rank = {agent: i for i, agent in enumerate(scope.agents)}
         ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], agent_rank[by_id[r[0]][1]]))
         return [Hit(_row_to_memory(by_id[mem_id]), score / SCORE_SCALE) for mem_id, score in ranked[:limit]]
+
+    def _visible_doc_freqs(self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str],
+                           hidden: list[int]) -> dict[str, int]:
+        """Per-term document frequency over the visible view: partition counts minus hidden versions."""
+        term_params = {f"t{i}": term for i, term in enumerate(terms)}
+        term_list = ", ".join(f":t{i}" for i in range(len(terms)))
+        freqs = dict.fromkeys(terms, 0)
+        for term, df in conn.execute(
+            f"SELECT term, sum(df) FROM term_stats WHERE term IN ({term_list}) "
+            f"AND agent_id IN ({scope.agent_list}) AND level <= :lvl GROUP BY term",
+            {**scope.params, **term_params},
+        ):
+            freqs[term] = df
+        if hidden:
+            for term, df in conn.execute(
+                f"SELECT term, count(*) FROM postings WHERE term IN ({term_list}) "
+                f"AND memory_id IN (SELECT value FROM json_each(:hidden)) GROUP BY term",
+                {**term_params, "hidden": json.dumps(hidden)},
+            ):
+                freqs[term] -= df
+        return freqs
 
     def delete(self, session_id: str, key: str, now: datetime) -> Memory:
         now_us = to_us(now)
