@@ -285,6 +285,43 @@ def demo(ctx: Context) -> None:
     run_demo(ctx.db)
 
 
+@cli.command()
+@click.option("--host", help="Address to listen on (default 127.0.0.1; a non-loopback address needs --config).")
+@click.option("--port", type=int, help="Port to listen on (default 8765).")
+@click.option("--config", "config_path", envvar="STRATAMEM_CONFIG",
+              type=click.Path(exists=True, dir_okay=False), help="Server config (TOML): principals, policy.")
+@click.pass_obj
+def serve(ctx: Context, host: str | None, port: int | None, config_path: str | None) -> None:
+    """Serve memory over HTTP: MCP at /mcp, REST at /v1, docs at /docs."""
+    from .server import run_serve
+
+    _run(ctx, lambda: run_serve(ctx.db or default_url(), host=host, port=port, config_path=config_path,
+                                agent=ctx.agent))
+
+
+@cli.command("mcp")
+@click.option("--agent", "mcp_agent", help="Agent id [env STRATAMEM_AGENT; default main].")
+@click.option("--clearance", help="Highest level the session may reach [env STRATAMEM_CLEARANCE; default "
+              "RESTRICTED].")
+@click.option("--peer", "peers", multiple=True, help="Agent whose memories may be read (repeatable) "
+              "[env STRATAMEM_PEERS].")
+@click.option("--taint", "mcp_taint", help="Starting taint [env STRATAMEM_TAINT; default PUBLIC].")
+@click.option("--session", "mcp_session", help="Open or resume this session id [env STRATAMEM_SESSION].")
+@click.option("--profile", type=click.Choice(["triggerfish", "zeroclaw"]), help="Tool profile [env STRATAMEM_PROFILE].")
+@click.option("--read-only", "read_only", is_flag=True, default=None, help="Offer and allow no writing tools.")
+@click.option("--config", "config_path", envvar="STRATAMEM_CONFIG",
+              type=click.Path(exists=True, dir_okay=False), help="Config file (TOML) with an [mcp] table.")
+@click.pass_obj
+def mcp(ctx: Context, mcp_agent, clearance, peers, mcp_taint, mcp_session, profile, read_only, config_path) -> None:
+    """Serve the memory tools over MCP stdio, for one operator-chosen session."""
+    from .server import run_mcp
+
+    flags = {"agent": mcp_agent or ctx.agent, "clearance": clearance, "peers": peers,
+             "taint": mcp_taint or ctx.taint, "session": mcp_session or ctx.session_id,
+             "profile": profile, "read_only": read_only}
+    _run(ctx, lambda: run_mcp(ctx.db or default_url(), flags, config_path))
+
+
 def main() -> None:
     cli(prog_name="stratamem")
 

@@ -1,0 +1,213 @@
+"""Server benchmark: memory_search over HTTP (REST and MCP tool calls) beside the in-process tool call.
+
+Run: ``python bench/bench_server.py`` (``--memories 10000 --clients 8 --requests 1600``).
+The store gets N synthetic memories (``bench_core.synthetic_memories``, imported with
+``store.import_memories``); queries are SciFact claims. ``stratamem serve`` runs as a separate
+process (as deployed), so clients and server do not share one interpreter lock. Reported for each
+path: requests per second over the whole run and per-request latency percentiles, with C concurrent
+clients; the in-process rows call ``stratamem.tools.execute`` directly (1 thread, then C threads).
+Nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import anyio
+import httpx2
+from bench_core import pct, scifact_queries, synthetic_memories
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+import stratamem as sm
+from stratamem.server.principals import new_token, token_digest
+from stratamem.tools import execute
+
+AGENT = "bench"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def summary(label: str, clients: int, latencies_ms: list[float], wall_s: float) -> dict:
+    return {"path": label, "clients": clients, "requests": len(latencies_ms), "rps": len(latencies_ms) / wall_s,
+            "p50": pct(latencies_ms, 50), "p95": pct(latencies_ms, 95), "mean": statistics.mean(latencies_ms)}
+
+
+def run_threads(clients: int, queries: list[str], one: Callable[[object, str], None],
+                make: Callable[[], object]) -> tuple[list[float], float]:
+    """``clients`` threads share the query list round-robin; returns latencies and wall time."""
+    latencies: list[float] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(clients + 1)
+
+    def worker(n: int) -> None:
+        handle = make()
+        mine = queries[n::clients]
+        barrier.wait()
+        local = []
+        for q in mine:
+            t0 = time.perf_counter()
+            one(handle, q)
+            local.append((time.perf_counter() - t0) * 1000)
+        with lock:
+            latencies.extend(local)
+        close = getattr(handle, "close", None)
+        if close:
+            close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for t in threads:
+        t.join()
+    return latencies, time.perf_counter() - start
+
+
+def bench_in_process(db: str, queries: list[str], clients: int) -> list[dict]:
+    store = sm.open_store(db)
+    session = store.session(AGENT, clearance=sm.Level.PUBLIC)
+    for q in queries[:20]:
+        execute(session, "memory_search", {"query": q, "max_results": 10})
+    rows = []
+    for n in (1, clients):
+        lat, wall = run_threads(n, queries, lambda s, q: execute(s, "memory_search", {"query": q, "max_results": 10}),
+                                lambda: session)
+        rows.append(summary("in-process tools.execute", n, lat, wall))
+    store.close()
+    return rows
+
+
+def bench_rest(url: str, token: str, queries: list[str], clients: int) -> dict:
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx2.Client(base_url=url, headers=headers) as c:
+        sid = c.post("/v1/sessions").json()["id"]
+        for q in queries[:20]:
+            c.post(f"/v1/sessions/{sid}/search", json={"query": q, "max_results": 10}).raise_for_status()
+
+    def one(client: httpx2.Client, q: str) -> None:
+        r = client.post(f"/v1/sessions/{sid}/search", json={"query": q, "max_results": 10})
+        if r.status_code != 200:
+            raise RuntimeError(r.text)
+
+    lat, wall = run_threads(clients, queries, one, lambda: httpx2.Client(base_url=url, headers=headers, timeout=60))
+    return summary("HTTP REST POST /v1/sessions/{id}/search", clients, lat, wall)
+
+
+def bench_mcp(url: str, token: str, queries: list[str], clients: int) -> dict:
+    """``clients`` stateful MCP sessions (SDK client), each calling the memory_search tool."""
+    latencies: list[float] = []
+    wall: list[float] = []
+
+    async def client(n: int, ready: anyio.Event, go: anyio.Event, count: list[int]) -> None:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+            streamable_http_client(f"{url}/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            for q in queries[:5]:
+                await session.call_tool("memory_search", {"query": q, "max_results": 10})
+            count[0] += 1
+            if count[0] == clients:
+                ready.set()
+            await go.wait()
+            for q in queries[n::clients]:
+                t0 = time.perf_counter()
+                result = await session.call_tool("memory_search", {"query": q, "max_results": 10})
+                latencies.append((time.perf_counter() - t0) * 1000)
+                if result.is_error:
+                    raise RuntimeError(result.content[0].text)
+
+    async def main() -> None:
+        ready, go, count = anyio.Event(), anyio.Event(), [0]
+        async with anyio.create_task_group() as tg:
+            for n in range(clients):
+                tg.start_soon(client, n, ready, go, count)
+            await ready.wait()
+            start = time.perf_counter()
+            go.set()
+        wall.append(time.perf_counter() - start)
+
+    anyio.run(main)
+    return summary("HTTP MCP tools/call memory_search", clients, latencies, wall[0])
+
+
+def start_server(db: str, tmp: Path) -> tuple[subprocess.Popen, str, str]:
+    token = new_token()
+    config = tmp / "server.toml"
+    config.write_text(f'[server]\nlog_level = "warning"\n[[principals]]\nname = "bench"\n'
+                      f'token_sha256 = "{token_digest(token)}"\nagent = "{AGENT}"\nclearance = "PUBLIC"\n')
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "stratamem", "--db", db, "serve", "--port", str(port),
+                             "--config", str(config)], env=env, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        try:
+            if httpx2.get(f"{url}/v1/health").status_code == 200:
+                return proc, url, token
+        except httpx2.TransportError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=1600, help="searches per path")
+    args = parser.parse_args()
+
+    claims = [q for _, q in scifact_queries()[0]]
+    queries = [claims[i % len(claims)] for i in range(args.requests)]
+    print(f"stratamem server benchmark — {args.memories} memories, {args.clients} concurrent clients, "
+          f"{args.requests} memory_search calls per path, max_results=10")
+    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs\n")
+
+    with tempfile.TemporaryDirectory() as tmp_dir:
+        tmp = Path(tmp_dir)
+        db = str(tmp / "bench.db")
+        with sm.open_store(db) as store:
+            t0 = time.perf_counter()
+            store.import_memories(synthetic_memories(args.memories, agent=AGENT))
+            print(f"imported {args.memories} memories in {time.perf_counter() - t0:.1f} s\n")
+        rows = bench_in_process(db, queries, args.clients)
+        proc, url, token = start_server(db, tmp)
+        try:
+            rows.append(bench_rest(url, token, queries, args.clients))
+            rows.append(bench_mcp(url, token, queries, args.clients))
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+
+    print(f"{'path':<42} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}")
+    for r in rows:
+        print(f"{r['path']:<42} {r['clients']:>7} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p95']:>8.2f} "
+              f"{r['mean']:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()

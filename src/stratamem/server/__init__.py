@@ -1,0 +1,57 @@
+"""Serving memory to any agent: MCP over stdio, and one HTTP server with MCP, REST and docs.
+
+Needs the ``server`` extra (``pip install 'stratamem[server]'``: the official
+``mcp`` SDK, starlette, uvicorn). The entry points below import it lazily so
+the core package and CLI work without it and say what to install when it is
+missing.
+
+Modules, one job each:
+
+- ``principals`` / ``config`` / ``devtoken`` — who may call, from the operator's TOML file
+- ``state`` — the store, principals and policy shared by requests; session ownership
+- ``mcp_tools`` — the memory tools as an MCP server (``tools.definitions`` + ``tools.execute``)
+- ``stdio`` — ``stratamem mcp``; ``mcp_http`` + ``bindings`` — MCP at ``/mcp``
+- ``rest`` / ``payloads`` / ``responses`` / ``openapi`` — the ``/v1`` API and its docs
+- ``auth`` — bearer tokens; ``app`` — assembly; ``serve`` — uvicorn and shutdown
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import ValidationError
+
+EXTRA_HINT = "pip install 'stratamem[server]'"
+
+
+def require_extra() -> None:
+    """Fail with an actionable message when the server dependencies are missing."""
+    try:
+        import mcp  # noqa: F401
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ValidationError(f"serving needs the server extra ({exc.name} is missing): {EXTRA_HINT}") from None
+
+
+def run_serve(db: str, *, host: str | None = None, port: int | None = None, config_path: str | None = None,
+              agent: str | None = None) -> None:
+    """``stratamem serve``: HTTP with MCP at /mcp, REST at /v1 and docs, until SIGTERM."""
+    require_extra()
+    from .serve import serve
+
+    serve(db, host=host, port=port, config_path=config_path, agent=agent)
+
+
+def run_mcp(db: str, flags: Mapping[str, Any], config_path: str | None = None) -> None:
+    """``stratamem mcp``: the memory tools over MCP stdio for one operator-chosen session."""
+    require_extra()
+    from .config import load_config
+    from .stdio import resolve_settings, run_stdio
+
+    config = load_config(config_path) if config_path else None
+    run_stdio(db, resolve_settings(flags, config=config))
+
+
+__all__ = ["EXTRA_HINT", "require_extra", "run_mcp", "run_serve"]

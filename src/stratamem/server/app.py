@@ -1,0 +1,110 @@
+"""The one ASGI application ``stratamem serve`` runs: MCP at /mcp, REST at /v1, docs.
+
+Assembly only: authentication wraps everything, errors from routing (404,
+405) and anything unexpected come back in the CONTRACT's error shape, and
+the lifespan runs the MCP session manager. The store is owned by the caller
+(it outlives the app and is closed after the server has drained).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from .auth import BearerAuth
+from .mcp_http import McpEndpoint, http_resolver
+from .mcp_tools import build_mcp_server
+from .openapi import docs_page, document, document_text
+from .responses import error_response, internal_error, json_text
+from .rest import RestApi
+from .state import ServerState
+
+logger = logging.getLogger("stratamem.server")
+
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:
+    """DNS-rebinding protection for /mcp: on for loopback and for configured host names.
+
+    Off a loopback address with no ``allowed_hosts`` the Host header cannot be
+    predicted (proxies, DNS names), so only the bearer token protects /mcp.
+    """
+    if is_loopback(host):
+        hosts = [*LOOPBACK_HOSTS, *allowed_hosts]
+        return TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=list(LOOPBACK_ORIGINS))
+    if allowed_hosts:
+        origins = [f"{scheme}://{h}" for h in allowed_hosts for scheme in ("http", "https")]
+        return TransportSecuritySettings(allowed_hosts=list(allowed_hosts), allowed_origins=origins)
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return error_response("NOT_FOUND", f"no such endpoint: {request.url.path}")
+    if exc.status_code == 405:
+        return error_response("VALIDATION_ERROR", f"method {request.method} is not allowed here", 405,
+                              headers=dict(exc.headers or {}))
+    return error_response("VALIDATION_ERROR", str(exc.detail), exc.status_code)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    logger.error("unexpected error in %s %s", request.method, request.url.path, exc_info=exc)
+    return internal_error()
+
+
+def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Starlette:
+    """The server's ASGI app for ``state`` (``host`` picks the /mcp Host-header checks)."""
+    manager = StreamableHTTPSessionManager(
+        app=build_mcp_server(http_resolver(state)),
+        json_response=True,
+        security_settings=transport_security(host, allowed_hosts),
+    )
+    openapi_text = document_text()
+    docs_html = docs_page(document())
+
+    async def openapi_json(request: Request) -> Response:
+        return json_text(openapi_text)
+
+    async def docs(request: Request) -> Response:
+        return HTMLResponse(docs_html)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    routes = [
+        Route("/mcp", McpEndpoint(state, manager)),
+        *RestApi(state).routes(),
+        Route("/openapi.json", openapi_json, methods=["GET"]),
+        Route("/docs", docs, methods=["GET"]),
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(BearerAuth, principals=state.principals)],
+        exception_handlers={HTTPException: _http_error, Exception: _unexpected},
+        lifespan=lifespan,
+    )

@@ -1,0 +1,243 @@
+"""The operator's server configuration file (TOML), parsed and checked in one place.
+
+Everything a request could otherwise try to choose — the agent, the
+clearance, the peers, the policy — is fixed here by the operator. Unknown
+keys are errors, so a misspelt ``clearence`` cannot silently fall back to a
+default. Example::
+
+    [server]
+    host = "127.0.0.1"          # a non-loopback host needs this file
+    port = 8765
+    profile = "triggerfish"     # tools offered over MCP: triggerfish | zeroclaw
+    # allowed_hosts = ["memory.internal:*"]   # Host headers /mcp accepts off loopback
+    # graceful_timeout = 10     # seconds to finish in-flight requests on SIGTERM
+
+    [policy]
+    # rules = "rules.yaml"      # operator rules (relative to this file)
+    scan_mode = "reject"        # poisoning scanner: reject | quarantine | off
+    read_only = false
+
+    [[principals]]
+    name = "assistant"
+    token_sha256 = "<sha256 hex of the token>"
+    agent = "assistant"
+    clearance = "CONFIDENTIAL"
+    peers = ["shared"]
+
+    [mcp]                       # defaults for `stratamem mcp` (stdio)
+    agent = "assistant"
+    clearance = "INTERNAL"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ValidationError
+from ..levels import Level
+from ..policy.engine import DEFAULT_POLICY, Policy
+from ..policy.scanner import ScanMode
+from ..tools.specs import PROFILES, TRIGGERFISH
+from ..validation import check_agent_id
+from .principals import Principal, Principals, token_digest
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_GRACEFUL_TIMEOUT_S = 10.0
+
+_SECTIONS = {"server", "policy", "principals", "mcp"}
+_SERVER_KEYS = {"host", "port", "profile", "allowed_hosts", "graceful_timeout", "log_level"}
+_POLICY_KEYS = {"rules", "scan_mode", "read_only"}
+_PRINCIPAL_KEYS = {"name", "token_sha256", "token", "agent", "clearance", "peers", "read_only", "operator"}
+_MCP_KEYS = {"agent", "clearance", "peers", "taint", "session", "profile", "read_only"}
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySettings:
+    """The ``[policy]`` table: which operator rules run and how."""
+
+    rules: Path | None = None
+    scan_mode: str = ScanMode.REJECT.value
+    read_only: bool = False
+
+    def build(self) -> Policy:
+        if self.rules is None and self.scan_mode == ScanMode.REJECT.value and not self.read_only:
+            return DEFAULT_POLICY
+        options: dict[str, Any] = {"scan_mode": self.scan_mode, "read_only": self.read_only}
+        return Policy.from_file(self.rules, **options) if self.rules else Policy(**options)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """A parsed configuration file (or the defaults when there is none)."""
+
+    host: str | None = None
+    port: int | None = None
+    profile: str = TRIGGERFISH
+    allowed_hosts: tuple[str, ...] = ()
+    graceful_timeout: float = DEFAULT_GRACEFUL_TIMEOUT_S
+    log_level: str = "info"
+    policy: PolicySettings = PolicySettings()
+    principals: tuple[Principal, ...] = ()
+    mcp: Mapping[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+
+
+def _fail(source: Path, message: str) -> ValidationError:
+    return ValidationError(f"{source}: {message}")
+
+
+def _table(source: Path, data: Any, name: str, allowed: set[str]) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _fail(source, f"[{name}] must be a table")
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise _fail(source, f"unknown key(s) in [{name}]: {', '.join(unknown)}; valid keys are "
+                            f"{', '.join(sorted(allowed))}")
+    return data
+
+
+def _typed(source: Path, where: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    """``value`` if it has the type asked for (a TOML boolean is never taken for a number)."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise _fail(source, f"{where} has the wrong type")
+    return value
+
+
+def _strings(source: Path, where: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _fail(source, f"{where} must be a list of strings")
+    return tuple(value)
+
+
+def _level(source: Path, where: str, value: Any) -> Level:
+    try:
+        return Level.parse(value)
+    except ValidationError as exc:
+        raise _fail(source, f"{where}: {exc.message}") from None
+
+
+def _profile(source: Path, where: str, value: Any) -> str:
+    if value not in PROFILES:
+        raise _fail(source, f"{where} must be one of {', '.join(PROFILES)}")
+    return value
+
+
+def _principal(source: Path, index: int, data: Any) -> Principal:
+    where = f"principals[{index}]"
+    entry = _table(source, data, where, _PRINCIPAL_KEYS)
+    for required in ("agent", "clearance"):
+        if required not in entry:
+            raise _fail(source, f"{where} needs {required!r}")
+    if ("token" in entry) == ("token_sha256" in entry):
+        raise _fail(source, f"{where} needs exactly one of 'token_sha256' (preferred) or 'token'")
+    if "token" in entry:
+        token = _typed(source, f"{where}.token", entry["token"], str)
+        if len(token) < 16:
+            raise _fail(source, f"{where}.token must be at least 16 characters")
+        digest = token_digest(token)
+    else:
+        digest = _typed(source, f"{where}.token_sha256", entry["token_sha256"], str).strip().lower()
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise _fail(source, f"{where}.token_sha256 must be 64 hex digits")
+    try:
+        agent = check_agent_id(entry["agent"])
+        peers = tuple(dict.fromkeys(check_agent_id(p) for p in _strings(source, f"{where}.peers",
+                                                                          entry.get("peers", []))))
+    except ValidationError as exc:
+        raise _fail(source, f"{where}: {exc.message}") from None
+    return Principal(
+        name=_typed(source, f"{where}.name", entry.get("name", agent), str),
+        agent=agent,
+        clearance=_level(source, f"{where}.clearance", entry["clearance"]),
+        peers=peers,
+        read_only=_typed(source, f"{where}.read_only", entry.get("read_only", False), bool),
+        operator=_typed(source, f"{where}.operator", entry.get("operator", False), bool),
+        token_sha256=digest,
+    )
+
+
+def _policy(source: Path, data: dict[str, Any]) -> PolicySettings:
+    rules = data.get("rules")
+    if rules is not None:
+        rules_path = Path(_typed(source, "policy.rules", rules, str))
+        rules = rules_path if rules_path.is_absolute() else source.parent / rules_path
+    scan_mode = _typed(source, "policy.scan_mode", data.get("scan_mode", ScanMode.REJECT.value), str)
+    try:
+        ScanMode(scan_mode)
+    except ValueError:
+        raise _fail(source, f"policy.scan_mode must be one of {', '.join(m.value for m in ScanMode)}") from None
+    return PolicySettings(rules, scan_mode, _typed(source, "policy.read_only", data.get("read_only", False), bool))
+
+
+def _mcp(source: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The ``[mcp]`` table checked (values stay as written; ``stdio.resolve_settings`` merges them)."""
+    for name in ("agent", "session"):
+        if name in data:
+            _typed(source, f"mcp.{name}", data[name], str)
+    for name in ("clearance", "taint"):
+        if name in data:
+            _level(source, f"mcp.{name}", data[name])
+    if "peers" in data:
+        _strings(source, "mcp.peers", data["peers"])
+    if "read_only" in data:
+        _typed(source, "mcp.read_only", data["read_only"], bool)
+    if "profile" in data:
+        _profile(source, "mcp.profile", data["profile"])
+    return data
+
+
+def parse_config(text: str, source: Path) -> ServerConfig:
+    """Parse and check a configuration document; ``source`` names it in errors and anchors relative paths."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _fail(source, f"not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - _SECTIONS)
+    if unknown:
+        raise _fail(source, f"unknown section(s): {', '.join(unknown)}; valid sections are "
+                            f"{', '.join(sorted(_SECTIONS))}")
+    server = _table(source, data.get("server"), "server", _SERVER_KEYS)
+    principals_data = data.get("principals", [])
+    if not isinstance(principals_data, list):
+        raise _fail(source, "principals must be an array of tables ([[principals]])")
+    principals = tuple(_principal(source, i, p) for i, p in enumerate(principals_data))
+    if principals:
+        try:
+            Principals(principals)  # uniqueness checks
+        except ValidationError as exc:
+            raise _fail(source, exc.message) from None
+    port = server.get("port")
+    if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535):
+        raise _fail(source, "server.port must be an integer 0..65535")
+    timeout = server.get("graceful_timeout", DEFAULT_GRACEFUL_TIMEOUT_S)
+    _typed(source, "server.graceful_timeout", timeout, (int, float))
+    mcp = _mcp(source, _table(source, data.get("mcp"), "mcp", _MCP_KEYS))
+    return ServerConfig(
+        host=_typed(source, "server.host", server["host"], str) if "host" in server else None,
+        port=port,
+        profile=_profile(source, "server.profile", server.get("profile", TRIGGERFISH)),
+        allowed_hosts=_strings(source, "server.allowed_hosts", server.get("allowed_hosts", [])),
+        graceful_timeout=float(timeout),
+        log_level=_typed(source, "server.log_level", server.get("log_level", "info"), str),
+        policy=_policy(source, _table(source, data.get("policy"), "policy", _POLICY_KEYS)),
+        principals=principals,
+        mcp=mcp,
+        source=source,
+    )
+
+
+def load_config(path: str | Path) -> ServerConfig:
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValidationError(f"cannot read config file {source}: {exc.strerror or exc}") from None
+    return parse_config(text, source)

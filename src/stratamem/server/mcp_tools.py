@@ -1,0 +1,133 @@
+"""The memory tools as an MCP server (official ``mcp`` SDK, low-level ``Server``).
+
+Transport-neutral: stdio and streamable HTTP build the same server and differ
+only in the *resolver*, which says who is calling — the stratamem session,
+the operator policy and the tool profile. Nothing the model sends can change
+those: the tool list comes from ``stratamem.tools.definitions`` and every call
+goes through ``stratamem.tools.execute`` (policy, argument checks, audit),
+which already ignores any ``classification``/``level``/``agent_id`` argument.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+
+from .. import shapes
+from ..errors import StratamemError
+from ..policy.engine import Policy
+from ..session import Session
+from ..tools import definitions, execute
+from ..tools.executor import INTERNAL_ERROR
+from ..tools.specs import TOOLS, parameters_schema, specs
+from .state import blocking
+
+INSTRUCTIONS = (
+    "Persistent memory for this agent. Save facts with memory_save, find them with memory_search or "
+    "memory_get. Every memory is classified automatically at the conversation's current security level; "
+    "you cannot choose the level, and you only ever see memories at or below it."
+)
+
+
+def server_version() -> str:
+    try:
+        return version("stratamem")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who a tool call runs for, as decided by the operator's side of the transport.
+
+    ``session`` is blocking (it may open a session in the store) and is only
+    called for a tool that exists, so a bad tool name never creates anything.
+    """
+
+    session: Callable[[], Session]
+    policy: Policy
+    profile: str
+    origin: str
+
+
+Resolver = Callable[[ServerRequestContext[Any, Any]], Awaitable[Caller]]
+
+
+@functools.lru_cache(maxsize=8)
+def tool_list(profile: str, read_only: bool) -> tuple[types.Tool, ...]:
+    """The MCP ``Tool`` objects of a profile (writing tools hidden when read-only)."""
+    return tuple(types.Tool.model_validate(d) for d in definitions("mcp", profile, read_only=read_only))
+
+
+def input_schema(name: str) -> dict[str, Any] | None:
+    spec = TOOLS.get(name)
+    return parameters_schema(spec) if spec is not None else None
+
+
+def tool_result(text: str) -> types.CallToolResult:
+    """A tool's answer as MCP content; the JSON error shape sets ``isError``.
+
+    JSON answers (triggerfish) are also given as structured content; the text
+    block carries the exact same JSON for clients that only read text.
+    """
+    data: Any = None
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content=data if isinstance(data, dict) else None,
+        is_error=shapes.is_error(data),
+    )
+
+
+def run_tool(caller: Caller, name: str, arguments: object) -> str | None:
+    """Blocking: resolve the session and execute one call; ``None`` for a tool this profile lacks."""
+    if not isinstance(name, str) or name not in {s.name for s in specs(caller.profile)}:
+        return None
+    try:
+        session = caller.session()
+    except StratamemError as exc:
+        return shapes.dumps(shapes.error_from(exc))
+    except Exception:  # noqa: BLE001 - the agent learns nothing about internals
+        return shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR))
+    args = arguments if isinstance(arguments, dict) else {}
+    return execute(session, name, args, policy=caller.policy, profile=caller.profile, origin=caller.origin)
+
+
+def build_mcp_server(resolve: Resolver) -> Server[Any]:
+    """An MCP server whose tools act for whoever ``resolve`` says is calling."""
+
+    async def list_tools(ctx: ServerRequestContext[Any, Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        caller = await resolve(ctx)
+        return types.ListToolsResult(tools=list(tool_list(caller.profile, caller.policy.read_only)))
+
+    async def call_tool(ctx: ServerRequestContext[Any, Any],
+                        params: types.CallToolRequestParams) -> types.CallToolResult:
+        caller = await resolve(ctx)
+        text = await blocking(run_tool, caller, params.name, params.arguments or {})
+        if text is None:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
+        return tool_result(text)
+
+    return Server(
+        "stratamem",
+        version=server_version(),
+        title="stratamem memory",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

@@ -1,0 +1,221 @@
+"""The OpenAPI 3.1 description of the REST API, written from ``stratamem.shapes``, and a docs page.
+
+Written by hand rather than generated so that the documented bodies are
+exactly the tools' JSON shapes (CONTRACT section 8), not a framework's
+rendering of them. ``/docs`` shows it with Swagger UI when the browser can
+load it, and always lists the endpoints as plain HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .mcp_tools import server_version
+
+LEVEL = {"type": "string", "enum": ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"]}
+TIME = {"type": "string", "format": "date-time"}
+TAGS = {"type": "array", "items": {"type": "string"}}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
+    return {"type": "object", "required": required, "properties": properties}
+
+
+SCHEMAS: dict[str, Any] = {
+    "Error": _obj(["error"], error=_obj(["code", "message"], code={"type": "string", "enum": [
+        "VALIDATION_ERROR", "NOT_FOUND", "POLICY_BLOCKED", "STORAGE_ERROR", "UNAUTHENTICATED"]},
+        message={"type": "string"})),
+    "Session": _obj(["id", "agent_id", "taint", "clearance", "peers", "created_at"],
+                    id={"type": "string"}, agent_id={"type": "string"}, taint=LEVEL, clearance=LEVEL,
+                    peers={"type": "array", "items": {"type": "string"}}, created_at=TIME,
+                    taint_history={"type": "array", "items": _ref("TaintEvent")}),
+    "TaintEvent": _obj(["time", "previous", "new", "reason", "source"], time=TIME, previous=LEVEL, new=LEVEL,
+                       reason={"type": "string"}, source={"type": ["string", "null"]}),
+    "SessionCreate": {"type": "object", "properties": {"clearance": {
+        **LEVEL, "description": "Cap the session below the token's clearance (never above it)."}}},
+    "Escalate": _obj(["level"], level=LEVEL, reason={"type": "string"}),
+    "MemorySave": _obj(["key", "content"], key={"type": "string", "minLength": 1, "maxLength": 256},
+                       content={"type": "string", "minLength": 1}, tags=TAGS),
+    "MemoryContent": _obj(["content"], content={"type": "string", "minLength": 1}, tags=TAGS),
+    "Saved": _obj(["saved", "key", "classification"], saved={"const": True}, key={"type": "string"},
+                  classification=LEVEL),
+    "Memory": _obj(["found", "key", "content", "classification", "tags", "updated_at"], found={"const": True},
+                   key={"type": "string"}, content={"type": "string"}, classification=LEVEL, tags=TAGS,
+                   updated_at=TIME),
+    "NotFound": _obj(["found", "key"], found={"const": False}, key={"type": "string"}),
+    "SearchRequest": _obj(["query"], query={"type": "string"},
+                          max_results={"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
+    "SearchResults": _obj(["results", "query"], query={"type": "string"}, results={"type": "array", "items": _obj(
+        ["key", "content", "classification", "tags", "score"], key={"type": "string"},
+        content={"type": "string"}, classification=LEVEL, tags=TAGS, score={"type": "number"})}),
+    "Listing": _obj(["memories"], memories={"type": "array", "items": _obj(
+        ["key", "content", "classification", "tags", "updated_at"], key={"type": "string"},
+        content={"type": "string"}, classification=LEVEL, tags=TAGS, updated_at=TIME)}),
+    "Deleted": _obj(["deleted", "key"], deleted={"const": True}, key={"type": "string"}),
+    "AuditEvents": _obj(["events"], events={"type": "array", "items": _obj(
+        ["seq", "time", "operation", "taint", "outcome"], seq={"type": "integer"}, time=TIME,
+        session_id={"type": ["string", "null"]}, agent_id={"type": ["string", "null"]}, taint=LEVEL,
+        operation={"type": "string"}, keys=TAGS, levels={"type": "array", "items": LEVEL},
+        lineage_ids=TAGS, outcome={"type": "string"}, detail={"type": "object"}, hash={"type": "string"})}),
+    "Verify": _obj(["intact"], intact={"type": "boolean"}, first_bad_seq={"type": "integer"}),
+    "Health": _obj(["status", "version"], status={"const": "ok"}, version={"type": "string"}),
+    "Tools": _obj(["tools"], tools={"type": "array", "items": {"type": "object"}}),
+}
+
+_ERRORS = {
+    "400": "VALIDATION_ERROR: bad arguments or body",
+    "401": "UNAUTHENTICATED: missing or unknown bearer token",
+    "403": "POLICY_BLOCKED: refused by policy or above the token's clearance",
+    "404": "NOT_FOUND: no such session or memory (or not this token's)",
+    "503": "STORAGE_ERROR: the store is unavailable",
+}
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _op(summary: str, ok: tuple[str, str, dict[str, Any]], *, body: str | None = None,
+        params: Sequence[dict[str, Any]] = (), errors: tuple[str, ...] = ("400", "401", "404", "503"),
+        public: bool = False, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    status, description, schema = ok
+    responses = {status: _json(schema, description)}
+    for code in errors:
+        responses[code] = _json(_ref("Error"), _ERRORS[code])
+    if extra:
+        responses.update(extra)
+    op: dict[str, Any] = {"summary": summary, "responses": responses}
+    if params:
+        op["parameters"] = list(params)
+    if body:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(body)}}}
+    if public:
+        op["security"] = []
+    return op
+
+
+def _path(name: str, description: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}, "description": description}
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+SID = _path("session_id", "A session id from POST /v1/sessions.")
+KEY = _path("key", "The memory key, percent-encoded.")
+W = "403"  # writes may be refused by policy
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI document served at ``/openapi.json``."""
+    s = "/v1/sessions/{session_id}"
+    session_ok = ("200", "The session", _ref("Session"))
+    paths = {
+        "/v1/health": {"get": _op("Liveness and storage readiness (no token needed)",
+                                  ("200", "Serving", _ref("Health")), errors=("503",), public=True)},
+        "/v1/tools": {"get": _op("Tool definitions for a model provider", ("200", "Tools", _ref("Tools")),
+                                 params=[_query("dialect", {"enum": ["openai", "anthropic", "mcp"]}, "Format"),
+                                         _query("profile", {"enum": ["triggerfish", "zeroclaw"]}, "Profile")],
+                                 errors=("400", "401"))},
+        "/v1/sessions": {"post": _op("Open a session for this token's agent, at PUBLIC",
+                                     ("201", "The new session", _ref("Session")), body="SessionCreate",
+                                     errors=("400", "401", "403", "503"))},
+        s: {"get": _op("A session with its taint history", session_ok, params=[SID])},
+        f"{s}/escalate": {"post": _op("Raise the session's taint (never lowers; refused above the clearance)",
+                                      session_ok, body="Escalate", params=[SID],
+                                      errors=("400", "401", "403", "404", "503"))},
+        f"{s}/reset": {"post": _op("A new session at PUBLIC for the same agent (the only way down)",
+                                   ("201", "The new session", _ref("Session")), params=[SID])},
+        f"{s}/memories": {
+            "get": _op("memory_list: the visible memories", ("200", "Memories", _ref("Listing")),
+                       params=[SID, _query("tag", {"type": "string"}, "Only memories with exactly this tag")]),
+            "post": _op("memory_save at the session's live taint", ("200", "Saved", _ref("Saved")),
+                        body="MemorySave", params=[SID], errors=("400", "401", W, "404", "503")),
+        },
+        f"{s}/memories/{{key}}": {
+            "get": _op("memory_get", ("200", "Found", _ref("Memory")), params=[SID, KEY],
+                       errors=("400", "401", "503"),
+                       extra={"404": _json({"oneOf": [_ref("NotFound"), _ref("Error")]},
+                                           "No visible memory with that key (the tool's shape), or no session")}),
+            "put": _op("memory_save under this key", ("200", "Saved", _ref("Saved")), body="MemoryContent",
+                       params=[SID, KEY], errors=("400", "401", W, "404", "503")),
+            "delete": _op("memory_delete: the own version at exactly the live taint",
+                          ("200", "Deleted", _ref("Deleted")), params=[SID, KEY],
+                          errors=("400", "401", W, "404", "503")),
+        },
+        f"{s}/search": {
+            "get": _op("memory_search", ("200", "Results, best first", _ref("SearchResults")),
+                       params=[SID, _query("query", {"type": "string"}, "Keywords; empty or * = most recent"),
+                               _query("max_results", {"type": "integer"}, "1..100, default 10")]),
+            "post": _op("memory_search (long queries)", ("200", "Results, best first", _ref("SearchResults")),
+                        body="SearchRequest", params=[SID]),
+        },
+        "/v1/mcp-sessions/{mcp_session_id}": {"get": _op(
+            "The stratamem session an MCP-over-HTTP connection acts in", session_ok,
+            params=[_path("mcp_session_id", "The mcp-session-id header of the MCP connection")])},
+        "/v1/audit": {"get": _op("Audit events up to this token's clearance (own agent; all for operators)",
+                                 ("200", "Events, oldest first", _ref("AuditEvents")),
+                                 params=[_query("limit", {"type": "integer"}, "1..1000, default 100"),
+                                         _query("after", {"type": "integer"}, "Only events after this seq"),
+                                         _query("lineage", {"type": "string"}, "Only this lineage id")],
+                                 errors=("400", "401", "503"))},
+        "/v1/audit/verify": {"get": _op("Verify the audit hash chain", ("200", "Result", _ref("Verify")),
+                                        errors=("401", "503"))},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "stratamem",
+            "version": server_version(),
+            "description": (
+                "Classified, persistent memory for AI agents. Memory endpoints answer with the same JSON "
+                "as the agent tools (memory_save, memory_get, ...). Levels are never chosen by a request: "
+                "memories are saved at the session's live taint, raised only with /escalate. MCP "
+                "(streamable HTTP) is served at /mcp with the same bearer tokens."
+            ),
+        },
+        "components": {"schemas": SCHEMAS, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "security": [{"bearer": []}],
+        "paths": paths,
+    }
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>stratamem API</title>
+<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css">
+<style>body{{font-family:system-ui,sans-serif;margin:0}} #plain{{margin:1.5em}} code{{font-size:0.95em}}</style>
+</head><body>
+<div id="swagger-ui"></div>
+<div id="plain"><h1>stratamem {version}</h1>
+<p>OpenAPI document: <a href="/openapi.json">/openapi.json</a>. MCP (streamable HTTP): <code>/mcp</code>.
+Every request except this page, <code>/openapi.json</code> and <code>/v1/health</code> needs
+<code>Authorization: Bearer &lt;token&gt;</code>.</p>
+<ul>{items}</ul></div>
+<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script>if (window.SwaggerUIBundle) {{
+  SwaggerUIBundle({{url: "/openapi.json", dom_id: "#swagger-ui"}});
+  document.getElementById("plain").style.display = "none";
+}}</script>
+</body></html>
+"""
+
+
+def docs_page(doc: dict[str, Any]) -> str:
+    """Swagger UI when it loads; otherwise (offline) a plain list of the endpoints."""
+    items = "".join(
+        f"<li><code>{html.escape(method.upper())} {html.escape(path)}</code> — {html.escape(op['summary'])}</li>"
+        for path, ops in doc["paths"].items() for method, op in ops.items()
+    )
+    return _PAGE.format(version=html.escape(doc["info"]["version"]), items=items)
+
+
+def document_text() -> str:
+    return json.dumps(document(), ensure_ascii=False)

@@ -1,0 +1,47 @@
+"""JSON shapes the HTTP API adds to the tools' ones: sessions, taint events, audit events.
+
+Memory operations answer with ``stratamem.shapes`` (through the tools); these
+cover what only the runtime sees. Audit events use the same fields as
+``stratamem --json audit show``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..models import AuditEvent, TaintEvent
+from ..storage.base import SessionRecord
+
+
+def session(record: SessionRecord, history: Iterable[TaintEvent] | None = None) -> dict[str, Any]:
+    shape: dict[str, Any] = {
+        "id": record.id,
+        "agent_id": record.agent_id,
+        "taint": record.taint.name,
+        "clearance": record.clearance.name,
+        "peers": list(record.peers),
+        "created_at": record.created_at.isoformat(),
+    }
+    if history is not None:
+        shape["taint_history"] = [taint_event(e) for e in history]
+    return shape
+
+
+def taint_event(event: TaintEvent) -> dict[str, Any]:
+    return {
+        "time": event.time.isoformat(),
+        "previous": event.previous.name,
+        "new": event.new.name,
+        "reason": event.reason,
+        "source": event.source,
+    }
+
+
+def audit_event(e: AuditEvent) -> dict[str, Any]:
+    return {
+        "seq": e.seq, "time": e.time.isoformat(), "session_id": e.session_id, "agent_id": e.agent_id,
+        "taint": e.taint.name, "operation": e.operation, "keys": list(e.keys),
+        "levels": [lv.name for lv in e.levels], "lineage_ids": list(e.lineage_ids), "outcome": e.outcome,
+        "detail": e.detail, "hash": e.hash,
+    }

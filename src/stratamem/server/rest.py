@@ -1,0 +1,289 @@
+"""The REST API under ``/v1``: sessions for the runtime, memories in the tools' shapes, audit.
+
+Memory endpoints do not re-implement anything: they call
+``stratamem.tools.execute`` with the triggerfish tool of the same name, so a
+REST answer is byte for byte the tool's answer (same policy, same argument
+checks, same audit) and only the HTTP status is added. Session endpoints are
+the runtime's side: creating a session, reading it, and raising its taint —
+the only way taint goes up over HTTP.
+
+Every session id is checked against the caller's principal
+(``ServerState.session_for``); another principal's session is 404.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .. import shapes
+from ..errors import NotFound, StratamemError, ValidationError
+from ..levels import Level
+from ..tools import definitions, execute
+from ..tools.specs import TRIGGERFISH
+from . import payloads
+from .auth import principal_of
+from .mcp_tools import server_version
+from .principals import Principal
+from .responses import error_response, from_exception, from_tool_text, internal_error, json_response
+from .state import ServerState, blocking
+
+logger = logging.getLogger("stratamem.server")
+
+DEFAULT_AUDIT_LIMIT = 100
+MAX_AUDIT_LIMIT = 1000
+DEFAULT_ESCALATE_REASON = "raised by the runtime over HTTP"
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class BodyTooLarge(ValidationError):
+    """A request body over the limit (answered 413)."""
+
+
+def endpoint(handler: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+    """Turn library errors into the CONTRACT's error bodies and statuses; never leak internals."""
+
+    @functools.wraps(handler)
+    async def wrapped(self: RestApi, request: Request) -> Response:
+        try:
+            return await handler(self, request)
+        except BodyTooLarge as exc:
+            return error_response(exc.code, exc.message, 413)
+        except StratamemError as exc:
+            return from_exception(exc)
+        except Exception:
+            logger.exception("unexpected error in %s %s", request.method, request.url.path)
+            return internal_error()
+
+    return wrapped
+
+
+async def read_json(request: Request, limit: int) -> dict[str, Any]:
+    """The request body as a JSON object (``{}`` when empty), or VALIDATION_ERROR."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(f"the request body is larger than {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"the request body is larger than {limit} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise ValidationError("the request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise ValidationError("the request body must be a JSON object")
+    return data
+
+
+def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(f"{name} must be an integer") from None
+    return max(low, min(high, value))
+
+
+def _count(raw: str | None) -> object:
+    """A query-string count as the tools take it: an int when it is one (else the tool's default applies)."""
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
+
+
+class RestApi:
+    """The ``/v1`` endpoints of one server."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        # content is JSON-escaped (up to 6 bytes per byte), plus room for key and tags
+        self.max_body_bytes = state.store.max_content_bytes * 6 + 64 * 1024
+
+    def routes(self) -> list[Route]:
+        s = "/v1/sessions/{session_id}"
+        return [
+            Route("/v1/health", self.health, methods=["GET"]),
+            Route("/v1/tools", self.tools, methods=["GET"]),
+            Route("/v1/sessions", self.create_session, methods=["POST"]),
+            Route(s, self.get_session, methods=["GET"]),
+            Route(f"{s}/escalate", self.escalate, methods=["POST"]),
+            Route(f"{s}/reset", self.reset, methods=["POST"]),
+            Route(f"{s}/memories", self.list_memories, methods=["GET"]),
+            Route(f"{s}/memories", self.post_memory, methods=["POST"]),
+            Route(f"{s}/memories/{{key:path}}", self.get_memory, methods=["GET"]),
+            Route(f"{s}/memories/{{key:path}}", self.put_memory, methods=["PUT"]),
+            Route(f"{s}/memories/{{key:path}}", self.delete_memory, methods=["DELETE"]),
+            Route(f"{s}/search", self.search_get, methods=["GET"]),
+            Route(f"{s}/search", self.search_post, methods=["POST"]),
+            Route("/v1/mcp-sessions/{mcp_session_id}", self.mcp_session, methods=["GET"]),
+            Route("/v1/audit", self.audit, methods=["GET"]),
+            Route("/v1/audit/verify", self.audit_verify, methods=["GET"]),
+        ]
+
+    # memories: the tools, over HTTP ------------------------------------------------------
+    def _run_tool(self, principal: Principal, session_id: str, name: str, arguments: dict[str, Any]) -> str:
+        try:
+            session = self.state.session_for(principal, session_id)
+        except StratamemError as exc:
+            return shapes.dumps(shapes.error_from(exc))
+        text = execute(session, name, arguments, policy=self.state.policy_for(principal),
+                       profile=TRIGGERFISH, origin="rest")
+        assert text is not None  # the names below are all triggerfish tools
+        return text
+
+    async def _tool(self, request: Request, name: str, arguments: dict[str, Any]) -> Response:
+        text = await blocking(self._run_tool, principal_of(request), request.path_params["session_id"],
+                              name, arguments)
+        return from_tool_text(text)
+
+    @endpoint
+    async def post_memory(self, request: Request) -> Response:
+        return await self._tool(request, "memory_save", await read_json(request, self.max_body_bytes))
+
+    @endpoint
+    async def put_memory(self, request: Request) -> Response:
+        body = await read_json(request, self.max_body_bytes)
+        key = request.path_params["key"]
+        if "key" in body and body["key"] != key:
+            raise ValidationError("the key in the body differs from the key in the path")
+        return await self._tool(request, "memory_save", {**body, "key": key})
+
+    @endpoint
+    async def get_memory(self, request: Request) -> Response:
+        return await self._tool(request, "memory_get", {"key": request.path_params["key"]})
+
+    @endpoint
+    async def delete_memory(self, request: Request) -> Response:
+        return await self._tool(request, "memory_delete", {"key": request.path_params["key"]})
+
+    @endpoint
+    async def list_memories(self, request: Request) -> Response:
+        tag = request.query_params.get("tag")
+        return await self._tool(request, "memory_list", {} if tag is None else {"tag": tag})
+
+    @endpoint
+    async def search_get(self, request: Request) -> Response:
+        args: dict[str, Any] = {"query": request.query_params.get("query", "")}
+        count = _count(request.query_params.get("max_results"))
+        if count is not None:
+            args["max_results"] = count
+        return await self._tool(request, "memory_search", args)
+
+    @endpoint
+    async def search_post(self, request: Request) -> Response:
+        return await self._tool(request, "memory_search", await read_json(request, self.max_body_bytes))
+
+    # sessions: the runtime's side -----------------------------------------------------------
+    @endpoint
+    async def create_session(self, request: Request) -> Response:
+        body = await read_json(request, self.max_body_bytes)
+        clearance = Level.parse(body["clearance"]) if body.get("clearance") is not None else None
+        principal = principal_of(request)
+
+        def create() -> dict[str, Any]:
+            return payloads.session(self.state.open_session(principal, clearance).record, ())
+
+        shape = await blocking(create)
+        return json_response(shape, 201, {"Location": f"/v1/sessions/{shape['id']}"})
+
+    def _session_shape(self, principal: Principal, session_id: str) -> dict[str, Any]:
+        session = self.state.session_for(principal, session_id)
+        return payloads.session(session.record, session.taint_history)
+
+    @endpoint
+    async def get_session(self, request: Request) -> Response:
+        return json_response(await blocking(self._session_shape, principal_of(request),
+                                            request.path_params["session_id"]))
+
+    @endpoint
+    async def escalate(self, request: Request) -> Response:
+        body = await read_json(request, self.max_body_bytes)
+        if body.get("level") is None:
+            raise ValidationError("level is required, one of " + ", ".join(Level.__members__))
+        level = Level.parse(body["level"])
+        reason = body.get("reason", DEFAULT_ESCALATE_REASON)
+        if not isinstance(reason, str):
+            raise ValidationError("reason must be a string")
+        principal = principal_of(request)
+
+        def act() -> dict[str, Any]:
+            session = self.state.session_for(principal, request.path_params["session_id"])
+            session.escalate(level, reason[:1000], source=f"http:{principal.name}")
+            return payloads.session(session.record, session.taint_history)
+
+        return json_response(await blocking(act))
+
+    @endpoint
+    async def reset(self, request: Request) -> Response:
+        principal = principal_of(request)
+
+        def act() -> dict[str, Any]:
+            fresh = self.state.session_for(principal, request.path_params["session_id"]).reset()
+            return payloads.session(fresh.record, ())
+
+        shape = await blocking(act)
+        return json_response(shape, 201, {"Location": f"/v1/sessions/{shape['id']}"})
+
+    @endpoint
+    async def mcp_session(self, request: Request) -> Response:
+        """The stratamem session an MCP-over-HTTP connection (``mcp-session-id``) acts in."""
+        principal = principal_of(request)
+        binding = self.state.bindings.get(request.path_params["mcp_session_id"], principal.name)
+        if binding is None:
+            raise NotFound("no such MCP session")
+        return json_response(await blocking(self._session_shape, principal, binding.session_id))
+
+    # audit, tools, health -------------------------------------------------------------------
+    @endpoint
+    async def audit(self, request: Request) -> Response:
+        """Events up to the caller's clearance, for its own agent (every agent for operators)."""
+        principal = principal_of(request)
+        limit = _int_param(request, "limit", DEFAULT_AUDIT_LIMIT, 1, MAX_AUDIT_LIMIT)
+        after = _int_param(request, "after", -1, -1, 2**62)
+        lineage = request.query_params.get("lineage")
+        events = await blocking(self.state.store.audit_events, principal.clearance, lineage)
+        visible = [e for e in events if e.seq > after and (principal.operator or e.agent_id == principal.agent)]
+        chosen = visible[:limit] if after >= 0 else visible[-limit:]
+        return json_response({"events": [payloads.audit_event(e) for e in chosen]})
+
+    @endpoint
+    async def audit_verify(self, request: Request) -> Response:
+        bad = await blocking(self.state.store.verify_audit)
+        return json_response({"intact": True} if bad is None else {"intact": False, "first_bad_seq": bad})
+
+    @endpoint
+    async def tools(self, request: Request) -> Response:
+        """Tool definitions for a model provider, as this token would be offered them."""
+        principal = principal_of(request)
+        dialect = request.query_params.get("dialect", "openai")
+        profile = request.query_params.get("profile", self.state.profile)
+        return json_response({"tools": definitions(dialect, profile, policy=self.state.policy_for(principal))})
+
+    @endpoint
+    async def health(self, request: Request) -> Response:
+        """Liveness and storage readiness; public, and says nothing about any memory."""
+        try:
+            await blocking(self.state.store.backend.session_record, "-health-probe-")
+        except NotFound:
+            pass  # the store answered: it is reachable
+        return json_response({"status": "ok", "version": server_version()})

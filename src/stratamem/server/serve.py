@@ -1,0 +1,130 @@
+"""``stratamem serve``: choose principals and address, then run the app under uvicorn.
+
+Without a config file the server is a local development server: one token
+(``$STRATAMEM_HOME/server-token``, mode 0600) for the local user, and only
+on a loopback address. Uvicorn handles SIGTERM/SIGINT: it stops accepting,
+lets in-flight requests finish (up to ``graceful_timeout``), then the
+lifespan closes the MCP sessions and the store is closed last — a write that
+was acknowledged has been committed, and one in progress still commits. The
+process then exits 0: the signal was the ordinary way to stop it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import uvicorn
+
+from ..errors import ValidationError
+from ..store import Store
+from .app import build_app, is_loopback
+from .config import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, load_config
+from .devtoken import dev_principal, ensure_token, token_path
+from .principals import Principals
+from .state import ServerState
+
+
+def _url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def dev_principals(agent: str, host: str, port: int, home: Path | None = None) -> Principals:
+    """The development token's principal, after telling the user where the token is and how to use it."""
+    path = token_path(home)
+    token, created = ensure_token(path)
+    url = _url(host, port)
+    state = "created" if created else "using"
+    print(
+        f"stratamem serve: no --config given; {state} the local development token in {path} (mode 0600)\n"
+        f"  it acts as agent {agent!r} with clearance RESTRICTED; for other agents or remote access use --config\n"
+        f"  REST: curl -X POST -H \"Authorization: Bearer $(cat {path})\" {url}/v1/sessions\n"
+        f"  MCP:  {url}/mcp with the header 'Authorization: Bearer <the token in that file>'\n"
+        f"  docs: {url}/docs",
+        file=sys.stderr,
+        flush=True,
+    )
+    return Principals([dev_principal(token, agent)])
+
+
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+@contextlib.contextmanager
+def _stop_signals_handled() -> Iterator[None]:
+    """Let uvicorn's re-raised SIGTERM/SIGINT end ``run()`` with exit status 0, closing the store first.
+
+    Uvicorn drains on the first signal, restores the previous handlers and
+    raises the signal again; with the default handlers that would kill the
+    process before ``finally`` runs. Underneath, the signal becomes a
+    ``SystemExit(0)`` that unwinds through ``finally`` (also for a signal
+    that arrives before uvicorn has installed its own handlers).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stops = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, _exit_cleanly) for sig in stops}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def serve(
+    db: str,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    config_path: str | None = None,
+    agent: str | None = None,
+) -> None:
+    """Serve ``db`` over HTTP until SIGTERM/SIGINT."""
+    config = load_config(config_path) if config_path else ServerConfig()
+    host = host or config.host or DEFAULT_HOST
+    port = port if port is not None else (config.port if config.port is not None else DEFAULT_PORT)
+    if config.source is None:
+        if not is_loopback(host):
+            raise ValidationError(
+                f"refusing to listen on {host} without a config file: the development token is for "
+                "loopback only; give --config with [[principals]] to serve other hosts"
+            )
+        principals = dev_principals(agent or "main", host, port)
+    elif not config.principals:
+        raise ValidationError(f"{config.source}: no [[principals]]; the server would accept no token")
+    else:
+        principals = Principals(config.principals)
+    policy = config.policy.build()
+    store = Store(db)
+    try:
+        state = ServerState(store, principals, profile=config.profile, policy=policy)
+        app = build_app(state, host=host, allowed_hosts=config.allowed_hosts)
+        server = uvicorn.Server(uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level=config.log_level,
+            access_log=False,
+            server_header=False,
+            lifespan="on",
+            timeout_graceful_shutdown=math.ceil(config.graceful_timeout),
+        ))
+        print(f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, docs at /docs)",
+              file=sys.stderr, flush=True)
+        try:
+            with _stop_signals_handled():
+                server.run()
+        except SystemExit as exc:
+            if not server.started and exc.code not in (0, None):  # uvicorn could not bind
+                raise ValidationError(f"cannot listen on {_url(host, port)} (in use, or not permitted)") from None
+            raise
+    finally:
+        store.close()

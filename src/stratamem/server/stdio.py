@@ -1,0 +1,142 @@
+"""``stratamem mcp``: the memory tools over MCP stdio, for one operator-chosen session.
+
+The agent, clearance, peers and starting taint come from the operator —
+command-line flags first, then ``STRATAMEM_*`` environment variables, then
+the ``[mcp]`` table of the config file — never from the model. The process
+serves exactly one stratamem session; its id is written to stderr (stdout is
+the protocol) so the runtime can raise its taint out of band, e.g. through
+``POST /v1/sessions/{id}/escalate`` on a ``stratamem serve`` of the same store,
+or by naming the session up front with ``--session``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+from ..errors import ValidationError
+from ..levels import Level
+from ..session import Session
+from ..store import Store
+from ..tools.specs import PROFILES, TRIGGERFISH
+from .config import PolicySettings, ServerConfig
+from .mcp_tools import Caller, build_mcp_server
+
+ENV_PREFIX = "STRATAMEM_"
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True, slots=True)
+class StdioSettings:
+    """The one session a stdio server acts in, and how."""
+
+    agent: str = "main"
+    clearance: Level = Level.RESTRICTED
+    peers: tuple[str, ...] = ()
+    taint: Level | None = None
+    session_id: str | None = None
+    profile: str = TRIGGERFISH
+    read_only: bool = False
+    policy: PolicySettings = field(default_factory=PolicySettings)
+
+
+def _flag(value: str) -> bool:
+    text = value.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValidationError(f"not a boolean: {value!r} (use true or false)")
+
+
+def _first(*values: Any) -> Any:
+    return next((v for v in values if v is not None and v != ()), None)
+
+
+def resolve_settings(
+    flags: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    config: ServerConfig | None = None,
+) -> StdioSettings:
+    """Merge flags > environment > config file > defaults into checked settings.
+
+    ``flags`` holds ``agent``, ``clearance``, ``peers`` (tuple), ``taint``,
+    ``session``, ``profile`` and ``read_only``; ``None`` or ``()`` means not given.
+    """
+    env = os.environ if env is None else env
+    table = dict(config.mcp) if config is not None else {}
+
+    def pick(name: str) -> Any:
+        raw_env = env.get(ENV_PREFIX + name.upper())
+        return _first(flags.get(name), raw_env if raw_env else None, table.get(name))
+
+    peers = flags.get("peers") or ()
+    if not peers and env.get(ENV_PREFIX + "PEERS"):
+        peers = tuple(p.strip() for p in env[ENV_PREFIX + "PEERS"].split(",") if p.strip())
+    if not peers:
+        peers = tuple(table.get("peers", ()))
+    read_only = flags.get("read_only")
+    if read_only is None and env.get(ENV_PREFIX + "READ_ONLY"):
+        read_only = _flag(env[ENV_PREFIX + "READ_ONLY"])
+    if read_only is None:
+        read_only = bool(table.get("read_only", False))
+    profile = pick("profile") or TRIGGERFISH
+    if profile not in PROFILES:
+        raise ValidationError(f"unknown profile {profile!r}; valid profiles are {', '.join(PROFILES)}")
+    taint = pick("taint")
+    clearance = pick("clearance")
+    return StdioSettings(
+        agent=pick("agent") or "main",
+        clearance=Level.parse(clearance) if clearance is not None else Level.RESTRICTED,
+        peers=tuple(peers),
+        taint=Level.parse(taint) if taint is not None else None,
+        session_id=pick("session"),
+        profile=profile,
+        read_only=read_only,
+        policy=config.policy if config is not None else PolicySettings(),
+    )
+
+
+def open_stdio_session(store: Store, settings: StdioSettings) -> Session:
+    """The session the server will act in, at its starting taint (refused above the clearance)."""
+    session = store.session(settings.agent, settings.session_id, settings.clearance, settings.peers)
+    if settings.taint is not None:
+        session.escalate(settings.taint, "starting taint set by the operator", source="stratamem mcp")
+    return session
+
+
+async def _serve(caller: Caller) -> None:
+    async def resolve(ctx: Any) -> Caller:
+        return caller  # one process, one session: the operator's
+
+    server = build_mcp_server(resolve)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def run_stdio(db: str, settings: StdioSettings) -> None:
+    """Serve MCP on stdin/stdout until the client closes the pipe."""
+    store = Store(db)
+    try:
+        session = open_stdio_session(store, settings)
+        policy = settings.policy.build()
+        if settings.read_only and not policy.read_only:
+            policy = policy.replace(read_only=True)
+        record = session.record
+        print(
+            f"stratamem mcp: session {record.id} agent={record.agent_id} taint={record.taint.name} "
+            f"clearance={record.clearance.name} profile={settings.profile}",
+            file=sys.stderr,
+            flush=True,
+        )
+        caller = Caller(session=lambda: session, policy=policy, profile=settings.profile, origin="mcp-stdio")
+        anyio.run(_serve, caller)
+    finally:
+        store.close()
