@@ -8,7 +8,6 @@ codes: 0 ok, 1 not found, 2 usage or validation, 3 storage, 4 policy.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -214,7 +213,7 @@ def audit_show(ctx: Context, lineage: str | None, clearance: str, limit: int) ->
         if limit > 0:
             events = events[-limit:]
         if ctx.as_json:
-            click.echo(shapes.dumps({"events": [_event_dict(e) for e in events]}))
+            click.echo(shapes.dumps({"events": [shapes.audit_event(e) for e in events]}))
             return
         for e in events:
             keys = ",".join(e.keys)
@@ -223,15 +222,6 @@ def audit_show(ctx: Context, lineage: str | None, clearance: str, limit: int) ->
                        f"keys={keys or '-'}")
 
     _run(ctx, action)
-
-
-def _event_dict(e) -> dict[str, Any]:
-    return {
-        "seq": e.seq, "time": e.time.isoformat(), "session_id": e.session_id, "agent_id": e.agent_id,
-        "taint": e.taint.name, "operation": e.operation, "keys": list(e.keys),
-        "levels": [lv.name for lv in e.levels], "lineage_ids": list(e.lineage_ids), "outcome": e.outcome,
-        "detail": e.detail, "hash": e.hash,
-    }
 
 
 @cli.command("export")

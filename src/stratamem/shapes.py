@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import StratamemError
 from .levels import Level
-from .models import Hit, Memory
+from .models import AuditEvent, Hit, Memory
 
 ERROR_CODES = ("VALIDATION_ERROR", "NOT_FOUND", "POLICY_BLOCKED", "STORAGE_ERROR")
 SCORE_DIGITS = 4
@@ -105,6 +105,16 @@ def listing(memories: Iterable[Memory]) -> dict[str, Any]:
 
 def deleted(key: str) -> dict[str, Any]:
     return {"deleted": True, "key": key}
+
+
+def audit_event(e: AuditEvent) -> dict[str, Any]:
+    """One audit event as the CLI (`audit show --json`) and the HTTP API print it; never any content."""
+    return {
+        "seq": e.seq, "time": e.time.isoformat(), "session_id": e.session_id, "agent_id": e.agent_id,
+        "taint": e.taint.name, "operation": e.operation, "keys": list(e.keys),
+        "levels": [lv.name for lv in e.levels], "lineage_ids": list(e.lineage_ids), "outcome": e.outcome,
+        "detail": e.detail, "hash": e.hash,
+    }
 
 
 # errors ---------------------------------------------------------------------------

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..models import AuditEvent, TaintEvent
+from .. import shapes
+from ..models import TaintEvent
 from ..storage.base import SessionRecord
 
 
@@ -38,10 +39,4 @@ def taint_event(event: TaintEvent) -> dict[str, Any]:
     }
 
 
-def audit_event(e: AuditEvent) -> dict[str, Any]:
-    return {
-        "seq": e.seq, "time": e.time.isoformat(), "session_id": e.session_id, "agent_id": e.agent_id,
-        "taint": e.taint.name, "operation": e.operation, "keys": list(e.keys),
-        "levels": [lv.name for lv in e.levels], "lineage_ids": list(e.lineage_ids), "outcome": e.outcome,
-        "detail": e.detail, "hash": e.hash,
-    }
+audit_event = shapes.audit_event
