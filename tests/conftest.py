@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+import pg_server
 import stratamem as sm
 
 
@@ -25,22 +25,22 @@ class FakeClock:
 
 
 def backend_urls(tmp_path) -> dict[str, str]:
+    """One URL per backend; PostgreSQL URLs name a new schema, so each is an empty, isolated store."""
     urls = {"sqlite-memory": ":memory:", "sqlite-file": str(tmp_path / "memory.db")}
-    if os.environ.get("STRATAMEM_TEST_PG"):
-        urls["postgres"] = os.environ["STRATAMEM_TEST_PG"]
+    if "postgres" in BACKENDS:
+        urls["postgres"] = pg_server.fresh_url()
     return urls
 
 
-BACKENDS = ["sqlite-memory", "sqlite-file"] + (["postgres"] if os.environ.get("STRATAMEM_TEST_PG") else [])
+# PostgreSQL runs whenever it can: the embedded server wheel (or STRATAMEM_TEST_PG) is installed.
+BACKENDS = ["sqlite-memory", "sqlite-file"] + (["postgres"] if pg_server.available() else [])
 
 
 def fresh_store(backend: str, tmp_dir, **options) -> sm.Store:
     """A new empty store outside pytest's fixtures, for hypothesis tests (caller closes it)."""
     options.setdefault("clock", FakeClock())
     if backend == "postgres":
-        store = sm.open_store(os.environ["STRATAMEM_TEST_PG"], **options)
-        store.backend.reset_for_tests()
-        return store
+        return sm.open_store(pg_server.fresh_url(), **options)
     if backend == "sqlite-file":
         import tempfile
 
@@ -55,13 +55,12 @@ def make_store(request, tmp_path):
     counter = iter(range(10_000))
 
     def factory(**options) -> sm.Store:
-        url = backend_urls(tmp_path)[request.param]
         if request.param == "sqlite-file":
             url = str(tmp_path / f"memory-{next(counter)}.db")
+        else:
+            url = backend_urls(tmp_path)[request.param]
         options.setdefault("clock", FakeClock())
         store = sm.open_store(url, **options)
-        if request.param == "postgres":
-            store.backend.reset_for_tests()
         opened.append(store)
         return store
 

@@ -312,6 +312,23 @@ def mcp(ctx: Context, mcp_agent, clearance, peers, mcp_taint, mcp_session, profi
     _run(ctx, lambda: run_mcp(ctx.db or default_url(), flags, config_path))
 
 
+@cli.command("migrate")
+@click.option("--from", "from_url", required=True, help="Source store URL: a path, sqlite:///abs.db or postgresql://")
+@click.option("--to", "to_url", required=True, help="Target store URL; the target must be empty.")
+@click.option("--language", "languages", multiple=True,
+              help="Stemming language (repeatable; default: the languages the source was built with).")
+@click.pass_obj
+def migrate_(ctx: Context, from_url: str, to_url: str, languages: tuple[str, ...]) -> None:
+    """Copy a whole store to another backend: every version, soft-deleted records, sessions, audit (operator)."""
+    from .migrate import migrate
+
+    def action() -> None:
+        count = migrate(from_url, to_url, languages=languages or None)
+        ctx.emit({"migrated": count}, f"migrated {count} rows")
+
+    _run(ctx, action)
+
+
 def main() -> None:
     cli(prog_name="stratamem")
 

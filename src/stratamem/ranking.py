@@ -13,6 +13,10 @@ import math
 
 K1 = 1.2
 B = 0.75
+# Scores are summed as integers in units of 1e-9, so a sum does not depend on row order.
+SCORE_SCALE = 1_000_000_000
+# Extra ranked rows fetched so ties at the cut can be ordered by key, never by row id.
+TIE_SLACK = 16
 
 
 def idf(n_docs: int, doc_freq: int) -> float:

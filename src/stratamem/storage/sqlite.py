@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 
 from .. import ranking
 from ..audit import GENESIS, AuditDraft, first_bad_sequence, seal
@@ -28,12 +28,9 @@ from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, TaintEvent
 from ..text import Analyzer
 from .base import MemoryDraft, SessionRecord
+from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
 
 SCHEMA_VERSION = 1
-# Scores are summed as integers in units of 1e-9 (see _ranked).
-SCORE_SCALE = 1_000_000_000
-# Extra ranked rows fetched so ties at the cut can be ordered by key.
-TIE_SLACK = 16
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -121,40 +118,9 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 """
 
-MEMORY_COLUMNS = (
-    "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
-    "lineage_id, expires_us"
-)
-
-
-def to_us(moment: datetime) -> int:
-    return int(round(moment.timestamp() * 1_000_000))
-
-
-def from_us(micros: int) -> datetime:
-    return datetime.fromtimestamp(micros / 1_000_000, UTC)
-
-
-def _row_to_memory(row: Sequence) -> Memory:
-    (_id, agent, key, level, content, tags, category, session, created, updated, lineage, expires) = row
-    return Memory(
-        key=key,
-        content=content,
-        level=Level(level),
-        tags=tuple(json.loads(tags)),
-        category=category,
-        agent_id=agent,
-        session_id=session,
-        created_at=from_us(created),
-        updated_at=from_us(updated),
-        lineage_id=lineage,
-        expires_at=from_us(expires) if expires is not None else None,
-    )
-
-
 def _score_bound(weight: float) -> int:
     """An upper bound, in fixed-point units, of one term's BM25 contribution to any document."""
-    return math.ceil(weight * (ranking.K1 + 1.0) * SCORE_SCALE) + 1
+    return math.ceil(weight * (ranking.K1 + 1.0) * ranking.SCORE_SCALE) + 1
 
 
 def _essential_terms(doc_freqs: Sequence[int], weights: Sequence[float]) -> int:
@@ -173,7 +139,7 @@ def _essential_terms(doc_freqs: Sequence[int], weights: Sequence[float]) -> int:
         left_out += doc_freqs[essential]
         if left_out >= worth:
             bound = sum(_score_bound(w) for w in weights[essential:])
-            return essential if bound < weights[0] * SCORE_SCALE else len(doc_freqs)
+            return essential if bound < weights[0] * ranking.SCORE_SCALE else len(doc_freqs)
     return len(doc_freqs)
 
 
@@ -338,25 +304,6 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=True) as conn:
             return self._append(conn, draft, now)
 
-    @staticmethod
-    def _row_to_event(row: Sequence) -> AuditEvent:
-        seq, at, session, agent, taint, op, keys, levels, lineage, outcome, detail, prev, digest = row
-        return AuditEvent(
-            seq=seq,
-            time=from_us(at),
-            session_id=session,
-            agent_id=agent,
-            taint=Level(taint),
-            operation=op,
-            keys=tuple(json.loads(keys)),
-            levels=tuple(Level[name] for name in json.loads(levels)),
-            lineage_ids=tuple(json.loads(lineage)),
-            outcome=outcome,
-            detail=json.loads(detail),
-            prev_hash=prev,
-            hash=digest,
-        )
-
     def audit_events(self, max_taint: Level, lineage_id: str | None = None) -> list[AuditEvent]:
         sql = "SELECT * FROM audit a WHERE a.taint <= ?"
         params: list[object] = [int(max_taint)]
@@ -365,13 +312,13 @@ class SQLiteBackend:
             params.append(lineage_id)
         with self._errors(), self._tx(write=False) as conn:
             rows = conn.execute(sql + " ORDER BY a.seq", params).fetchall()
-        return [self._row_to_event(r) for r in rows]
+        return [row_to_event(r) for r in rows]
 
     def verify_audit(self) -> int | None:
         with self._errors(), self._tx(write=False) as conn:
             head_row = conn.execute("SELECT value FROM meta WHERE name = 'audit_head'").fetchone()
             try:
-                events = [self._row_to_event(r) for r in conn.execute("SELECT * FROM audit ORDER BY seq")]
+                events = [row_to_event(r) for r in conn.execute("SELECT * FROM audit ORDER BY seq")]
             except (ValueError, KeyError, json.JSONDecodeError):
                 # An event whose stored fields no longer parse has been edited.
                 return self._first_unparsable(conn)
@@ -384,7 +331,7 @@ class SQLiteBackend:
     def _first_unparsable(self, conn: sqlite3.Connection) -> int:
         for row in conn.execute("SELECT * FROM audit ORDER BY seq"):
             try:
-                self._row_to_event(row)
+                row_to_event(row)
             except (ValueError, KeyError, json.JSONDecodeError):
                 return row[0]
         return 1
@@ -582,7 +529,7 @@ class SQLiteBackend:
         self._index(conn, mem_id, terms, memory.agent_id, memory.level, length)
         self._refresh_shadowable(conn, memory.agent_id, memory.key)
         row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()
-        return _row_to_memory(row)
+        return row_to_memory(row)
 
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
         terms, length = self.analyzer.document_terms(draft.key, draft.content, draft.tags)
@@ -610,7 +557,7 @@ class SQLiteBackend:
                     (agent, key, int(record.taint), now_us),
                 ).fetchone()
                 if row:
-                    found = _row_to_memory(row)
+                    found = row_to_memory(row)
                     break
         self._audit_read(record, "get", [found] if found else [], now, {"found": found is not None})
         return found
@@ -633,7 +580,7 @@ class SQLiteBackend:
                 sql += " AND EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = :tag)"
                 params["tag"] = tag
             rows = conn.execute(sql + f" ORDER BY {scope.rank}, d.key", params).fetchall()
-        found = [_row_to_memory(r) for r in rows]
+        found = [row_to_memory(r) for r in rows]
         self._audit_read(record, "list", found, now, {"count": len(found), "tag_filter": tag is not None})
         return found
 
@@ -655,7 +602,7 @@ class SQLiteBackend:
             f"ORDER BY d.updated_us DESC, d.key, {scope.rank} LIMIT :limit",
             {**scope.params, "limit": limit},
         ).fetchall()
-        return [Hit(_row_to_memory(r), 0.0) for r in rows]
+        return [Hit(row_to_memory(r), 0.0) for r in rows]
 
     def _visible_stats(self, conn: sqlite3.Connection, scope: _Scope) -> tuple[int, int, list[int]]:
         """Document count and total length over exactly the session's visible view.
@@ -709,7 +656,7 @@ class SQLiteBackend:
             return []
         order = sorted(weights, key=lambda t: (-weights[t], t))  # rarest first
         params = {**scope.params, "hidden": params["hidden"], "avgdl": total_len / n_docs if total_len > 0 else 1.0,
-                  "scale": SCORE_SCALE, "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B,
+                  "scale": ranking.SCORE_SCALE, "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B,
                   "omb": 1.0 - ranking.B}
         for i, term in enumerate(order):
             params[f"t{i}"], params[f"w{i}"] = term, weights[term]
@@ -719,7 +666,7 @@ class SQLiteBackend:
         all_terms = ", ".join(f":t{i}" for i in range(len(order)))
         exhaustive = (f"WITH g AS (SELECT p.memory_id AS id, sum({contribution}) AS s FROM postings p "
                       f"WHERE p.term IN ({all_terms}) AND {filters} GROUP BY p.memory_id) ")
-        window = limit + TIE_SLACK
+        window = limit + ranking.TIE_SLACK
 
         def top(head: str) -> list:
             return conn.execute(head + "SELECT id, s FROM g ORDER BY s DESC LIMIT :window",
@@ -754,7 +701,7 @@ class SQLiteBackend:
         by_id = {r[0]: r for r in rows}
         agent_rank = {agent: i for i, agent in enumerate(scope.agents)}
         ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], agent_rank[by_id[r[0]][1]]))
-        return [Hit(_row_to_memory(by_id[mem_id]), score / SCORE_SCALE) for mem_id, score in ranked[:limit]]
+        return [Hit(row_to_memory(by_id[mem_id]), score / ranking.SCORE_SCALE) for mem_id, score in ranked[:limit]]
 
     def _visible_doc_freqs(self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str],
                            hidden: list[int]) -> dict[str, int]:
@@ -790,7 +737,7 @@ class SQLiteBackend:
                 self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
                                               (record.taint,), outcome="not_found"), now)
             else:
-                memory = _row_to_memory(row[:12])
+                memory = row_to_memory(row[:12])
                 self._remove_live(conn, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us)
                 self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
                                               (memory.level,), (memory.lineage_id,)), now)
@@ -846,7 +793,7 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=False) as conn:
             rows = conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall()
         self.append_audit(AuditDraft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
-        return iter([_row_to_memory(r) for r in rows])
+        return iter([row_to_memory(r) for r in rows])
 
     def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
         prepared = []

@@ -1,0 +1,614 @@
+"""The PostgreSQL backend, for deployments beyond one machine (``pip install 'stratamem[postgres]'``).
+
+Selected by a ``postgresql://`` store URL (parameters: ``pg_connect``). It
+mirrors the SQLite backend table for table and query for query — every
+version of every key in ``memories``, our own postings with tf, agent, level and
+length, ``part_stats`` per (agent, level), ``shadowable`` flags, the
+hash-chained ``audit`` — so the two backends give the same answers, scores and
+audit chains, and ``dump``/``restore`` copy a store between them.
+
+Terms. PostgreSQL ships Snowball stemmers of its own (the ``english``,
+``spanish``, ... text-search configurations are the same Snowball algorithms
+PyStemmer runs), but its tokenizer, stopwords and configuration differ by
+server version and settings. So we stem in Python with the store's
+``Analyzer`` and index the resulting terms: both backends hold exactly the same
+terms for the same text, and a store moves between them without re-ranking.
+
+Consistency and concurrency. A write runs in one READ COMMITTED transaction
+that reads the session row FOR SHARE (a concurrent escalation waits for it or
+is seen by it), takes an advisory lock on its (agent, key) — under a shared
+store-wide lock that bulk operator actions take exclusively — and appends its
+audit event last, after locking the one-row audit head, so the hash chain is
+strictly linear however many processes append. Reads run in one REPEATABLE
+READ snapshot, then append their audit event in a short transaction of their
+own (as on SQLite). Deadlocks and serialization failures are retried whole.
+
+Defence in depth: every transaction is bound to its session and row-level
+security enforces the lattice in the database as well (``pg_schema``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+import warnings
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from hashlib import blake2b
+from typing import ClassVar, TypeVar
+
+import psycopg
+
+from ..audit import AuditDraft, first_bad_sequence, seal
+from ..errors import (
+    ClearanceError,
+    NotFound,
+    StorageError,
+    StratamemError,
+    ValidationError,
+)
+from ..levels import Level
+from ..models import AuditEvent, Hit, Memory, TaintEvent
+from ..text import Analyzer
+from . import pg_index, pg_search
+from .base import MemoryDraft, SessionRecord
+from .pg_connect import (
+    bind,
+    bind_operator,
+    configure,
+    open_pool,
+    parse_url,
+    run,
+    run_on,
+)
+from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_event, row_to_memory
+from .pg_schema import migrate_schema
+from .rows import from_us, to_us
+
+T = TypeVar("T")
+
+AUDIT_COLUMNS = ("seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
+                 "prev_hash, hash")
+SESSION_COLUMNS = "id, agent_id, clearance, peers, taint, created_us"
+# The class defines a method named ``list``; annotations inside it use these.
+MemoryList = list[Memory]
+HitList = list[Hit]
+Rows = list[tuple]
+# VACUUM VERBOSE's detail line starts with the count of dead row versions it had to keep.
+_LEADING_NUMBER = re.compile(r"\s*(\d+)\D")
+_VACUUM_ATTEMPTS = 7  # about 6 s of waiting at most
+
+
+class PostgresBackend:
+    """Implements ``storage.base.Backend`` on one schema of a PostgreSQL database."""
+
+    # The rows that are the store's truth, in the SQLite backend's dump format.
+    COPIED_TABLES: ClassVar[dict[str, tuple[str, str]]] = {
+        "sessions": ("id, agent_id, clearance, peers, taint, created_us", "ord"),
+        "taint_events": ("session_id, at_us, previous, new, reason, source", "ord"),
+        "memories": (("id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
+                      "lineage_id, expires_us, deleted_us"), "id"),
+        "audit": (AUDIT_COLUMNS, "seq"),
+    }
+    # Columns that may hold NUL and are stored escaped (pg_rows.enc).
+    _ESCAPED: ClassVar[dict[str, set[str]]] = {"sessions": {"id"}, "taint_events": {"session_id", "reason", "source"},
+                "memories": {"content", "session_id"}, "audit": {"session_id"}}
+
+    def __init__(self, url: str, analyzer: Analyzer) -> None:
+        self.analyzer = analyzer
+        self.config = parse_url(url)
+        digest = blake2b(f"stratamem.store:{self.config.schema}".encode(), digest_size=8).digest()
+        self._store_lock = int.from_bytes(digest, "big", signed=True)
+        self._key_space = zlib.crc32(self.config.schema.encode()) - 2**31
+        try:
+            # One direct connection brings the schema up to date, proves the role
+            # setup is safe and checks the languages; the pool then fills in the
+            # background while the caller gets on with its work.
+            with psycopg.connect(self.config.conninfo, autocommit=True) as conn:
+                migrate_schema(conn, self.config.schema, self.config.app_role)
+                configure(conn, self.config)  # refuse a role that would bypass the policies, now and clearly
+                run_on(conn, self._check_languages)
+            self._pool = open_pool(self.config)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot open the PostgreSQL store (schema {self.config.schema!r}): {exc}") from exc
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except StratamemError:
+            raise
+        except psycopg.Error as exc:
+            raise StorageError(f"storage error: {exc}") from exc
+
+    def _write(self, body: Callable[[psycopg.Connection], T]) -> T:
+        with self._errors():
+            return run(self._pool, body)
+
+    def _read(self, body: Callable[[psycopg.Connection], T]) -> T:
+        with self._errors():
+            return run(self._pool, body, read_only=True)
+
+    def _query(self, sql: str, params: Sequence) -> Rows:
+        """One statement outside an explicit transaction (it is its own snapshot): saves two round trips."""
+        with self._errors(), self._pool.connection() as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def _operator(self, body: Callable[[psycopg.Connection], T], read_only: bool = False) -> T:
+        def bound(conn: psycopg.Connection) -> T:
+            bind_operator(conn)
+            return body(conn)
+
+        return self._read(bound) if read_only else self._write(bound)
+
+    def _lock_keys(self, conn: psycopg.Connection, pairs: Iterable[tuple[str, str]]) -> None:
+        """Serialise writers of the same (agent, key); bulk operator actions exclude them all."""
+        ordered = sorted(set(pairs))
+        conn.execute("SELECT pg_advisory_xact_lock_shared(%s), pg_advisory_xact_lock(%s, hashtext(%s))",
+                     (self._store_lock, self._key_space, f"{ordered[0][0]}\x1f{ordered[0][1]}"))
+        for agent, key in ordered[1:]:
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (self._key_space, f"{agent}\x1f{key}"))
+
+    def _lock_store(self, conn: psycopg.Connection) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._store_lock,))
+
+    def _check_languages(self, conn: psycopg.Connection) -> None:
+        """Re-stem every live memory when the store's languages changed (as the SQLite backend does)."""
+        langs = json.dumps(list(self.analyzer.languages))
+        bind_operator(conn)
+        row = conn.execute("SELECT value FROM meta WHERE name = 'languages'").fetchone()
+        if row is not None and row[0] == langs:
+            return
+        self._lock_store(conn)
+        row = conn.execute("SELECT value FROM meta WHERE name = 'languages' FOR UPDATE").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO meta (name, value) VALUES ('languages', %s) ON CONFLICT DO NOTHING", (langs,))
+        elif row[0] != langs:
+            pg_index.reindex(conn, self.analyzer)
+            conn.execute("UPDATE meta SET value = %s WHERE name = 'languages'", (langs,))
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # ------------------------------------------------------------------ audit
+
+    def _append(self, conn: psycopg.Connection, draft: AuditDraft, now: datetime) -> AuditEvent:
+        """Append one event; locking the head row makes concurrent appends queue, so the chain stays linear."""
+        seq, prev = conn.execute("SELECT seq, hash FROM audit_head FOR UPDATE").fetchone()
+        event = seal(seq + 1, now, draft, prev)
+        conn.execute(
+            f"WITH appended AS (INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)) "
+            "UPDATE audit_head SET seq = %s, hash = %s",
+            (
+                event.seq,
+                to_us(event.time),
+                enc(event.session_id),
+                event.agent_id,
+                int(event.taint),
+                event.operation,
+                json.dumps(list(event.keys)),
+                json.dumps([lv.name for lv in event.levels]),
+                json.dumps(list(event.lineage_ids)),
+                event.outcome,
+                json.dumps(event.detail, sort_keys=True),
+                event.prev_hash,
+                event.hash,
+                event.seq,
+                event.hash,
+            ),
+        )
+        return event
+
+    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
+        """Runtime and operator records (policy decisions, ...): not reachable from a session's tools."""
+        return self._operator(lambda conn: self._append(conn, draft, now))
+
+    def audit_events(self, max_taint: Level, lineage_id: str | None = None) -> list[AuditEvent]:
+        sql = f"SELECT {AUDIT_COLUMNS} FROM audit a WHERE a.taint <= %s"
+        params: list[object] = [int(max_taint)]
+        if lineage_id is not None:
+            sql += " AND a.lineage::jsonb @> jsonb_build_array(%s::text)"
+            params.append(lineage_id)
+        rows = self._operator(lambda conn: conn.execute(sql + " ORDER BY a.seq", params).fetchall(), read_only=True)
+        return [row_to_event(r) for r in rows]
+
+    def verify_audit(self) -> int | None:
+        def body(conn: psycopg.Connection) -> tuple[tuple | None, Rows]:
+            head = conn.execute("SELECT seq, hash FROM audit_head").fetchone()
+            return head, conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq").fetchall()
+
+        head, rows = self._operator(body, read_only=True)
+        events = []
+        for row in rows:
+            try:
+                events.append(row_to_event(row))
+            except (ValueError, KeyError, TypeError, json.JSONDecodeError):
+                # An event whose stored fields no longer parse has been edited.
+                return row[0]
+        return first_bad_sequence(events, (head[0], head[1]) if head and head[0] > 0 else None)
+
+    # ------------------------------------------------------------------ sessions
+
+    @staticmethod
+    def _record(row: Sequence) -> SessionRecord:
+        return SessionRecord(
+            id=dec(row[0]),
+            agent_id=row[1],
+            clearance=Level(row[2]),
+            peers=tuple(json.loads(row[3])),
+            taint=Level(row[4]),
+            created_at=from_us(row[5]),
+        )
+
+    def _session(self, conn: psycopg.Connection, session_id: str) -> SessionRecord:
+        row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (enc(session_id),)).fetchone()
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        return self._record(row)
+
+    def _bound_session(self, conn: psycopg.Connection, session_id: str, lock: str = "") -> SessionRecord:
+        """Read the session row and bind the transaction to it, in one statement.
+
+        ``set_config`` returns the value it set; should a locking read ever
+        have bound values of another row version than the one it returns, the
+        binding is redone from the returned row.
+        """
+        row = conn.execute(
+            f"SELECT {SESSION_COLUMNS}, set_config('stratamem.taint', taint::text, true), "
+            "set_config('stratamem.agents', (ARRAY[agent_id] || ARRAY(SELECT jsonb_array_elements_text(peers::jsonb)))"
+            "::text, true), set_config('stratamem.agent', agent_id, true), set_config('stratamem.operator', '', true) "
+            f"FROM sessions WHERE id = %s {lock}",
+            (enc(session_id),),
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no session {session_id!r}")
+        record = self._record(row)
+        if row[6] != str(int(record.taint)) or row[8] != record.agent_id:
+            bind(conn, record.taint, record.agents, record.agent_id)
+        return record
+
+    def session_record(self, session_id: str) -> SessionRecord:
+        rows = self._query(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (enc(session_id),))
+        if not rows:
+            raise NotFound(f"no session {session_id!r}")
+        return self._record(rows[0])
+
+    def open_session(
+        self, agent_id: str, session_id: str | None, clearance: Level, peers: Sequence[str], now: datetime
+    ) -> SessionRecord:
+        peers_json = json.dumps(list(peers))
+
+        def body(conn: psycopg.Connection) -> SessionRecord:
+            existing = None
+            if session_id is not None:
+                existing = conn.execute("SELECT agent_id, taint FROM sessions WHERE id = %s FOR UPDATE",
+                                        (enc(session_id),)).fetchone()
+            new_id = session_id or str(uuid.uuid4())
+            if existing is None:
+                created = conn.execute(
+                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s) "
+                    "ON CONFLICT (id) DO NOTHING RETURNING id",
+                    (enc(new_id), agent_id, int(clearance), peers_json, int(Level.PUBLIC), to_us(now)),
+                ).fetchone()
+                if created is None:  # another process opened the same id a moment ago: resume it
+                    existing = conn.execute("SELECT agent_id, taint FROM sessions WHERE id = %s FOR UPDATE",
+                                            (enc(new_id),)).fetchone()
+            if existing is None:
+                op = "session.open"
+            else:
+                if existing[0] != agent_id:
+                    raise ValidationError(f"session {session_id!r} belongs to another agent")
+                if Level(existing[1]) > clearance:
+                    raise ClearanceError(
+                        f"session {session_id!r} is tainted {Level(existing[1]).name}, above the clearance "
+                        f"{clearance.name}; reset it to continue at a lower level"
+                    )
+                conn.execute("UPDATE sessions SET clearance = %s, peers = %s WHERE id = %s",
+                             (int(clearance), peers_json, enc(new_id)))
+                op = "session.resume"
+            record = self._bound_session(conn, new_id)
+            self._append(conn, AuditDraft(op, record.id, agent_id, record.taint,
+                                          detail={"clearance": clearance.name, "peers": list(peers)}), now)
+            return record
+
+        return self._write(body)
+
+    def escalate(
+        self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
+    ) -> SessionRecord:
+        def body(conn: psycopg.Connection) -> tuple[SessionRecord, ClearanceError | None]:
+            record = self._bound_session(conn, session_id, "FOR UPDATE")
+
+            def draft(outcome: str = "ok", detail: dict | None = None) -> AuditDraft:
+                return AuditDraft("escalate", record.id, record.agent_id, record.taint, levels=(level,),
+                                  outcome=outcome, detail=detail or {})
+
+            if level > record.clearance:
+                self._append(conn, draft("refused", {"reason": reason[:200]}), now)
+                return record, ClearanceError(
+                    f"cannot raise taint to {level.name}: the session's clearance is {record.clearance.name}"
+                )
+            if level > record.taint:
+                conn.execute("UPDATE sessions SET taint = %s WHERE id = %s", (int(level), enc(session_id)))
+                conn.execute(
+                    "INSERT INTO taint_events (session_id, at_us, previous, new, reason, source) "
+                    "VALUES (%s,%s,%s,%s,%s,%s)",
+                    (enc(session_id), to_us(now), int(record.taint), int(level), enc(reason), enc(source)),
+                )
+                self._append(conn, draft(detail={"reason": reason[:200], "source": source, "new": level.name}), now)
+                return self._session(conn, session_id), None
+            self._append(conn, draft("unchanged"), now)
+            return record, None
+
+        record, refused = self._write(body)
+        if refused:
+            raise refused
+        return record
+
+    def taint_history(self, session_id: str) -> list[TaintEvent]:
+        rows = self._query(
+            "SELECT at_us, previous, new, reason, source FROM taint_events WHERE session_id = %s ORDER BY ord",
+            (enc(session_id),),
+        )
+        return [TaintEvent(from_us(a), Level(p), Level(n), dec(r), dec(s)) for a, p, n, r, s in rows]
+
+    # ------------------------------------------------------------------ memories
+
+    def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
+        def body(conn: psycopg.Connection) -> Memory:
+            record = self._bound_session(conn, session_id, "FOR SHARE")
+            self._lock_keys(conn, [(record.agent_id, draft.key)])
+            candidate = Memory(
+                key=draft.key, content=draft.content, level=record.taint, tags=draft.tags,
+                category=draft.category, agent_id=record.agent_id, session_id=record.id,
+                created_at=now, updated_at=now, lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
+            )
+            stored = pg_index.write_versions(conn, self.analyzer, [candidate], keep_created=True)[0]
+            self._append(conn, AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,),
+                                          (stored.level,), (stored.lineage_id,)), now)
+            return stored
+
+        return self._write(body)
+
+    def _observe(self, session_id: str, now: datetime, op: str,
+                 reader: Callable[[psycopg.Connection, pg_search.Scope], T],
+                 returned: Callable[[T], list[Memory]], detail: Callable[[T], dict]) -> T:
+        """Run ``reader`` over the session's visible view, then append its audit event, in one transaction.
+
+        Each reader is a single statement, so it sees one snapshot; the audit
+        head is locked only after it, for the few statements up to COMMIT, and
+        no result leaves the backend unless its audit event is committed.
+        """
+        def body(conn: psycopg.Connection) -> T:
+            record = self._bound_session(conn, session_id)
+            result = reader(conn, pg_search.Scope(record, to_us(now)))
+            memories = returned(result)
+            self._append(conn, AuditDraft(op, record.id, record.agent_id, record.taint,
+                                          tuple(m.key for m in memories), tuple(m.level for m in memories),
+                                          tuple(m.lineage_id for m in memories), detail=detail(result)), now)
+            return result
+
+        return self._write(body)
+
+    def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
+        return self._observe(session_id, now, "get", lambda conn, scope: pg_search.get(conn, scope, key),
+                             lambda found: [found] if found else [], lambda found: {"found": found is not None})
+
+    def list(self, session_id: str, tag: str | None, now: datetime) -> MemoryList:
+        return self._observe(session_id, now, "list", lambda conn, scope: pg_search.listing(conn, scope, tag),
+                             lambda found: found, lambda found: {"count": len(found), "tag_filter": tag is not None})
+
+    def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime) -> HitList:
+        def reader(conn: psycopg.Connection, scope: pg_search.Scope) -> HitList:
+            if terms is None:
+                return pg_search.recent(conn, scope, limit)
+            return pg_search.ranked(conn, scope, terms, limit) if terms else []
+
+        return self._observe(session_id, now, "search", reader, lambda hits: [h.memory for h in hits],
+                             lambda hits: {"results": len(hits), "terms": len(terms or ())})
+
+    def delete(self, session_id: str, key: str, now: datetime) -> Memory:
+        now_us = to_us(now)
+
+        def body(conn: psycopg.Connection) -> tuple[SessionRecord, Memory | None]:
+            record = self._bound_session(conn, session_id, "FOR SHARE")
+            self._lock_keys(conn, [(record.agent_id, key)])
+            row = conn.execute(
+                f"SELECT {MEMORY_COLUMNS}, length FROM memories WHERE agent_id = %s AND key = %s AND level = %s "
+                "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > %s)",
+                (record.agent_id, key, int(record.taint), now_us),
+            ).fetchone()
+            if row is None:
+                self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
+                                              (record.taint,), outcome="not_found"), now)
+                return record, None
+            memory = row_to_memory(row)
+            pg_index.remove_live(conn, self.analyzer, [(row[0], row[1], row[2], row[3], row[4], row[5], row[12])],
+                                 now_us)
+            self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
+                                          (memory.level,), (memory.lineage_id,)), now)
+            return record, memory
+
+        record, memory = self._write(body)
+        if memory is None:
+            raise NotFound(f"no memory with key {key!r} at level {record.taint.name}")
+        return memory
+
+    # ------------------------------------------------------------------ operator actions
+
+    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> int:
+        before_us, now_us = to_us(before), to_us(now)
+        agent_sql, agent_params = ("AND agent_id = %s", [agent_id]) if agent_id is not None else ("", [])
+
+        def body(conn: psycopg.Connection) -> int:
+            self._lock_store(conn)
+            expired = conn.execute(
+                "SELECT id, agent_id, key, level, content, tags, length FROM memories "
+                "WHERE deleted_us IS NULL AND expires_us IS NOT NULL AND expires_us <= %s AND expires_us < %s "
+                + agent_sql,
+                [now_us, before_us, *agent_params],
+            ).fetchall()
+            pg_index.remove_live(conn, self.analyzer, expired, deleted_us=None)
+            deleted = conn.execute(
+                "SELECT id FROM memories WHERE deleted_us IS NOT NULL AND deleted_us < %s " + agent_sql,
+                [before_us, *agent_params],
+            ).fetchall()
+            ids = [r[0] for r in expired] + [r[0] for r in deleted]
+            conn.execute("DELETE FROM memories WHERE id = ANY(%s::bigint[])", (ids,))
+            pg_index.together(conn, [pg_index.refresh_statement((r[1], r[2]) for r in expired)])
+            self._append(conn, AuditDraft("purge", agent_id=agent_id, taint=Level.PUBLIC,
+                                          detail={"purged": len(ids), "before": before.isoformat()}), now)
+            return len(ids)
+
+        count = self._operator(body)
+        if count:
+            self._vacuum()
+        return count
+
+    def _vacuum(self) -> None:
+        """Rewrite the tables that held purged content, so its bytes leave the table and index files.
+
+        A plain VACUUM only marks dead tuples reusable; their bytes stay in the
+        pages. VACUUM FULL copies the live rows into new files and drops the
+        old ones, holding an exclusive lock on each table while it does
+        (seconds for a large store: schedule purges accordingly). It must keep
+        row versions that a transaction still running anywhere in the database
+        might see, so while the server reports such versions it is repeated,
+        briefly; if they outlast that, a warning says so. The application role
+        may do this from PostgreSQL 17 (MAINTAIN, granted at migration); on
+        older servers the schema owner must. The server's WAL, archives,
+        replicas and backups keep history on their own retention (README).
+        """
+        problem = ""
+        for attempt in range(_VACUUM_ATTEMPTS):
+            notices: list[tuple[str, str]] = []
+
+            def handler(diag: psycopg.errors.Diagnostic, notices: list = notices) -> None:
+                notices.append((diag.severity_nonlocalized or "", diag.message_detail or ""))
+
+            try:
+                with self._pool.connection() as conn:
+                    conn.add_notice_handler(handler)
+                    try:
+                        conn.execute("VACUUM (FULL, VERBOSE) memories, postings")
+                    finally:
+                        conn.remove_notice_handler(handler)
+            except psycopg.Error as exc:
+                problem = f"VACUUM FULL failed: {exc}"
+                break
+            if any(severity == "WARNING" for severity, _ in notices):
+                problem = "the application role may not VACUUM these tables"
+                break
+            kept = sum(int(m.group(1)) for severity, detail in notices if severity == "INFO"
+                       for m in [_LEADING_NUMBER.match(detail)] if m)
+            if not kept:
+                return
+            problem = f"{kept} dead row version(s) were still visible to running transactions"
+            time.sleep(0.05 * 2**attempt)
+        warnings.warn(
+            f"purge removed the rows, but {problem}: purged bytes may stay in PostgreSQL's files until "
+            "VACUUM FULL memories, postings runs again (as the schema owner before PostgreSQL 17)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+    def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
+               "AND (expires_us IS NULL OR expires_us > %s)")
+        params: list[object] = [to_us(now)]
+        if agent_id is not None:
+            sql += " AND agent_id = %s"
+            params.append(agent_id)
+        rows = self._operator(lambda conn: conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall(),
+                              read_only=True)
+        self.append_audit(AuditDraft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
+        return iter([row_to_memory(r) for r in rows])
+
+    def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
+        prepared = list(memories)
+
+        def body(conn: psycopg.Connection) -> None:
+            self._lock_store(conn)
+            pg_index.write_versions(conn, self.analyzer, prepared, keep_created=False)
+            self._append(conn, AuditDraft("import", detail={"count": len(prepared)},
+                                          levels=tuple(sorted({m.level for m in prepared}))), now)
+
+        self._operator(body)
+        return len(prepared)
+
+    # ------------------------------------------------------------------ whole-store copy
+
+    def dump(self) -> Iterator[tuple[str, dict]]:
+        """Every row that is the store's truth (not derived indexes), table by table, from one snapshot."""
+        with self._errors(), self._pool.connection() as conn:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                bind_operator(conn)
+                for table, (columns, order) in self.COPIED_TABLES.items():
+                    names = [c.strip() for c in columns.split(",")]
+                    escaped = self._ESCAPED[table]
+                    with conn.cursor(name=f"dump_{table}") as cur:
+                        cur.itersize = 2000
+                        cur.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")
+                        for row in cur:
+                            values = dict(zip(names, row))
+                            for name in escaped:
+                                values[name] = dec(values[name])
+                            yield table, values
+                head = conn.execute("SELECT seq, hash FROM audit_head").fetchone()
+                if head and head[0] > 0:
+                    yield "meta", {"name": "audit_head", "value": f"{head[0]}:{head[1]}"}
+            finally:
+                conn.execute("ROLLBACK")
+
+    def restore(self, rows: Iterable[tuple[str, dict]]) -> int:
+        """Load ``dump`` output (from either backend) into this empty store and rebuild the derived indexes."""
+
+        def body(conn: psycopg.Connection) -> int:
+            self._lock_store(conn)
+            if conn.execute("SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
+                            "UNION ALL SELECT 1 FROM sessions)").fetchone()[0]:
+                raise ValidationError("the target store is not empty")
+            count = 0
+            pending: dict[str, Rows] = {}
+            for table, row in rows:
+                if table == "meta":
+                    if row.get("name") == "audit_head":
+                        seq, _, digest = str(row["value"]).partition(":")
+                        conn.execute("UPDATE audit_head SET seq = %s, hash = %s", (int(seq), digest))
+                    continue
+                if table not in self.COPIED_TABLES:
+                    raise ValidationError(f"unknown table {table!r} in the copy stream")
+                names = [c.strip() for c in self.COPIED_TABLES[table][0].split(",")]
+                escaped = self._ESCAPED[table]
+                try:
+                    values = tuple(enc(row[n]) if n in escaped else row[n] for n in names)
+                except KeyError as exc:
+                    raise ValidationError(f"row of {table!r} lacks column {exc}") from None
+                batch = pending.setdefault(table, [])
+                batch.append(values)
+                count += 1
+                if len(batch) >= pg_index.CHUNK:
+                    self._flush(conn, table, batch)
+            for table in self.COPIED_TABLES:  # sessions before memories before audit, as dumped
+                if pending.get(table):
+                    self._flush(conn, table, pending[table])
+            conn.execute("SELECT setval(pg_get_serial_sequence('memories', 'id'), "
+                         "greatest((SELECT max(id) FROM memories), 1))")
+            pg_index.reindex(conn, self.analyzer)
+            return count
+
+        return self._operator(body)
+
+    def _flush(self, conn: psycopg.Connection, table: str, batch: Rows) -> None:
+        columns = self.COPIED_TABLES[table][0]
+        placeholders = ", ".join(["%s"] * len(columns.split(",")))
+        with conn.cursor() as cur:
+            cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", batch)
+        batch.clear()

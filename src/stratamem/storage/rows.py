@@ -1,0 +1,65 @@
+"""Rows as both backends store them, and back to the records callers see.
+
+Times are integer microseconds since the epoch (UTC), tags and audit lists JSON
+text, levels integers — one encoding, so ``dump`` rows move between backends
+unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from ..levels import Level
+from ..models import AuditEvent, Memory
+
+MEMORY_COLUMNS = (
+    "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
+    "lineage_id, expires_us"
+)
+
+
+def to_us(moment: datetime) -> int:
+    return int(round(moment.timestamp() * 1_000_000))
+
+
+def from_us(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, UTC)
+
+
+def row_to_memory(row: Sequence) -> Memory:
+    (_id, agent, key, level, content, tags, category, session, created, updated, lineage, expires) = row
+    return Memory(
+        key=key,
+        content=content,
+        level=Level(level),
+        tags=tuple(json.loads(tags)),
+        category=category,
+        agent_id=agent,
+        session_id=session,
+        created_at=from_us(created),
+        updated_at=from_us(updated),
+        lineage_id=lineage,
+        expires_at=from_us(expires) if expires is not None else None,
+    )
+
+
+
+def row_to_event(row: Sequence) -> AuditEvent:
+    seq, at, session, agent, taint, op, keys, levels, lineage, outcome, detail, prev, digest = row
+    return AuditEvent(
+        seq=seq,
+        time=from_us(at),
+        session_id=session,
+        agent_id=agent,
+        taint=Level(taint),
+        operation=op,
+        keys=tuple(json.loads(keys)),
+        levels=tuple(Level[name] for name in json.loads(levels)),
+        lineage_ids=tuple(json.loads(lineage)),
+        outcome=outcome,
+        detail=json.loads(detail),
+        prev_hash=prev,
+        hash=digest,
+    )
