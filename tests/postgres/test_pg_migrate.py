@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 import pg_server
-import stratamem as sm
+import pytest
 from pg_support import Clock
+
+import stratamem as sm
 from stratamem.migrate import migrate, stored_languages
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 import pg_server
-import stratamem as sm
+import pytest
 from pg_support import open_pg, schema_of, superuser
+
+import stratamem as sm
 from stratamem.storage import pg_schema
 
 OPENER = """

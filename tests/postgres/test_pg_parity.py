@@ -7,9 +7,9 @@ from __future__ import annotations
 import random
 
 import pytest
+from pg_support import Clock, open_pg
 
 import stratamem as sm
-from pg_support import Clock, open_pg
 
 COMMON = ["the", "meeting", "project", "notes", "team"]
 RARE = ["budget", "payroll", "merger", "picnic", "kubernetes", "invoice", "llama", "harbour", "quartz",

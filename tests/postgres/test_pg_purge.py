@@ -8,8 +8,9 @@ import glob
 import os
 from datetime import timedelta
 
-import stratamem as sm
 from pg_support import Clock, open_pg, schema_of, superuser
+
+import stratamem as sm
 
 MARKER = "PURGE-ME-zqxjk-7781"
 

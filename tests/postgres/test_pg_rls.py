@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import uuid
 
+import pg_server
 import psycopg
 import pytest
+from pg_support import open_pg, schema_of, superuser
 from psycopg import errors
 
-import pg_server
 import stratamem as sm
-from pg_support import open_pg, schema_of, superuser
 
 PUB, CONF = int(sm.Level.PUBLIC), int(sm.Level.CONFIDENTIAL)
 

@@ -67,7 +67,7 @@ from .pg_connect import (
 )
 from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_event, row_to_memory
 from .pg_schema import migrate_schema
-from .rows import from_us, to_us
+from .rows import event_to_row, from_us, to_us
 
 T = TypeVar("T")
 
@@ -185,23 +185,7 @@ class PostgresBackend:
         conn.execute(
             f"WITH appended AS (INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)) "
             "UPDATE audit_head SET seq = %s, hash = %s",
-            (
-                event.seq,
-                to_us(event.time),
-                enc(event.session_id),
-                event.agent_id,
-                int(event.taint),
-                event.operation,
-                json.dumps(list(event.keys)),
-                json.dumps([lv.name for lv in event.levels]),
-                json.dumps(list(event.lineage_ids)),
-                event.outcome,
-                json.dumps(event.detail, sort_keys=True),
-                event.prev_hash,
-                event.hash,
-                event.seq,
-                event.hash,
-            ),
+            (*(enc(v) if i == 2 else v for i, v in enumerate(event_to_row(event))), event.seq, event.hash),
         )
         return event
 

@@ -63,3 +63,22 @@ def row_to_event(row: Sequence) -> AuditEvent:
         prev_hash=prev,
         hash=digest,
     )
+
+
+def event_to_row(event: AuditEvent) -> tuple:
+    """An AuditEvent as an ``audit`` row (table column order); ``row_to_event`` reversed."""
+    return (
+        event.seq,
+        to_us(event.time),
+        event.session_id,
+        event.agent_id,
+        int(event.taint),
+        event.operation,
+        json.dumps(list(event.keys)),
+        json.dumps([lv.name for lv in event.levels]),
+        json.dumps(list(event.lineage_ids)),
+        event.outcome,
+        json.dumps(event.detail, sort_keys=True),
+        event.prev_hash,
+        event.hash,
+    )

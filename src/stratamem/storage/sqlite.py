@@ -28,7 +28,14 @@ from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, TaintEvent
 from ..text import Analyzer
 from .base import MemoryDraft, SessionRecord
-from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
+from .rows import (
+    MEMORY_COLUMNS,
+    event_to_row,
+    from_us,
+    row_to_event,
+    row_to_memory,
+    to_us,
+)
 
 SCHEMA_VERSION = 1
 
@@ -276,22 +283,7 @@ class SQLiteBackend:
         seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
         event = seal(seq, now, draft, prev)
         conn.execute(
-            "INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                event.seq,
-                to_us(event.time),
-                event.session_id,
-                event.agent_id,
-                int(event.taint),
-                event.operation,
-                json.dumps(list(event.keys)),
-                json.dumps([lv.name for lv in event.levels]),
-                json.dumps(list(event.lineage_ids)),
-                event.outcome,
-                json.dumps(event.detail, sort_keys=True),
-                event.prev_hash,
-                event.hash,
-            ),
+            "INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", event_to_row(event)
         )
         conn.execute(
             "INSERT INTO meta(name, value) VALUES ('audit_head', ?) "
