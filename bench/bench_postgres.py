@@ -70,7 +70,7 @@ def settle(store: sm.Store) -> None:
         config = parse_url(store.url)
         with psycopg.connect(config.conninfo, autocommit=True) as conn:
             conn.execute(f"VACUUM ANALYZE {config.schema}.memories, {config.schema}.postings, "
-                         f"{config.schema}.part_stats")
+                         f"{config.schema}.part_stats, {config.schema}.term_stats")
 
 
 def import_in_batches(store: sm.Store, memories: list) -> float:

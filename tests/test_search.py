@@ -1,4 +1,6 @@
+import pg_server
 import pytest
+from conftest import BACKENDS, FakeClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -103,6 +105,31 @@ def test_random_queries_never_raise(query):
 WORDS = ["alpha", "beta", "gamma", "delta", "common", "shared", "rare", "unique"]
 
 
+_SHARED_PG: dict[str, object] = {}
+
+
+def _pruning_session(backend: str):
+    """A session with an empty view: a fresh in-memory SQLite store, or a new agent in one shared PostgreSQL
+    store (a session's statistics cover only its own partitions, so agents do not see each other)."""
+    if backend == "sqlite":
+        store = open_store(":memory:")
+        return store, store.session("main")
+    if "store" not in _SHARED_PG:
+        _SHARED_PG["store"] = open_store(pg_server.fresh_url(), clock=FakeClock())
+        _SHARED_PG["n"] = 0
+    _SHARED_PG["n"] += 1
+    return None, _SHARED_PG["store"].session(f"agent{_SHARED_PG['n']}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_shared_pg():
+    yield
+    store = _SHARED_PG.pop("store", None)
+    if store is not None:
+        store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite"] + (["postgres"] if "postgres" in BACKENDS else []))
 @settings(max_examples=80, deadline=None)
 @given(
     docs=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=8), min_size=1, max_size=40),
@@ -110,19 +137,22 @@ WORDS = ["alpha", "beta", "gamma", "delta", "common", "shared", "rare", "unique"
     limit=st.integers(1, 12),
     essential=st.integers(1, 5),
 )
-def test_pruned_ranking_equals_exhaustive(docs, query, limit, essential):
+def test_pruned_ranking_equals_exhaustive(backend, docs, query, limit, essential):
     """MaxScore pruning is exact: forcing any candidate split gives the exhaustive answer."""
     from unittest import mock
 
-    from stratamem.storage import sqlite as backend
+    from stratamem.storage import pruning
 
-    with open_store(":memory:") as store:
-        s = store.session("main")
+    own, s = _pruning_session(backend)
+    try:
         for i, words in enumerate(docs):
             s.save(f"d{i}", " ".join(words))
         text = " ".join(query)
-        with mock.patch.object(backend, "_essential_terms", lambda freqs, weights: len(freqs)):
+        with mock.patch.object(pruning, "essential_terms", lambda freqs, weights: len(freqs)):
             exhaustive = [(h.memory.key, h.score) for h in s.search(text, max_results=limit)]
-        with mock.patch.object(backend, "_essential_terms", lambda freqs, weights: min(essential, len(freqs))):
+        with mock.patch.object(pruning, "essential_terms", lambda freqs, weights: min(essential, len(freqs))):
             pruned = [(h.memory.key, h.score) for h in s.search(text, max_results=limit)]
         assert pruned == exhaustive
+    finally:
+        if own is not None:
+            own.close()

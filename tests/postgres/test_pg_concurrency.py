@@ -26,7 +26,8 @@ store.close()
 
 
 def assert_index_consistent(store: sm.Store) -> None:
-    """part_stats equals a recount of the live rows; every live row has postings, no dead row has any."""
+    """part_stats equals a recount of the live rows; every live row has postings, no dead row has any;
+    term_stats equals a recount of the postings."""
     schema = schema_of(store)
     with superuser() as conn:
         conn.execute(f"SET search_path TO {schema}")
@@ -39,6 +40,10 @@ def assert_index_consistent(store: sm.Store) -> None:
         unindexed = conn.execute("SELECT count(*) FROM memories m WHERE m.deleted_us IS NULL AND NOT EXISTS "
                                  "(SELECT 1 FROM postings p WHERE p.memory_id = m.id)").fetchone()[0]
         assert (orphans, unindexed) == (0, 0)
+        terms = set(conn.execute("SELECT term, agent_id, level, df FROM term_stats"))
+        recount = set(conn.execute("SELECT term, agent_id, level, count(*) FROM postings "
+                                   "GROUP BY term, agent_id, level"))
+        assert terms == recount  # and no row at zero lingers
 
 
 def assert_chain_linear(store: sm.Store, expected_events: int | None = None) -> None:

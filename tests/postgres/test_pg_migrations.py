@@ -88,3 +88,28 @@ def test_bad_urls_fail_clearly():
         sm.open_store(pg_server.with_params(pg_server.base_url(), pool_max="0"))
     with pytest.raises(sm.StorageError, match="cannot open"):
         sm.open_store("postgresql://nobody@/nowhere?host=/nonexistent-socket-dir")
+
+
+def test_version_2_backfills_term_stats_from_the_postings():
+    store = open_pg()
+    a, b = store.session("a"), store.session("b")
+    a.save("k1", "apples and pears")
+    a.save("k2", "apples again")
+    b.escalate(sm.Level.INTERNAL, "up")
+    b.save("k1", "pears only")
+    before = [(h.memory.key, h.score) for h in a.search("apples pears")]
+    schema = schema_of(store)
+    store.close()
+    with superuser() as conn:  # back to a version-1 store: no term_stats
+        conn.execute(f"DROP TABLE {schema}.term_stats")
+        conn.execute(f"UPDATE {schema}.meta SET value = '1' WHERE name = 'schema_version'")
+        assert pg_schema.migrate_schema(conn, schema, "stratamem_app") == 1
+        counts = set(conn.execute(f"SELECT term, agent_id, level, df FROM {schema}.term_stats"))
+        recount = set(conn.execute(f"SELECT term, agent_id, level, count(*) FROM {schema}.postings "
+                                   "GROUP BY term, agent_id, level"))
+        assert counts == recount and ("appl", "a", 0, 2) in counts
+    with sm.open_store(pg_server.with_params(pg_server.base_url(), schema=schema)) as again:
+        s = again.session("a")
+        assert [(h.memory.key, h.score) for h in s.search("apples pears")] == before
+        s.save("k3", "pears")  # and the upkeep carries on from the backfilled counts
+        assert "k3" in [h.memory.key for h in s.search("pears")]

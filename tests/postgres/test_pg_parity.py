@@ -82,3 +82,77 @@ def test_sqlite_and_postgres_rank_identically(seed):
     finally:
         lite.close()
         pg.close()
+
+
+def pruning_history() -> list[tuple]:
+    """A very common term everywhere and a few rare ones, across agents and levels, with versions some
+    sessions cannot see (expired, shadowed) that hold the rare terms: queries mixing them are pruned."""
+    rng = random.Random(7)
+    ops = []
+    for i in range(300):
+        agent, level = AGENTS[i % 2], sm.Level.PUBLIC if i % 5 else sm.Level.INTERNAL
+        words = ["common"] * rng.randrange(1, 4) + [rng.choice(COMMON) for _ in range(rng.randrange(0, 6))]
+        if i % 37 == 0:
+            words.append("zebra")
+        if i % 41 == 3:
+            words += ["quokka"] * rng.randrange(1, 3)
+        if i % 97 == 5:
+            words.append("narwhal")
+        rng.shuffle(words)
+        ops.append(("save", agent, level, f"d{i}", " ".join(words), None))
+    ops += [
+        ("save", "a", sm.Level.PUBLIC, "gone", "common zebra quokka narwhal", 0.0005),  # expires at once
+        ("save", "a", sm.Level.PUBLIC, "d3", "common quokka quokka zebra"),  # lower version of d3 ...
+        ("save", "a", sm.Level.CONFIDENTIAL, "d3", "common narwhal"),  # ... shadowed at CONFIDENTIAL
+        ("save", "b", sm.Level.PUBLIC, "d10", "common filler text"),
+        ("delete", "b", sm.Level.PUBLIC, "d10"),
+    ]
+    return [op if len(op) in (4, 6) else (*op, None) for op in ops]
+
+
+def test_pruned_queries_rank_identically():
+    from unittest import mock
+
+    from stratamem.storage import pruning
+
+    ops = pruning_history()
+    lite = sm.open_store(":memory:", clock=Clock())
+    pg = open_pg()
+    try:
+        replay(lite, ops)
+        replay(pg, ops)
+
+        def results(store: sm.Store) -> tuple[list, list]:
+            splits: list[tuple[int, int]] = []
+
+            def spy(freqs, weights):
+                essential = real(freqs, weights)
+                splits.append((essential, len(freqs)))
+                return essential
+
+            real = pruning.essential_terms
+            out = []
+            with mock.patch.object(pruning, "essential_terms", spy):
+                for level in (sm.Level.PUBLIC, sm.Level.INTERNAL, sm.Level.CONFIDENTIAL):
+                    for peers in ((), ("b",)):
+                        s = store.session("a", peers=peers)
+                        s.escalate(level, "observe")
+                        for query in ("common zebra quokka", "common narwhal", "common zebra", "common",
+                                      "the common project quokka"):
+                            for n in (1, 3, 5, 8, 20, 400):
+                                out.append([(h.memory.agent_id, h.memory.key, h.memory.level, h.score)
+                                            for h in s.search(query, max_results=n)])
+            return out, splits
+
+        lite_out, lite_splits = results(lite)
+        pg_out, pg_splits = results(pg)
+        assert lite_out == pg_out
+        assert lite_splits == pg_splits
+        assert any(essential < total for essential, total in pg_splits)  # pruning was attempted
+        # and pruning changed nothing: the exhaustive answer on PostgreSQL is the same
+        with mock.patch.object(pruning, "essential_terms", lambda freqs, weights: len(freqs)):
+            exhaustive, _ = results(pg)
+        assert exhaustive == pg_out
+    finally:
+        lite.close()
+        pg.close()

@@ -71,6 +71,8 @@ def test_public_binding_sees_nothing_above_it_in_any_table(world):
         assert {r[0] for r in conn.execute("SELECT agent_id FROM postings")} == {"a"}
         assert conn.execute("SELECT count(*) FROM postings WHERE term IN ('salari', 'merger')").fetchone()[0] == 0
         assert conn.execute("SELECT agent_id, level FROM part_stats").fetchall() == [("a", PUB)]
+        assert {tuple(r) for r in conn.execute("SELECT DISTINCT agent_id, level FROM term_stats")} == {("a", PUB)}
+        assert conn.execute("SELECT count(*) FROM term_stats WHERE term IN ('salari', 'merger')").fetchone()[0] == 0
         assert {tuple(r) for r in conn.execute("SELECT DISTINCT agent_id, taint FROM audit")} == {("a", PUB)}
         conn.execute("ROLLBACK")
 
@@ -78,7 +80,7 @@ def test_public_binding_sees_nothing_above_it_in_any_table(world):
 def test_unbound_transactions_see_nothing(world):
     store, _, login = world
     with connect(login, schema_of(store)) as conn:
-        for table in ("memories", "postings", "part_stats", "audit"):
+        for table in ("memories", "postings", "part_stats", "term_stats", "audit"):
             assert conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
 
 

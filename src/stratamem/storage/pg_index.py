@@ -1,4 +1,4 @@
-"""Index upkeep on PostgreSQL: versions, postings, partition statistics and shadowing flags.
+"""Index upkeep on PostgreSQL: versions, postings, partition and term statistics, shadowing flags.
 
 The same derived state as the SQLite backend (see ARCHITECTURE.md), written
 set-at-a-time: a batch of versions costs a handful of statements whatever its
@@ -71,8 +71,54 @@ class StatsDelta:
         return (sql, _columns(rows, 4))
 
 
-def postings_statements(entries: Iterable[tuple[int, str, int, dict[str, int], int]]) -> list[Statement]:
-    """Insert postings for (memory id, agent, level, term frequencies, length); they carry agent, level, length."""
+class TermDelta:
+    """Per-(term, agent, level) changes to document frequency, netted over a whole write and applied once.
+
+    A version rewritten with mostly the same words nets to few changes. Rows
+    are upserted in a fixed order (concurrent writers of a partition lock them
+    alike), then the rows this write brought to zero are deleted, so a term no
+    live version holds leaves no row (purge promises its bytes are gone).
+    """
+
+    def __init__(self) -> None:
+        self._delta: dict[tuple[str, str, int], int] = defaultdict(int)
+
+    def add(self, terms: Iterable[str], agent: str, level: int, sign: int) -> None:
+        level = int(level)
+        for term in terms:
+            self._delta[(term, agent, level)] += sign
+
+    def apply(self, conn: psycopg.Connection, *others: Statement | None) -> None:
+        """Run the upsert together with ``others`` (statements on other tables), then drop rows now at zero."""
+        rows = sorted((t, a, lv, d) for (t, a, lv), d in self._delta.items() if d)
+        self._delta.clear()
+        upsert = ("INSERT INTO term_stats (term, agent_id, level, df) "
+                  "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[]) "
+                  "ON CONFLICT (term, agent_id, level) DO UPDATE SET df = term_stats.df + excluded.df")
+        upserts: list[Statement] = [(upsert, _columns(rows[start:start + POSTINGS_PER_STATEMENT], 4))
+                                    for start in range(0, len(rows), POSTINGS_PER_STATEMENT)]
+        # ``others`` go last: a trailing SELECT (the shadowing refresh) only runs as the main statement.
+        together(conn, [*upserts, *others])
+        emptied = [r[:3] for r in rows if r[3] < 0]
+        for start in range(0, len(emptied), POSTINGS_PER_STATEMENT):
+            conn.execute(
+                "DELETE FROM term_stats t USING unnest(%s::text[], %s::text[], %s::smallint[]) "
+                "AS u(term, agent_id, level) "
+                "WHERE t.term = u.term AND t.agent_id = u.agent_id AND t.level = u.level AND t.df <= 0",
+                _columns(emptied[start:start + POSTINGS_PER_STATEMENT], 3),
+            )
+
+
+def postings_statements(entries: Iterable[tuple[int, str, int, dict[str, int], int]],
+                        counts: TermDelta | None) -> list[Statement]:
+    """Insert postings for (memory id, agent, level, term frequencies, length); they carry agent, level, length.
+
+    The documents' terms are counted into ``counts`` (None: the caller recounts term_stats itself).
+    """
+    entries = list(entries)
+    if counts is not None:
+        for _mem_id, agent, level, terms, _length in entries:
+            counts.add(terms, agent, level, +1)
     # Sorted by term: a bulk load then stores each term's postings side by side,
     # so a search reads a few heap pages per term instead of one per posting.
     rows = sorted((term, agent, int(level), mem_id, tf, length)
@@ -84,12 +130,16 @@ def postings_statements(entries: Iterable[tuple[int, str, int, dict[str, int], i
 
 
 def drop_postings(conn: psycopg.Connection, analyzer: Analyzer,
-                  rows: Iterable[tuple[int, str, int, str, str, str]]) -> None:
-    """Remove the postings of (id, agent, level, key, stored content, tags JSON): re-derive the terms, delete by key."""
+                  rows: Iterable[tuple[int, str, int, str, str, str]], counts: TermDelta) -> None:
+    """Remove the postings of (id, agent, level, key, stored content, tags JSON): re-derive the terms, delete by key.
+
+    The documents' terms are counted out of ``counts`` for the caller to apply.
+    """
     keys: list[tuple[str, str, int, int]] = []
     for mem_id, agent, level, key, content, tags in rows:
         terms, _ = analyzer.document_terms(key, dec(content), json.loads(tags))
         keys.extend((term, agent, int(level), mem_id) for term in terms)
+        counts.add(terms, agent, level, -1)
     for start in range(0, len(keys), POSTINGS_PER_STATEMENT):
         part = keys[start:start + POSTINGS_PER_STATEMENT]
         conn.execute(
@@ -120,21 +170,22 @@ def write_versions(conn: psycopg.Connection, analyzer: Analyzer, memories: Seque
     for memory in memories:
         latest[(memory.agent_id, memory.key, int(memory.level))] = memory
     stored: dict[tuple[str, str, int], Memory] = {}
-    stats = StatsDelta()
+    stats, terms = StatsDelta(), TermDelta()
     items = list(latest.items())
     postings: list[Statement] = []
     for start in range(0, len(items), CHUNK):
         chunk = items[start:start + CHUNK]
-        stored.update(_write_chunk(conn, analyzer, chunk, keep_created, stats, postings))
+        stored.update(_write_chunk(conn, analyzer, chunk, keep_created, stats, terms, postings))
         if len(postings) > 1:
             together(conn, postings)
             postings.clear()
-    together(conn, [*postings, stats.statement(), refresh_statement((agent, key) for agent, key, _ in latest)])
+    terms.apply(conn, *postings, stats.statement(), refresh_statement((agent, key) for agent, key, _ in latest))
     return [stored[(m.agent_id, m.key, int(m.level))] for m in memories]
 
 
 def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple[tuple[str, str, int], Memory]],
-                 keep_created: bool, stats: StatsDelta, postings: list[Statement]) -> dict[tuple[str, str, int], Memory]:
+                 keep_created: bool, stats: StatsDelta, counts: TermDelta,
+                 postings: list[Statement]) -> dict[tuple[str, str, int], Memory]:
     """Write one chunk's versions; their postings are appended to ``postings`` for the caller to send."""
     ident = _columns([key for key, _ in chunk], 3)
     existing = {
@@ -147,7 +198,7 @@ def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple
         )
     }
     analysed = {key: analyzer.document_terms(m.key, m.content, m.tags) for key, m in chunk}
-    drop_postings(conn, analyzer, ((r[0], r[1], r[3], r[2], r[4], r[5]) for r in existing.values()))
+    drop_postings(conn, analyzer, ((r[0], r[1], r[3], r[2], r[4], r[5]) for r in existing.values()), counts)
 
     updates, inserts = [], []
     for key, m in chunk:
@@ -193,7 +244,7 @@ def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple
         out[key] = row_to_memory(row)
         terms, length = analysed[key]
         entries.append((row[0], row[1], row[3], terms, length))
-    postings.extend(postings_statements(entries))
+    postings.extend(postings_statements(entries, counts))
     return out
 
 
@@ -206,7 +257,8 @@ def remove_live(conn: psycopg.Connection, analyzer: Analyzer,
     """
     if not rows:
         return
-    drop_postings(conn, analyzer, ((r[0], r[1], r[3], r[2], r[4], r[5]) for r in rows))
+    terms = TermDelta()
+    drop_postings(conn, analyzer, ((r[0], r[1], r[3], r[2], r[4], r[5]) for r in rows), terms)
     if deleted_us is not None:
         conn.execute("UPDATE memories SET deleted_us = %s, shadowable = false WHERE id = ANY(%s::bigint[])",
                      (deleted_us, [r[0] for r in rows]))
@@ -216,13 +268,14 @@ def remove_live(conn: psycopg.Connection, analyzer: Analyzer,
     stats = StatsDelta()
     for _id, agent, _key, level, _content, _tags, length in rows:
         stats.add(agent, level, -1, -length)
-    together(conn, [stats.statement(), refresh])
+    terms.apply(conn, stats.statement(), refresh)
 
 
 def reindex(conn: psycopg.Connection, analyzer: Analyzer) -> None:
     """Rebuild postings, statistics and shadowing flags from the live versions (operator transaction)."""
     conn.execute("DELETE FROM postings")
     conn.execute("DELETE FROM part_stats")
+    conn.execute("DELETE FROM term_stats")
     stats = StatsDelta()
     last_id = 0
     while True:
@@ -244,8 +297,10 @@ def reindex(conn: psycopg.Connection, analyzer: Analyzer) -> None:
             "WHERE m.id = u.id AND m.length IS DISTINCT FROM u.length",
             ([e[0] for e in entries], [e[4] for e in entries]),
         )
-        together(conn, postings_statements(entries))
+        together(conn, postings_statements(entries, None))
     together(conn, [stats.statement()])
+    conn.execute("INSERT INTO term_stats (term, agent_id, level, df) "
+                 "SELECT term, agent_id, level, count(*) FROM postings GROUP BY term, agent_id, level")
     conn.execute(
         "SELECT sm_refresh_shadowable(coalesce(array_agg(agent_id), '{}'), coalesce(array_agg(key), '{}')) "
         "FROM (SELECT DISTINCT agent_id, key FROM memories WHERE deleted_us IS NULL) AS live"

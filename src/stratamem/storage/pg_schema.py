@@ -11,7 +11,7 @@ transaction it runs is bound to a session through transaction-local settings
 (``stratamem.taint``, ``stratamem.agents``, ``stratamem.agent``; see
 ``pg_connect.bind``) and runs as the application role (default
 ``stratamem_app``: NOLOGIN, no BYPASSRLS, not an owner). Policies on
-``memories``, ``postings``, ``part_stats`` and ``audit`` then let that role
+``memories``, ``postings``, ``part_stats``, ``term_stats`` and ``audit`` then let that role
 read only rows of the session's agents at levels <= the taint, and write only
 rows of the own agent at exactly the taint (WITH CHECK), so a bug in a query
 can never return a higher row or write a lower one. Operator paths (purge,
@@ -209,7 +209,35 @@ V1 = [
        END $$""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1)]
+# Version 2: document frequency per (term, agent, level), so a search weighs
+# its terms from a few rows instead of counting every matching posting. Kept
+# in step with ``postings`` by the writer (pg_index); a row whose count
+# reaches zero is deleted, so a purged term leaves no row behind. The policies
+# are part_stats' except DELETE, which a writer needs for its own partition
+# (as on postings). Backfilled from the postings of an existing store.
+V2 = [
+    """CREATE TABLE term_stats (
+        term text COLLATE "C" NOT NULL,
+        agent_id text COLLATE "C" NOT NULL,
+        level smallint NOT NULL,
+        df bigint NOT NULL,
+        PRIMARY KEY (term, agent_id, level))""",
+    """INSERT INTO term_stats (term, agent_id, level, df)
+       SELECT term, agent_id, level, count(*) FROM postings GROUP BY term, agent_id, level""",
+    "ALTER TABLE term_stats ENABLE ROW LEVEL SECURITY",
+    f"CREATE POLICY term_stats_read ON term_stats FOR SELECT USING {_READ}",
+    f"CREATE POLICY term_stats_insert ON term_stats FOR INSERT WITH CHECK {_WRITE}",
+    f"CREATE POLICY term_stats_update ON term_stats FOR UPDATE USING {_WRITE} WITH CHECK {_WRITE}",
+    f"CREATE POLICY term_stats_delete ON term_stats FOR DELETE USING {_WRITE}",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON term_stats TO {app}",
+    """DO $$ BEGIN
+         EXECUTE format('GRANT MAINTAIN ON term_stats TO %I', {app_literal});
+       EXCEPTION WHEN syntax_error OR feature_not_supported OR invalid_parameter_value THEN NULL;
+       END $$""",
+    "ANALYZE term_stats",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1), (2, V2)]
 LATEST = MIGRATIONS[-1][0]
 
 

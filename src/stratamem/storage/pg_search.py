@@ -1,15 +1,14 @@
 """A session's visible view and BM25 ranking over it, in PostgreSQL.
 
-A statement-for-statement port of the SQLite backend's design (see
-``sqlite._Scope`` and ``SQLiteBackend._ranked``): statistics come from
-``part_stats`` over the session's partitions minus the versions hidden from it
-(expired or shadowed), document frequencies are counted over visible postings
-in the statement that scores, each contribution is truncated to a fixed-point
-integer before summing, and ties are ordered by key then agent. The float
-expression is written operation for operation as SQLite evaluates it (double
-precision throughout, truncation toward zero), so both backends return the
-same keys, order and scores for the same store.
-"""
+A port of the SQLite backend's design (see ``sqlite._Scope`` and
+``SQLiteBackend._ranked``): statistics come from ``part_stats`` and
+``term_stats`` over the session's partitions minus the versions hidden from it
+(expired or shadowed), weights from ``ranking.idf`` in Python, the choice of
+exhaustive or pruned scoring from ``pruning``, each contribution is truncated
+to a fixed-point integer before summing, and ties are ordered by key then
+agent. The float expression is written operation for operation as SQLite
+evaluates it (double precision throughout, truncation toward zero), so both
+backends return the same keys, order and scores for the same store."""
 
 from __future__ import annotations
 
@@ -19,15 +18,19 @@ import psycopg
 
 from .. import ranking
 from ..models import Hit, Memory
+from . import pruning
 from .base import SessionRecord
 from .pg_rows import MEMORY_COLUMNS, row_to_memory
 
 D_COLUMNS = ", ".join("d." + c for c in MEMORY_COLUMNS.split(", "))
 
+# Written operation for operation as SQLite evaluates the same expression (see
+# SQLiteBackend._ranked): double precision throughout, the weight computed in
+# Python, and truncation toward zero (SQLite's CAST AS INTEGER) before the
+# integer sum — PostgreSQL's float8-to-bigint cast would round instead.
 _CONTRIBUTION = (
-    "trunc(ln(1.0::float8 + ((bm.n - df)::float8 + 0.5::float8) / (df::float8 + 0.5::float8))"
-    " * tf::float8 * %(k1p)s::float8"
-    " / (tf::float8 + %(k1)s::float8 * (%(omb)s::float8 + %(b)s::float8 * len::float8 / bm.avgdl))"
+    "trunc(q.w * p.tf::float8 * %(k1p)s::float8"
+    " / (p.tf::float8 + %(k1)s::float8 * (%(omb)s::float8 + %(b)s::float8 * p.length::float8 / %(avgdl)s::float8))"
     " * %(scale)s::float8)::bigint"
 )
 
@@ -79,50 +82,88 @@ def recent(conn: psycopg.Connection, scope: Scope, limit: int) -> list[Hit]:
 
 
 def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: int) -> list[Hit]:
-    """BM25 over the visible view in one statement (one snapshot, one round trip).
+    """Exact BM25 top-k over the visible view, as ``SQLiteBackend._ranked`` computes it.
 
-    ``hidden``: live versions in the session's partitions that it cannot see
-    (expired, or shadowed by a higher visible version). ``stats``: document
-    count and total length from ``part_stats`` minus the hidden versions.
-    ``j``: visible postings of the query terms; ``f``: each term's document
-    frequency over those visible postings only. ``g``: fixed-point sums per
-    memory; ``top``: the cut, before any memory row is fetched.
+    One statement gathers the view's statistics: ``hidden`` (live versions in
+    the session's partitions that it cannot see: expired, or shadowed by a
+    higher visible version), document count and total length from
+    ``part_stats`` minus the hidden versions, and each term's document
+    frequency from ``term_stats`` minus its hidden postings. Weights are
+    computed in Python (``ranking.idf``, as on SQLite) and passed in, and
+    ``pruning.top_scores`` decides which postings are scored — exhaustive or
+    MaxScore-pruned, with the same answer either way. All statements run in
+    the reader's REPEATABLE READ snapshot.
     """
-    params = {**scope.params, "terms": list(terms), "scale": float(ranking.SCORE_SCALE), "k1": ranking.K1,
-              "k1p": ranking.K1 + 1.0, "b": ranking.B, "omb": 1.0 - ranking.B}
-    scored = f"""
-        WITH hidden AS (
+    unique = list(dict.fromkeys(terms))
+    params = {**scope.params, "terms": unique}
+    n_docs, total_len, hidden, found, counts = conn.execute(
+        f"""
+        WITH hidden AS MATERIALIZED (
             SELECT d.id, d.length FROM memories d
             WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= %(now)s AND {scope.in_scope}
             UNION
             SELECT d.id, d.length FROM memories d
             WHERE d.shadowable AND d.deleted_us IS NULL AND {scope.in_scope} AND NOT ({scope.visible})),
-        stats AS MATERIALIZED (
-            SELECT ps.n - hc.n AS n, ps.total - hc.total AS total
-            FROM (SELECT coalesce(sum(n), 0)::bigint AS n, coalesce(sum(total_len), 0)::bigint AS total
-                  FROM part_stats WHERE agent_id = ANY(%(agents)s::text[]) AND level <= %(lvl)s) ps,
-                 (SELECT count(*) AS n, coalesce(sum(length), 0)::bigint AS total FROM hidden) hc),
-        bm AS MATERIALIZED (
-            SELECT n, CASE WHEN total > 0 THEN total::float8 / n::float8 ELSE 1.0::float8 END AS avgdl
-            FROM stats WHERE n > 0),
-        j AS MATERIALIZED (
-            SELECT p.term, p.memory_id AS id, p.tf AS tf, p.length AS len
-            FROM postings p
-            WHERE p.term = ANY(%(terms)s::text[]) AND p.agent_id = ANY(%(agents)s::text[])
-              AND p.level <= %(lvl)s AND p.memory_id NOT IN (SELECT id FROM hidden)),
-        f AS (SELECT term, count(*) AS df FROM j GROUP BY term),
-        g AS (SELECT j.id, sum({_CONTRIBUTION})::bigint AS s FROM j JOIN f ON f.term = j.term, bm GROUP BY j.id)"""
-    # Cut first, then fetch only the surviving rows.
-    fetch = f" SELECT top.s, {D_COLUMNS} FROM top JOIN memories d ON d.id = top.id"
-    window = limit + ranking.TIE_SLACK
-    top = conn.execute(scored + ", top AS (SELECT id, s FROM g ORDER BY s DESC LIMIT %(window)s)" + fetch,
-                       {**params, "window": window}).fetchall()
-    top.sort(key=lambda r: -r[0])
-    if len(top) == window and top[-1][0] == top[limit - 1][0]:
-        # Ties run past the slack: take every row tied with the last place.
-        top = conn.execute(scored + ", top AS (SELECT id, s FROM g WHERE s >= %(floor)s)" + fetch,
-                           {**params, "floor": top[limit - 1][0]}).fetchall()
-    order = {agent: i for i, agent in enumerate(scope.agents)}
-    hits = [(r[0], row_to_memory(r[1:])) for r in top]
-    hits.sort(key=lambda h: (-h[0], h[1].key, order[h[1].agent_id]))
+        ps AS (SELECT coalesce(sum(n), 0)::bigint AS n, coalesce(sum(total_len), 0)::bigint AS total
+               FROM part_stats WHERE agent_id = ANY(%(agents)s::text[]) AND level <= %(lvl)s),
+        hc AS (SELECT count(*)::bigint AS n, coalesce(sum(length), 0)::bigint AS total,
+                      coalesce(array_agg(id), '{{}}')::bigint[] AS ids FROM hidden),
+        ts AS (SELECT term, sum(df)::bigint AS df FROM term_stats
+               WHERE term = ANY(%(terms)s::text[]) AND agent_id = ANY(%(agents)s::text[]) AND level <= %(lvl)s
+               GROUP BY term),
+        hp AS (SELECT p.term, count(*)::bigint AS df FROM postings p
+               WHERE p.term = ANY(%(terms)s::text[]) AND p.agent_id = ANY(%(agents)s::text[])
+                 AND p.level <= %(lvl)s AND p.memory_id IN (SELECT id FROM hidden)
+               GROUP BY p.term),
+        f AS (SELECT ts.term, ts.df - coalesce(hp.df, 0) AS df FROM ts LEFT JOIN hp ON hp.term = ts.term)
+        SELECT ps.n - hc.n, ps.total - hc.total, hc.ids,
+               (SELECT coalesce(array_agg(term), '{{}}') FROM f), (SELECT coalesce(array_agg(df), '{{}}') FROM f)
+        FROM ps, hc""",
+        params,
+    ).fetchone()
+    if n_docs <= 0:
+        return []
+    freqs = dict.fromkeys(unique, 0)
+    freqs.update(zip(found, counts))
+    weights, order = pruning.weigh(n_docs, freqs)
+    if not weights:
+        return []
+    params = {**scope.params, "hidden": hidden, "order": order, "weights": [weights[t] for t in order],
+              "avgdl": total_len / n_docs if total_len > 0 else 1.0, "scale": float(ranking.SCORE_SCALE),
+              "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B, "omb": 1.0 - ranking.B}
+    filters = "p.agent_id = ANY(%(agents)s::text[]) AND p.level <= %(lvl)s"
+    if hidden:
+        filters += " AND NOT (p.memory_id = ANY(%(hidden)s::bigint[]))"
+    weighted = "JOIN unnest(%(order)s::text[], %(weights)s::float8[]) AS q(term, w) ON q.term = p.term"
+
+    def run(essential: int, window: int | None, floor: int | None) -> list[tuple[int, int]]:
+        if essential >= len(order):
+            head = (f"WITH g AS (SELECT p.memory_id AS id, sum({_CONTRIBUTION})::bigint AS s FROM postings p {weighted} "
+                    f"WHERE p.term = ANY(%(order)s::text[]) AND {filters} GROUP BY p.memory_id) ")
+        else:
+            # Candidates hold one of the rarest terms; each is then scored over
+            # every query term through the postings key (term, agent, level, id).
+            head = (f"WITH c AS MATERIALIZED (SELECT DISTINCT p.memory_id AS id, p.agent_id, p.level FROM postings p "
+                    f"WHERE p.term = ANY(%(some)s::text[]) AND {filters}), "
+                    f"g AS (SELECT p.memory_id AS id, sum({_CONTRIBUTION})::bigint AS s "
+                    f"FROM c JOIN postings p ON p.memory_id = c.id AND p.agent_id = c.agent_id AND p.level = c.level "
+                    f"AND p.term = ANY(%(order)s::text[]) {weighted} GROUP BY p.memory_id) ")
+        run_params = {**params, "some": list(order[:essential])}
+        if floor is None:
+            rows = conn.execute(head + "SELECT id, s FROM g ORDER BY s DESC LIMIT %(window)s",
+                                {**run_params, "window": window}).fetchall()
+        else:
+            rows = conn.execute(head + "SELECT id, s FROM g WHERE s >= %(floor)s",
+                                {**run_params, "floor": floor}).fetchall()
+        return [(r[0], int(r[1])) for r in rows]
+
+    top = pruning.top_scores(order, freqs, weights, limit, run)
+    if not top:
+        return []
+    scores = dict(top)
+    rows = conn.execute(f"SELECT {D_COLUMNS} FROM memories d WHERE d.id = ANY(%s::bigint[])",
+                        (list(scores),)).fetchall()
+    order_of = {agent: i for i, agent in enumerate(scope.agents)}
+    hits = [(scores[r[0]], row_to_memory(r)) for r in rows]
+    hits.sort(key=lambda h: (-h[0], h[1].key, order_of[h[1].agent_id]))
     return [Hit(memory, score / ranking.SCORE_SCALE) for score, memory in hits[:limit]]

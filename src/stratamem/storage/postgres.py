@@ -3,7 +3,8 @@
 Selected by a ``postgresql://`` store URL (parameters: ``pg_connect``). It
 mirrors the SQLite backend table for table and query for query — every
 version of every key in ``memories``, our own postings with tf, agent, level and
-length, ``part_stats`` per (agent, level), ``shadowable`` flags, the
+length, ``part_stats`` per (agent, level), ``term_stats`` per (term, agent,
+level), ``shadowable`` flags, the
 hash-chained ``audit`` — so the two backends give the same answers, scores and
 audit chains, and ``dump``/``restore`` copy a store between them.
 
@@ -480,7 +481,7 @@ class PostgresBackend:
                 with self._pool.connection() as conn:
                     conn.add_notice_handler(handler)
                     try:
-                        conn.execute("VACUUM (FULL, VERBOSE) memories, postings")
+                        conn.execute("VACUUM (FULL, VERBOSE) memories, postings, term_stats")
                     finally:
                         conn.remove_notice_handler(handler)
             except psycopg.Error as exc:
@@ -497,7 +498,7 @@ class PostgresBackend:
             time.sleep(0.05 * 2**attempt)
         warnings.warn(
             f"purge removed the rows, but {problem}: purged bytes may stay in PostgreSQL's files until "
-            "VACUUM FULL memories, postings runs again (as the schema owner before PostgreSQL 17)",
+            "VACUUM FULL memories, postings, term_stats runs again (as the schema owner before PostgreSQL 17)",
             RuntimeWarning,
             stacklevel=3,
         )

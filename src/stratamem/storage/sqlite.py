@@ -12,7 +12,6 @@ depends on a record the session cannot see.
 from __future__ import annotations
 
 import json
-import math
 import sqlite3
 import threading
 import time
@@ -27,6 +26,7 @@ from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, TaintEvent
 from ..text import Analyzer
+from . import pruning
 from .base import MemoryDraft, SessionRecord
 from .rows import (
     MEMORY_COLUMNS,
@@ -124,31 +124,6 @@ CREATE TABLE IF NOT EXISTS audit (
     hash TEXT NOT NULL
 );
 """
-
-def _score_bound(weight: float) -> int:
-    """An upper bound, in fixed-point units, of one term's BM25 contribution to any document."""
-    return math.ceil(weight * (ranking.K1 + 1.0) * ranking.SCORE_SCALE) + 1
-
-
-def _essential_terms(doc_freqs: Sequence[int], weights: Sequence[float]) -> int:
-    """How many of the rarest terms (arguments are rarest first) should select candidates.
-
-    Each candidate costs one index probe per query term, several times a
-    scanned posting, so pruning is worth an attempt only when the rare terms
-    hold under a third of 1/q of all postings — and only if the left-out
-    terms' score bounds add up to less than one occurrence of the rarest term
-    is worth (a rough guess at the k-th score, so the attempt is likely to
-    hold). Returns ``len(doc_freqs)`` for no pruning.
-    """
-    total, left_out = sum(doc_freqs), 0
-    worth = total - total / (3 * len(doc_freqs))
-    for essential in range(len(doc_freqs) - 1, 0, -1):
-        left_out += doc_freqs[essential]
-        if left_out >= worth:
-            bound = sum(_score_bound(w) for w in weights[essential:])
-            return essential if bound < weights[0] * ranking.SCORE_SCALE else len(doc_freqs)
-    return len(doc_freqs)
-
 
 class _Scope:
     """SQL fragments and parameters for one session's visible view."""
@@ -622,13 +597,10 @@ class SQLiteBackend:
     def _ranked(self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int) -> list[Hit]:
         """Exact BM25 top-k over the visible view.
 
-        Document frequencies are counted over visible postings only. When the
-        most common query terms carry most of the postings, they are first
-        left out of candidate selection (MaxScore): documents holding a rarer
-        term are scored in full, and if the score bounds of the left-out terms
-        together stay below the k-th score found, no other document could
-        enter the top k — otherwise every posting is scored. Either way the
-        answer equals exhaustive scoring. Contributions are summed as
+        Document frequencies are counted over visible postings only; which
+        postings are scored (exhaustive or MaxScore-pruned, always with the
+        exhaustive answer) is decided by ``pruning.top_scores``, shared with
+        the PostgreSQL backend. Contributions are summed as
         fixed-point integers (order-independent) and ties are broken by key
         and agent order, never row ids: two stores that differ only by
         invisible records return bit-identical results.
@@ -639,15 +611,11 @@ class SQLiteBackend:
         filters = f"p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl"
         if hidden:
             filters += " AND p.memory_id NOT IN (SELECT value FROM json_each(:hidden))"
-        params: dict[str, object] = {**scope.params, "hidden": json.dumps(hidden)}
-        for i, term in enumerate(terms):
-            params[f"t{i}"] = term
         freqs = self._visible_doc_freqs(conn, scope, terms, hidden)
-        weights = {t: ranking.idf(n_docs, df) for t, df in freqs.items() if df > 0}
+        weights, order = pruning.weigh(n_docs, freqs)
         if not weights:
             return []
-        order = sorted(weights, key=lambda t: (-weights[t], t))  # rarest first
-        params = {**scope.params, "hidden": params["hidden"], "avgdl": total_len / n_docs if total_len > 0 else 1.0,
+        params: dict[str, object] = {**scope.params, "hidden": json.dumps(hidden), "avgdl": total_len / n_docs if total_len > 0 else 1.0,
                   "scale": ranking.SCORE_SCALE, "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B,
                   "omb": 1.0 - ranking.B}
         for i, term in enumerate(order):
@@ -656,34 +624,23 @@ class SQLiteBackend:
         contribution = (f"CAST({weight} * p.tf * :k1p / (p.tf + :k1 * (:omb + :b * p.length / :avgdl)) "
                         f"* :scale AS INTEGER)")
         all_terms = ", ".join(f":t{i}" for i in range(len(order)))
-        exhaustive = (f"WITH g AS (SELECT p.memory_id AS id, sum({contribution}) AS s FROM postings p "
-                      f"WHERE p.term IN ({all_terms}) AND {filters} GROUP BY p.memory_id) ")
-        window = limit + ranking.TIE_SLACK
 
-        def top(head: str) -> list:
-            return conn.execute(head + "SELECT id, s FROM g ORDER BY s DESC LIMIT :window",
-                                {**params, "window": window}).fetchall()
-
-        head, ranked = exhaustive, None
-        essential = _essential_terms([freqs[t] for t in order], [weights[t] for t in order])
-        if essential < len(order):
-            some = ", ".join(f":t{i}" for i in range(essential))
-            pruned = (f"WITH c AS (SELECT DISTINCT p.memory_id AS id FROM postings p WHERE p.term IN ({some}) "
-                      f"AND {filters}), g AS (SELECT p.memory_id AS id, sum({contribution}) AS s "
-                      f"FROM c JOIN postings p ON p.memory_id = c.id AND p.term IN ({all_terms}) "
-                      f"GROUP BY p.memory_id) ")
-            ranked = top(pruned)
-            bound = sum(_score_bound(weights[t]) for t in order[essential:])
-            if len(ranked) >= limit and bound < ranked[limit - 1][1]:
-                head = pruned
+        def run(essential: int, window: int | None, floor: int | None) -> list:
+            if essential >= len(order):
+                head = (f"WITH g AS (SELECT p.memory_id AS id, sum({contribution}) AS s FROM postings p "
+                        f"WHERE p.term IN ({all_terms}) AND {filters} GROUP BY p.memory_id) ")
             else:
-                ranked = None
-        if ranked is None:
-            ranked = top(exhaustive)
-        if len(ranked) == window and ranked[-1][1] == ranked[limit - 1][1]:
-            # Ties run past the slack: take every row tied with the last place.
-            ranked = conn.execute(head + "SELECT id, s FROM g WHERE s >= :floor",
-                                  {**params, "floor": ranked[limit - 1][1]}).fetchall()
+                some = ", ".join(f":t{i}" for i in range(essential))
+                head = (f"WITH c AS (SELECT DISTINCT p.memory_id AS id FROM postings p WHERE p.term IN ({some}) "
+                        f"AND {filters}), g AS (SELECT p.memory_id AS id, sum({contribution}) AS s "
+                        f"FROM c JOIN postings p ON p.memory_id = c.id AND p.term IN ({all_terms}) "
+                        f"GROUP BY p.memory_id) ")
+            if floor is None:
+                return conn.execute(head + "SELECT id, s FROM g ORDER BY s DESC LIMIT :window",
+                                    {**params, "window": window}).fetchall()
+            return conn.execute(head + "SELECT id, s FROM g WHERE s >= :floor", {**params, "floor": floor}).fetchall()
+
+        ranked = pruning.top_scores(order, freqs, weights, limit, run)
         if not ranked:
             return []
         ids = [r[0] for r in ranked]
