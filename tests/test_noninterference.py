@@ -3,7 +3,14 @@
 Two stores receive the same visible history; one of them also receives
 records the observing session must not see (above its taint, of an agent
 outside its own and peers, soft-deleted, expired). Every read the observer
-makes must come out identical — results, order, scores, counts and errors.
+makes must come out identical — results, order, scores, counts, errors and
+the records' times and lineage (each step runs at the same clock reading in
+both stores, so a record's ``created_at`` depends only on the visible history).
+
+Soft-deleted and expired records also land on the keys the visible history
+uses (same agent, same and other levels), whenever that slot holds no live
+version: a later visible save there must then create a fresh record, exactly as
+if the hidden one had never existed.
 """
 
 from __future__ import annotations
@@ -12,8 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from datetime import timedelta
+
 from stratamem import Level, NotFound
-from conftest import BACKENDS, fresh_store
+from conftest import BACKENDS, FakeClock, fresh_store
 
 WORDS = ["apple", "banana", "river", "running", "runs", "blue", "meeting", "friday", "tea", "coffee"]
 KEYS = ["k0", "k1", "k2", "k3"]
@@ -37,12 +46,16 @@ def visible_op(taint: Level):
 
 def hidden_op(taint: Level):
     above = [lv for lv in Level if lv > taint]
+    seen = st.sampled_from([lv for lv in Level if lv <= taint])
     choices = [
+        # Gone records on the very slots the visible history writes (same agent, key and level).
+        st.tuples(st.sampled_from(["save_expired", "save_delete"]), st.sampled_from([OWN, PEER]), seen,
+                  st.sampled_from(KEYS), content, tags),
         st.tuples(st.just("save"), st.just(OUTSIDER), level, st.sampled_from(KEYS + HIDDEN_KEYS), content, tags),
         st.tuples(st.just("save_delete"), st.sampled_from([OWN, PEER, OUTSIDER]), level,
-                  st.sampled_from(HIDDEN_KEYS), content, tags),
+                  st.sampled_from(KEYS + HIDDEN_KEYS), content, tags),
         st.tuples(st.just("save_expired"), st.sampled_from([OWN, PEER]), level,
-                  st.sampled_from(HIDDEN_KEYS), content, tags),
+                  st.sampled_from(KEYS + HIDDEN_KEYS), content, tags),
     ]
     if above:
         choices.append(st.tuples(st.just("save"), st.sampled_from([OWN, PEER]), st.sampled_from(above),
@@ -64,12 +77,23 @@ def scenario(draw):
     return taint, steps, queries
 
 
+STEP = timedelta(seconds=1)
+
+
 class World:
-    def __init__(self, store, taint: Level) -> None:
-        self.store = store
+    def __init__(self, backend: str, tmp_path, taint: Level) -> None:
+        self.clock = FakeClock()
+        self.start = self.clock.now
+        self.store = fresh_store(backend, tmp_path, clock=self.clock)
+        self.taint = taint
         self.writers = {}
-        self.observer = store.session(OWN, peers=(PEER,))
+        self.live: set[tuple[str, Level, str]] = set()  # visible slots holding a live version
+        self.observer = self.store.session(OWN, peers=(PEER,))
         self.observer.escalate(taint, "observe")
+
+    def at_step(self, index: int) -> None:
+        """Set the clock to the step's own time: the same in both stores, whatever else they hold."""
+        self.clock.now = self.start + (index + 1) * STEP
 
     def writer(self, agent: str, lv: Level):
         if (agent, lv) not in self.writers:
@@ -78,9 +102,19 @@ class World:
             self.writers[(agent, lv)] = session
         return self.writers[(agent, lv)]
 
-    def apply(self, op) -> None:
+    def apply(self, op, index: int = 0) -> None:
         kind, agent, lv, key, *rest = op
+        slot = (agent, lv, key)
+        visible_slot = agent in (OWN, PEER) and lv <= self.taint
+        if kind in ("save_delete", "save_expired") and visible_slot and slot in self.live:
+            return  # a hidden record may not replace a version the observer can see
         w = self.writer(agent, lv)
+        self.at_step(index)
+        if visible_slot:
+            if kind == "save":
+                self.live.add(slot)
+            else:
+                self.live.discard(slot)
         if kind == "delete":
             try:
                 w.delete(key)
@@ -101,8 +135,14 @@ class World:
     def observe(self, queries) -> list:
         o = self.observer
 
+        lineages: dict[str, int] = {}
+
         def mem(m):
-            return None if m is None else (m.agent_id, m.key, m.level, m.content, m.tags, m.category)
+            if m is None:
+                return None
+            lineage = lineages.setdefault(m.lineage_id, len(lineages))  # ids are random: compare their pattern
+            return (m.agent_id, m.key, m.level, m.content, m.tags, m.category, m.created_at, m.updated_at,
+                    m.expires_at, lineage)
 
         out = [("get", k, mem(o.get(k))) for k in KEYS + HIDDEN_KEYS]
         out.append(("list", [mem(m) for m in o.list()]))
@@ -128,13 +168,15 @@ def test_invisible_records_change_nothing_observable(backend, tmp_path, data):
 def assert_noninterference(backend, tmp_path, data) -> None:
     """Replay a scenario into two stores (with and without hidden records) and compare every read."""
     taint, steps, queries = data
-    plain = World(fresh_store(backend, tmp_path), taint)
-    noisy = World(fresh_store(backend, tmp_path), taint)
+    plain = World(backend, tmp_path, taint)
+    noisy = World(backend, tmp_path, taint)
     try:
-        for where, op in steps:
-            noisy.apply(op)
+        for index, (where, op) in enumerate(steps):
+            noisy.apply(op, index)
             if where == "visible":
-                plain.apply(op)
+                plain.apply(op, index)
+        for world in (plain, noisy):
+            world.at_step(len(steps))
         assert plain.observe(queries) == noisy.observe(queries)
     finally:
         plain.store.close()
@@ -146,13 +188,13 @@ def assert_noninterference(backend, tmp_path, data) -> None:
 @given(st.lists(st.tuples(st.sampled_from([OWN, PEER, OUTSIDER]), level, st.sampled_from(KEYS), content,
                           st.booleans()), max_size=30), level)
 def test_nothing_above_taint_or_outside_agents_is_ever_returned(backend, tmp_path, ops, taint):
-    store = fresh_store(backend, tmp_path)
+    world = World(backend, tmp_path, taint)
+    store = world.store
     try:
-        world = World(store, taint)
-        for agent, lv, key, text, delete in ops:
-            world.apply(("save", agent, lv, key, text, []))
+        for index, (agent, lv, key, text, delete) in enumerate(ops):
+            world.apply(("save", agent, lv, key, text, []), 2 * index)
             if delete:
-                world.apply(("delete", agent, lv, key))
+                world.apply(("delete", agent, lv, key), 2 * index + 1)
         o = world.observer
         seen = [o.get(k) for k in KEYS] + o.list() + [h.memory for q in WORDS + [""] for h in o.search(q, 100)]
         for m in filter(None, seen):

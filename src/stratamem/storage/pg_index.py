@@ -159,12 +159,15 @@ def refresh_statement(pairs: Iterable[tuple[str, str]]) -> Statement | None:
 
 
 def write_versions(conn: psycopg.Connection, analyzer: Analyzer, memories: Sequence[Memory],
-                   keep_created: bool) -> list[Memory]:
+                   keep_created: bool, now_us: int) -> list[Memory]:
     """Insert or update the live version at each (agent, key, level); returns what is stored, in input order.
 
     ``keep_created`` (a save) keeps an existing version's created time and
     lineage; an import replaces every field. Within one batch the last memory
     for an (agent, key, level) wins, as if they had been written one by one.
+    A version expired at ``now_us`` is never updated: it is retired (marked
+    deleted as of its expiry) and a fresh record is inserted, so an expired
+    record behaves exactly like an absent one.
     """
     latest: dict[tuple[str, str, int], Memory] = {}
     for memory in memories:
@@ -175,7 +178,7 @@ def write_versions(conn: psycopg.Connection, analyzer: Analyzer, memories: Seque
     postings: list[Statement] = []
     for start in range(0, len(items), CHUNK):
         chunk = items[start:start + CHUNK]
-        stored.update(_write_chunk(conn, analyzer, chunk, keep_created, stats, terms, postings))
+        stored.update(_write_chunk(conn, analyzer, chunk, keep_created, now_us, stats, terms, postings))
         if len(postings) > 1:
             together(conn, postings)
             postings.clear()
@@ -184,14 +187,15 @@ def write_versions(conn: psycopg.Connection, analyzer: Analyzer, memories: Seque
 
 
 def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple[tuple[str, str, int], Memory]],
-                 keep_created: bool, stats: StatsDelta, counts: TermDelta,
+                 keep_created: bool, now_us: int, stats: StatsDelta, counts: TermDelta,
                  postings: list[Statement]) -> dict[tuple[str, str, int], Memory]:
     """Write one chunk's versions; their postings are appended to ``postings`` for the caller to send."""
     ident = _columns([key for key, _ in chunk], 3)
     existing = {
         (r[1], r[2], r[3]): r
         for r in conn.execute(
-            "SELECT m.id, m.agent_id, m.key, m.level, m.content, m.tags, m.length, m.created_us, m.lineage_id "
+            "SELECT m.id, m.agent_id, m.key, m.level, m.content, m.tags, m.length, m.created_us, m.lineage_id, "
+            "m.expires_us "
             "FROM memories m JOIN unnest(%s::text[], %s::text[], %s::smallint[]) AS u(agent_id, key, level) "
             "ON m.agent_id = u.agent_id AND m.key = u.key AND m.level = u.level WHERE m.deleted_us IS NULL",
             ident,
@@ -199,6 +203,15 @@ def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple
     }
     analysed = {key: analyzer.document_terms(m.key, m.content, m.tags) for key, m in chunk}
     drop_postings(conn, analyzer, ((r[0], r[1], r[3], r[2], r[4], r[5]) for r in existing.values()), counts)
+    expired = [r for r in existing.values() if r[9] is not None and r[9] <= now_us]
+    if expired:
+        # Retired as if deleted when they expired (purge treats them as before); the unique live index
+        # needs this before the fresh rows are inserted.
+        conn.execute("UPDATE memories m SET deleted_us = m.expires_us, shadowable = false "
+                     "WHERE m.id = ANY(%s::bigint[])", ([r[0] for r in expired],))
+        for r in expired:
+            stats.add(r[1], r[3], -1, -r[6])
+            del existing[(r[1], r[2], r[3])]
 
     updates, inserts = [], []
     for key, m in chunk:

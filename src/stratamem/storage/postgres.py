@@ -354,7 +354,8 @@ class PostgresBackend:
                 category=draft.category, agent_id=record.agent_id, session_id=record.id,
                 created_at=now, updated_at=now, lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
             )
-            stored = pg_index.write_versions(conn, self.analyzer, [candidate], keep_created=True)[0]
+            stored = pg_index.write_versions(conn, self.analyzer, [candidate], keep_created=True,
+                                             now_us=to_us(now))[0]
             self._append(conn, AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,),
                                           (stored.level,), (stored.lineage_id,)), now)
             return stored
@@ -520,7 +521,7 @@ class PostgresBackend:
 
         def body(conn: psycopg.Connection) -> None:
             self._lock_store(conn)
-            pg_index.write_versions(conn, self.analyzer, prepared, keep_created=False)
+            pg_index.write_versions(conn, self.analyzer, prepared, keep_created=False, now_us=to_us(now))
             self._append(conn, AuditDraft("import", detail={"count": len(prepared)},
                                           levels=tuple(sorted({m.level for m in prepared}))), now)
 

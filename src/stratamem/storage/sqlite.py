@@ -463,13 +463,23 @@ class SQLiteBackend:
         terms: dict[str, int],
         length: int,
         keep_created: bool,
+        now_us: int,
     ) -> Memory:
-        """Insert or update the live version at (agent, key, level); returns what is stored."""
+        """Insert or update the live version at (agent, key, level); returns what is stored.
+
+        An expired version is not updated: it is retired first (out of the
+        index, marked deleted as of its expiry, purgeable as before) and a fresh
+        record takes its place, so nothing of it — created time, lineage —
+        carries over. An expired record behaves exactly like an absent one.
+        """
         existing = conn.execute(
-            "SELECT id, agent_id, key, level, content, tags, length, created_us, lineage_id FROM memories "
-            "WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL",
+            "SELECT id, agent_id, key, level, content, tags, length, created_us, lineage_id, expires_us "
+            "FROM memories WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL",
             (memory.agent_id, memory.key, int(memory.level)),
         ).fetchone()
+        if existing and existing[9] is not None and existing[9] <= now_us:
+            self._remove_live(conn, existing[:7], deleted_us=existing[9])
+            existing = None
         tags_json = json.dumps(list(memory.tags))
         expires = to_us(memory.expires_at) if memory.expires_at else None
         if existing:
@@ -507,7 +517,7 @@ class SQLiteBackend:
                 category=draft.category, agent_id=record.agent_id, session_id=record.id,
                 created_at=now, updated_at=now, lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
             )
-            stored = self._write_version(conn, candidate, terms, length, keep_created=True)
+            stored = self._write_version(conn, candidate, terms, length, keep_created=True, now_us=to_us(now))
             self._append(conn, AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,),
                                           (stored.level,), (stored.lineage_id,)), now)
             return stored
@@ -751,7 +761,7 @@ class SQLiteBackend:
             prepared.append((memory, terms, length))
         with self._errors(), self._tx(write=True) as conn:
             for memory, terms, length in prepared:
-                self._write_version(conn, memory, terms, length, keep_created=False)
+                self._write_version(conn, memory, terms, length, keep_created=False, now_us=to_us(now))
             self._append(conn, AuditDraft("import", detail={"count": len(prepared)},
                                           levels=tuple(sorted({m.level for m, _, _ in prepared}))), now)
         return len(prepared)
