@@ -19,6 +19,7 @@ import click
 from . import shapes
 from .errors import NotFound, StratamemError, ValidationError
 from .levels import Level
+from .private import private_writer
 from .session import Session
 from .store import Store, default_url
 from .transfer import dump_lines, read_lines
@@ -237,7 +238,7 @@ def export_(ctx: Context, file: str | None) -> None:
                 click.echo(line, nl=False)
             return
         count = 0
-        with open(file, "w", encoding="utf-8") as out:
+        with private_writer(file) as out:  # every level's content: owner-only, like the store
             for line in lines:
                 out.write(line)
                 count += 1

@@ -14,9 +14,10 @@ from pathlib import Path
 import platformdirs
 
 from .audit import AuditDraft
-from .errors import ValidationError
+from .errors import StorageError, ValidationError
 from .levels import Level
 from .models import AuditEvent, Memory
+from .private import make_private_dirs
 from .session import Session
 from .storage.base import Backend
 from .storage.sqlite import SQLiteBackend
@@ -75,7 +76,10 @@ class Store:
         else:
             path = sqlite_path(self.url)
             if path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    make_private_dirs(Path(path).parent)
+                except OSError as exc:
+                    raise StorageError(f"cannot create the directory for {path}: {exc}") from exc
             if synchronous.upper() not in ("NORMAL", "FULL"):
                 raise ValidationError("synchronous must be NORMAL or FULL")
             self.backend = SQLiteBackend(path, self.analyzer, synchronous=synchronous.upper())

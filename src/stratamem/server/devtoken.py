@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import ValidationError
 from ..levels import Level
+from ..private import make_private_dirs
 from ..store import default_home
 from .principals import Principal, new_token, token_digest
 
@@ -43,7 +44,7 @@ def ensure_token(path: Path) -> tuple[str, bool]:
     token = _read(path)
     if token is not None:
         return token, False
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dirs(path.parent)
     token = new_token()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -25,6 +25,7 @@ from ..audit import GENESIS, AuditDraft, first_bad_sequence, seal
 from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, TaintEvent
+from ..private import create_private_file, match_sidecars
 from ..text import Analyzer
 from . import pruning
 from .base import MemoryDraft, SessionRecord
@@ -163,12 +164,18 @@ class SQLiteBackend:
         self.analyzer = analyzer
         self._lock = threading.RLock()
         try:
+            if path != ":memory:":
+                create_private_file(path)  # 0600 before SQLite opens it; its -wal/-shm/-journal inherit that
+        except OSError as exc:
+            raise StorageError(f"cannot create the SQLite store at {path}: {exc}") from exc
+        try:
             self._conn = sqlite3.connect(
                 path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             if path != ":memory:":
                 self._retry(lambda: self._conn.execute("PRAGMA journal_mode = WAL"))
+                match_sidecars(path)
             self._conn.execute(f"PRAGMA synchronous = {synchronous}")
             self._conn.execute("PRAGMA secure_delete = ON")
             self._conn.execute("PRAGMA temp_store = MEMORY")
