@@ -5,7 +5,7 @@ No session reads above its taint or writes below it; see CONTRACT and README.
 
 from .errors import ClearanceError, NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
 from .levels import Level, can_flow_to
-from .models import AuditEvent, Hit, Memory, TaintEvent
+from .models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from .session import Session
 from .store import Store, open_store
 
@@ -17,6 +17,7 @@ __all__ = [
     "Memory",
     "NotFound",
     "PolicyBlocked",
+    "PurgeResult",
     "Session",
     "StorageError",
     "Store",

@@ -9,6 +9,7 @@ codes: 0 ok, 1 not found, 2 usage or validation, 3 storage, 4 policy.
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -174,8 +175,15 @@ def purge(ctx: Context, before: str) -> None:
     """Hard-delete soft-deleted and expired records older than --before (operator)."""
 
     def action() -> None:
-        count = ctx.store().purge(_parse_time(before), agent_id=ctx.agent)
-        ctx.emit({"purged": count}, f"purged {count} record(s)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # said below, in the command's own output
+            result = ctx.store().purge(_parse_time(before), agent_id=ctx.agent)
+        shape: dict[str, Any] = {"purged": int(result)}
+        human = f"purged {int(result)} record(s)"
+        if not result.erased:
+            shape.update(erased=False, remaining=result.remaining)
+            human += f"\nnot yet erased from the files: {result.remaining}"
+        ctx.emit(shape, human)
 
     _run(ctx, action)
 

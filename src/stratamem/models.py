@@ -73,3 +73,28 @@ class AuditEvent:
     detail: dict = field(default_factory=dict)
     prev_hash: str = ""
     hash: str = ""
+
+
+class PurgeResult(int):
+    """What ``Store.purge`` returns: the number of records purged (an ``int``, as before), plus whether
+    their bytes have left the store's files yet.
+
+    Purge never waits long for other readers: when one still holds a snapshot
+    that needs the old pages (SQLite) or row versions (PostgreSQL), the rows
+    are gone from every read at once but their bytes stay in the files until
+    that reader finishes; ``erased`` is then False and ``remaining`` says what
+    still holds them and how to finish (run purge again, with any cutoff, once
+    that reader is done: it finishes an earlier purge's erasure).
+    """
+
+    erased: bool
+    remaining: str
+
+    def __new__(cls, count: int, erased: bool = True, remaining: str = "") -> "PurgeResult":
+        result = super().__new__(cls, count)
+        result.erased = erased
+        result.remaining = remaining
+        return result
+
+    def __repr__(self) -> str:
+        return f"PurgeResult({int(self)}, erased={self.erased})"

@@ -7,6 +7,7 @@ agents only ever get a ``Session`` from it.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +17,7 @@ import platformdirs
 from .audit import AuditDraft
 from .errors import StorageError, ValidationError
 from .levels import Level
-from .models import AuditEvent, Memory
+from .models import AuditEvent, Memory, PurgeResult
 from .private import make_private_dirs
 from .session import Session
 from .storage.base import Backend
@@ -106,10 +107,21 @@ class Store:
         return Session(self, record.id)
 
     # operator actions -------------------------------------------------------
-    def purge(self, before: datetime, agent_id: str | None = None) -> int:
+    def purge(self, before: datetime, agent_id: str | None = None) -> PurgeResult:
+        """Hard-delete soft-deleted and expired records older than ``before``; returns how many (an int).
+
+        The result's ``erased`` is False when another reader kept purge from
+        erasing the bytes from the store's files within a short bounded wait;
+        ``remaining`` then says what holds them and how to finish, and a
+        ``RuntimeWarning`` says the same. Purge never blocks the store behind a reader.
+        """
         if not isinstance(before, datetime) or before.tzinfo is None:
             raise ValidationError("before must be a timezone-aware datetime")
-        return self.backend.purge(before, agent_id, self.now())
+        result = self.backend.purge(before, agent_id, self.now())
+        if not result.erased:
+            warnings.warn(f"purge removed {int(result)} record(s), but {result.remaining}", RuntimeWarning,
+                          stacklevel=2)
+        return result
 
     def export(self, agent_id: str | None = None) -> Iterator[Memory]:
         return self.backend.export(agent_id, self.now())

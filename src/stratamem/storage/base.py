@@ -17,7 +17,7 @@ from typing import Protocol
 
 from ..audit import AuditDraft
 from ..levels import Level
-from ..models import AuditEvent, Hit, Memory, TaintEvent
+from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..text import Analyzer
 
 
@@ -68,7 +68,9 @@ class Backend(Protocol):
     def delete(self, session_id: str, key: str, now: datetime) -> Memory: ...
 
     # operator actions
-    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> int: ...
+    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
+        """Hard-delete, then erase the bytes from the files within a bounded wait, holding no lock meanwhile."""
+        ...
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]: ...
     def import_memories(self, memories: Iterable[Memory], now: datetime) -> int: ...
 

@@ -34,7 +34,6 @@ import json
 import re
 import time
 import uuid
-import warnings
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -53,7 +52,7 @@ from ..errors import (
     ValidationError,
 )
 from ..levels import Level
-from ..models import AuditEvent, Hit, Memory, TaintEvent
+from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..text import Analyzer
 from . import pg_index, pg_search
 from .base import MemoryDraft, SessionRecord
@@ -82,6 +81,7 @@ Rows = list[tuple]
 # VACUUM VERBOSE's detail line starts with the count of dead row versions it had to keep.
 _LEADING_NUMBER = re.compile(r"\s*(\d+)\D")
 _VACUUM_ATTEMPTS = 7  # about 6 s of waiting at most
+_VACUUM_LOCK_TIMEOUT = "250ms"  # per attempt: how long everyone else may queue behind VACUUM FULL
 
 
 class PostgresBackend:
@@ -428,7 +428,7 @@ class PostgresBackend:
 
     # ------------------------------------------------------------------ operator actions
 
-    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> int:
+    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
         before_us, now_us = to_us(before), to_us(now)
         agent_sql, agent_params = ("AND agent_id = %s", [agent_id]) if agent_id is not None else ("", [])
 
@@ -450,14 +450,20 @@ class PostgresBackend:
             pg_index.together(conn, [pg_index.refresh_statement((r[1], r[2]) for r in expired)])
             self._append(conn, AuditDraft("purge", agent_id=agent_id, taint=Level.PUBLIC,
                                           detail={"purged": len(ids), "before": before.isoformat()}), now)
-            return len(ids)
+            unerased = conn.execute("SELECT value FROM meta WHERE name = 'purge_unerased'").fetchone()
+            return len(ids), unerased is not None and unerased[0] == "1"
 
-        count = self._operator(body)
-        if count:
-            self._vacuum()
-        return count
+        count, unerased = self._operator(body)
+        if not count and not unerased:
+            return PurgeResult(0)
+        remaining = self._vacuum()
+        # Remembered in the store, so the next purge (from any process) finishes an earlier one's erasure.
+        self._operator(lambda conn: conn.execute(
+            "INSERT INTO meta (name, value) VALUES ('purge_unerased', %s) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value", ("1" if remaining else "0",)))
+        return PurgeResult(count, not remaining, remaining)
 
-    def _vacuum(self) -> None:
+    def _vacuum(self) -> str:
         """Rewrite the tables that held purged content, so its bytes leave the table and index files.
 
         A plain VACUUM only marks dead tuples reusable; their bytes stay in the
@@ -470,6 +476,11 @@ class PostgresBackend:
         may do this from PostgreSQL 17 (MAINTAIN, granted at migration); on
         older servers the schema owner must. The server's WAL, archives,
         replicas and backups keep history on their own retention (README).
+
+        It never queues long behind a reader: VACUUM FULL waits for its
+        exclusive lock at most ``_VACUUM_LOCK_TIMEOUT`` per attempt (while it
+        waits, every other statement on those tables queues behind it). Returns
+        "" when the bytes are gone, else what remains and how to finish.
         """
         problem = ""
         for attempt in range(_VACUUM_ATTEMPTS):
@@ -481,10 +492,16 @@ class PostgresBackend:
             try:
                 with self._pool.connection() as conn:
                     conn.add_notice_handler(handler)
+                    conn.execute(f"SET lock_timeout = '{_VACUUM_LOCK_TIMEOUT}'")
                     try:
                         conn.execute("VACUUM (FULL, VERBOSE) memories, postings, term_stats")
                     finally:
+                        conn.execute("RESET lock_timeout")
                         conn.remove_notice_handler(handler)
+            except psycopg.errors.LockNotAvailable:
+                problem = "another transaction kept the tables locked"
+                time.sleep(0.05 * 2**attempt)
+                continue
             except psycopg.Error as exc:
                 problem = f"VACUUM FULL failed: {exc}"
                 break
@@ -494,15 +511,12 @@ class PostgresBackend:
             kept = sum(int(m.group(1)) for severity, detail in notices if severity == "INFO"
                        for m in [_LEADING_NUMBER.match(detail)] if m)
             if not kept:
-                return
+                return ""
             problem = f"{kept} dead row version(s) were still visible to running transactions"
             time.sleep(0.05 * 2**attempt)
-        warnings.warn(
-            f"purge removed the rows, but {problem}: purged bytes may stay in PostgreSQL's files until "
-            "VACUUM FULL memories, postings, term_stats runs again (as the schema owner before PostgreSQL 17)",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        return (f"{problem}, so PostgreSQL's files may still hold purged bytes; run purge again (any cutoff) "
+                "once those transactions end, or VACUUM FULL memories, postings, term_stats (as the schema owner "
+                "before PostgreSQL 17)")
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
         sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "

@@ -24,10 +24,10 @@ from .. import ranking
 from ..audit import GENESIS, AuditDraft, first_bad_sequence, seal
 from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
-from ..models import AuditEvent, Hit, Memory, TaintEvent
+from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..private import create_private_file, match_sidecars
 from ..text import Analyzer
-from . import pruning
+from . import pruning, sqlite_checkpoint
 from .base import MemoryDraft, SessionRecord
 from .rows import (
     MEMORY_COLUMNS,
@@ -713,7 +713,7 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ operator actions
 
-    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> int:
+    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
         before_us, now_us = to_us(before), to_us(now)
         agent_sql, agent_params = ("AND agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
         with self._errors():
@@ -734,20 +734,12 @@ class SQLiteBackend:
                 conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
                 self._append(conn, AuditDraft("purge", agent_id=agent_id, taint=Level.PUBLIC,
                                               detail={"purged": len(ids), "before": before.isoformat()}), now)
-            self._checkpoint()
-        return len(ids)
-
-    def _checkpoint(self) -> None:
-        """Fold the WAL into the main file and truncate it, so purged bytes leave the journal too."""
+        # Outside the store's lock and on a connection of its own: a reader elsewhere delays only this.
         if self.path == ":memory:":
-            return
-        with self._lock:
-            for attempt in range(100):
-                busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-                if not busy:
-                    return
-                time.sleep(0.05)
-        raise StorageError("purge committed, but other connections kept the journal busy; run purge again")
+            return PurgeResult(len(ids))
+        with self._errors():
+            erased = sqlite_checkpoint.truncate_wal(self.path)
+        return PurgeResult(len(ids), erased, "" if erased else sqlite_checkpoint.REMAINING)
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
         sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
