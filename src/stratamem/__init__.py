@@ -3,6 +3,7 @@
 No session reads above its taint or writes below it; see CONTRACT and README.
 """
 
+from .audit_anchor import AuditAnchor
 from .errors import ClearanceError, NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
 from .levels import Level, can_flow_to
 from .models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
@@ -10,6 +11,7 @@ from .session import Session
 from .store import Store, open_store
 
 __all__ = [
+    "AuditAnchor",
     "AuditEvent",
     "ClearanceError",
     "Hit",

@@ -70,12 +70,16 @@ def seal(seq: int, time: datetime, draft: AuditDraft, prev_hash: str) -> AuditEv
     )
 
 
-def first_bad_sequence(events: Iterable[AuditEvent], head: tuple[int, str] | None = None) -> int | None:
+def first_bad_sequence(events: Iterable[AuditEvent], head: tuple[int, str] | None = None,
+                       anchor: tuple[int, str] | None = None) -> int | None:
     """The first sequence number at which the chain is broken, or None when intact.
 
     Catches edited events (hash mismatch), deleted or reordered ones (sequence
     gap or a ``prev_hash`` that is not its predecessor's hash) and, given the
-    recorded head, events cut off the end.
+    recorded head, events cut off the end. The head lives in the store, so
+    whoever cuts events can rewrite it too; an ``anchor`` (sequence, hash) kept
+    outside the store catches that: the event at its sequence must exist and
+    carry its hash (``audit_anchor.py``).
     """
     expected_seq = 1
     prev = GENESIS
@@ -84,8 +88,12 @@ def first_bad_sequence(events: Iterable[AuditEvent], head: tuple[int, str] | Non
             return expected_seq
         if event_hash(event.seq, event.time, event, event.prev_hash) != event.hash:
             return event.seq
+        if anchor is not None and event.seq == anchor[0] and event.hash != anchor[1]:
+            return event.seq  # a consistent chain, but not the one that was anchored: rewritten
         prev = event.hash
         expected_seq += 1
+    if anchor is not None and anchor[0] >= expected_seq:
+        return expected_seq  # events up to the anchor are gone, head or no head
     if head is not None:
         head_seq, head_hash = head
         if head_seq >= expected_seq:

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from . import shapes
+from .audit_anchor import read_anchor, read_key
 from .errors import NotFound, StratamemError, ValidationError
 from .levels import Level
 from .private import private_writer
@@ -193,18 +194,54 @@ def audit() -> None:
     """Inspect and verify the audit log."""
 
 
+_KEY_HELP = "HMAC key file kept apart from the anchor (e.g. head -c 32 /dev/urandom > anchor.key)."
+
+
 @audit.command("verify")
+@click.option("--anchor", "anchor_file", type=click.Path(dir_okay=False),
+              help="An anchor from 'audit anchor': events up to it must all be present and unchanged.")
+@click.option("--key", "key_file", type=click.Path(dir_okay=False), help=_KEY_HELP)
 @click.pass_obj
-def audit_verify(ctx: Context) -> None:
+def audit_verify(ctx: Context, anchor_file: str | None, key_file: str | None) -> None:
     """Exit 0 when the hash chain is intact, 3 naming the first bad sequence otherwise."""
 
     def action() -> None:
-        bad = ctx.store().verify_audit()
+        key = read_key(key_file) if key_file else None
+        if key is not None and anchor_file is None:
+            raise ValidationError("--key needs --anchor")
+        anchor = read_anchor(anchor_file, key) if anchor_file else None
+        bad = ctx.store().verify_audit(anchor)
+        shape: dict[str, Any] = {"intact": bad is None}
+        if anchor is not None:
+            shape["anchor_seq"] = anchor.seq
         if bad is None:
-            ctx.emit({"intact": True}, "audit log intact")
+            suffix = f" (through anchored sequence {anchor.seq})" if anchor is not None else ""
+            ctx.emit(shape, f"audit log intact{suffix}")
         else:
-            ctx.emit({"intact": False, "first_bad_seq": bad}, f"audit log broken at sequence {bad}")
+            shape["first_bad_seq"] = bad
+            ctx.emit(shape, f"audit log broken at sequence {bad}")
             sys.exit(3)
+
+    _run(ctx, action)
+
+
+@audit.command("anchor")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("--key", "key_file", type=click.Path(dir_okay=False), help=_KEY_HELP)
+@click.pass_obj
+def audit_anchor(ctx: Context, file: str | None, key_file: str | None) -> None:
+    """Print (or write to FILE, mode 0600) a checkpoint of the audit chain to keep outside the store."""
+
+    def action() -> None:
+        key = read_key(key_file) if key_file else None
+        anchor = ctx.store().audit_anchor()
+        text = anchor.dumps(key)
+        if file is None:
+            click.echo(text, nl=False)
+            return
+        with private_writer(file) as out:
+            out.write(text)
+        click.echo(f"anchored the audit log at sequence {anchor.seq} in {file}", err=True)
 
     _run(ctx, action)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import platformdirs
 
 from .audit import AuditDraft
+from .audit_anchor import AuditAnchor
 from .errors import StorageError, ValidationError
 from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
@@ -137,8 +138,25 @@ class Store:
         """Append an event (policy decisions and other runtime records)."""
         return self.backend.append_audit(draft, self.now())
 
-    def verify_audit(self) -> int | None:
-        return self.backend.verify_audit()
+    def verify_audit(self, anchor: AuditAnchor | None = None) -> int | None:
+        """The first bad sequence number of the audit chain, or None when intact.
+
+        Without ``anchor``, events cut off the end together with the store's
+        head record go unnoticed; with one (see ``audit_anchor``), every event
+        up to the anchored sequence must be present and unchanged.
+        """
+        return self.backend.verify_audit(None if anchor is None else (anchor.seq, anchor.hash))
+
+    def audit_anchor(self) -> AuditAnchor:
+        """Anchor the audit chain at its newest event, after checking the chain up to it is intact.
+
+        Keep the result (``anchor.dumps(key)``) where the store's writers cannot change it.
+        """
+        seq, digest = self.backend.audit_tip()
+        bad = self.backend.verify_audit((seq, digest))
+        if bad is not None:
+            raise StorageError(f"audit log broken at sequence {bad}; an anchor would vouch for a damaged log")
+        return AuditAnchor(seq, digest, self.now().isoformat())
 
     def close(self) -> None:
         self.backend.close()

@@ -43,7 +43,7 @@ from typing import ClassVar, TypeVar
 
 import psycopg
 
-from ..audit import AuditDraft, first_bad_sequence, seal
+from ..audit import GENESIS, AuditDraft, first_bad_sequence, seal
 from ..errors import (
     ClearanceError,
     NotFound,
@@ -181,7 +181,11 @@ class PostgresBackend:
 
     def _append(self, conn: psycopg.Connection, draft: AuditDraft, now: datetime) -> AuditEvent:
         """Append one event; locking the head row makes concurrent appends queue, so the chain stays linear."""
-        seq, prev = conn.execute("SELECT seq, hash FROM audit_head FOR UPDATE").fetchone()
+        head = conn.execute("SELECT seq, hash FROM audit_head FOR UPDATE").fetchone()
+        if head is None:  # created with the schema and never deleted by stratamem: someone removed it
+            raise StorageError("the audit log's head record is missing (tampering?): run 'stratamem audit verify "
+                               "--anchor FILE', then restore the row (seq, hash of the newest event)")
+        seq, prev = head
         event = seal(seq + 1, now, draft, prev)
         conn.execute(
             f"WITH appended AS (INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)) "
@@ -203,7 +207,12 @@ class PostgresBackend:
         rows = self._operator(lambda conn: conn.execute(sql + " ORDER BY a.seq", params).fetchall(), read_only=True)
         return [row_to_event(r) for r in rows]
 
-    def verify_audit(self) -> int | None:
+    def audit_tip(self) -> tuple[int, str]:
+        row = self._operator(lambda conn: conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+                             .fetchone(), read_only=True)
+        return (row[0], row[1]) if row else (0, GENESIS)
+
+    def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None:
         def body(conn: psycopg.Connection) -> tuple[tuple | None, Rows]:
             head = conn.execute("SELECT seq, hash FROM audit_head").fetchone()
             return head, conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq").fetchall()
@@ -216,7 +225,7 @@ class PostgresBackend:
             except (ValueError, KeyError, TypeError, json.JSONDecodeError):
                 # An event whose stored fields no longer parse has been edited.
                 return row[0]
-        return first_bad_sequence(events, (head[0], head[1]) if head and head[0] > 0 else None)
+        return first_bad_sequence(events, (head[0], head[1]) if head and head[0] > 0 else None, anchor)
 
     # ------------------------------------------------------------------ sessions
 

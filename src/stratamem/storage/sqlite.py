@@ -288,7 +288,12 @@ class SQLiteBackend:
             rows = conn.execute(sql + " ORDER BY a.seq", params).fetchall()
         return [row_to_event(r) for r in rows]
 
-    def verify_audit(self) -> int | None:
+    def audit_tip(self) -> tuple[int, str]:
+        with self._errors(), self._tx(write=False) as conn:
+            row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
+        return (row[0], row[1]) if row else (0, GENESIS)
+
+    def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None:
         with self._errors(), self._tx(write=False) as conn:
             head_row = conn.execute("SELECT value FROM meta WHERE name = 'audit_head'").fetchone()
             try:
@@ -300,7 +305,7 @@ class SQLiteBackend:
         if head_row:
             seq, _, digest = head_row[0].partition(":")
             head = (int(seq), digest)
-        return first_bad_sequence(events, head)
+        return first_bad_sequence(events, head, anchor)
 
     def _first_unparsable(self, conn: sqlite3.Connection) -> int:
         for row in conn.execute("SELECT * FROM audit ORDER BY seq"):
