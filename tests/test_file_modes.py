@@ -100,3 +100,14 @@ def test_export_file_and_dev_token_are_private(tmp_path, monkeypatch, open_umask
     ensure_token(token_file)
     assert mode(token_file) == 0o600
     assert mode(token_file.parent) == 0o700 and mode(token_file.parent.parent) == 0o700
+
+
+def test_transcript_and_cost_ledger_files_are_0600(tmp_path, open_umask):
+    from stratamem.turn.costs import CostLedger
+    from stratamem.turn.history import HistoryStore
+
+    history = HistoryStore(tmp_path / "history.db")
+    history.close()
+    ledger = CostLedger(db=str(tmp_path / "costs.db"))
+    ledger.close()
+    assert mode(tmp_path / "history.db") == 0o600 and mode(tmp_path / "costs.db") == 0o600

@@ -57,6 +57,16 @@ def private_writer(path: str | os.PathLike[str]) -> Iterator[IO[str]]:
         yield out
 
 
+def private_sqlite_file(db: str | os.PathLike[str]) -> None:
+    """Create a SQLite database file 0600 before ``sqlite3.connect`` opens it (its journals take its mode)."""
+    name = os.fspath(db)
+    if name and name != ":memory:" and not name.startswith("file:"):
+        try:
+            create_private_file(name)
+        except OSError:  # cannot create it here: sqlite3.connect reports that in its own words
+            return
+
+
 def match_sidecars(database: str) -> None:
     """Give SQLite's -wal/-shm/-journal files no wider a mode than the database file itself.
 

@@ -20,6 +20,7 @@ from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from types import TracebackType
 
+from ..private import private_sqlite_file
 from .errors import ValidationError
 
 __all__ = [
@@ -229,6 +230,8 @@ class CostLedger:
     ) -> None:
         self.prices: dict[str, ModelPrice] = dict(prices or {})
         self._owns_connection = not isinstance(db, sqlite3.Connection)
+        if not isinstance(db, sqlite3.Connection):
+            private_sqlite_file(db)  # usage records are the owner's only, like the store
         self._conn = db if isinstance(db, sqlite3.Connection) else sqlite3.connect(db)
         self._clock = clock
         with self._conn:

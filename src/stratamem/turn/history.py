@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 
+from ..private import private_sqlite_file
 from .errors import ValidationError
 from .messages import Message, ToolCallRequest
 
@@ -96,6 +97,8 @@ class HistoryStore:
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self._owns_connection = not isinstance(db, sqlite3.Connection)
+        if not isinstance(db, sqlite3.Connection):
+            private_sqlite_file(db)  # transcripts hold content of every level: owner-only, like the store
         self._conn = sqlite3.connect(db) if not isinstance(db, sqlite3.Connection) else db
         self._clock = clock
         with self._conn:
