@@ -12,6 +12,7 @@ depends on a record the session cannot see.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -164,7 +165,7 @@ class SQLiteBackend:
         self.analyzer = analyzer
         self._lock = threading.RLock()
         try:
-            if path != ":memory:":
+            if path != ":memory:" and not os.path.exists(path):
                 create_private_file(path)  # 0600 before SQLite opens it; its -wal/-shm/-journal inherit that
         except OSError as exc:
             raise StorageError(f"cannot create the SQLite store at {path}: {exc}") from exc
