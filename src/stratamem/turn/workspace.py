@@ -6,27 +6,34 @@ paths) and then compared against the workspace and the allowlist.  Hard
 links cannot be resolved at all -- a second name for an outside file looks
 like an ordinary file -- so any file with more than one link is refused.
 
-Files are opened with ``O_NOFOLLOW`` and checked again through the open
-descriptor, which narrows (but, short of ``openat2``, cannot close) the
-window for swapping a path component between the check and the open.
+The checked path is then opened in one step beneath the grant it lies in
+(``beneath.open_beneath``: ``openat2`` with ``RESOLVE_BENEATH |
+RESOLVE_NO_SYMLINKS``, or a walk of ``O_NOFOLLOW`` directory descriptors), so
+swapping a parent directory for a symlink after the check makes the open
+fail instead of leading outside. FIFOs and devices are opened non-blocking
+and refused as not regular files; over-long names are a ``ValidationError``
+(code ``VALIDATION_ERROR``) rather than a raw ``OSError``.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
+from .beneath import open_beneath
 from .errors import LimitExceededError, NotFoundError, PolicyBlockedError, ValidationError
 from .observe import EventBus, PolicyDecision, emit
 
 __all__ = ["DEFAULT_MAX_READ_BYTES", "WorkspacePolicy"]
 
 DEFAULT_MAX_READ_BYTES = 10 * 1024 * 1024
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
+_NAME_MAX = 255  # bytes in one path component (Linux, macOS)
+_PATH_MAX = 4096  # bytes in a whole path, NUL included
 
 
 def _real(path: str | os.PathLike[str]) -> Path:
@@ -65,11 +72,15 @@ class WorkspacePolicy:
         process's working directory.
         """
         action = "write" if write else "read"
-        raw = os.fspath(path)
+        raw = _shown(path)
         if not raw or "\x00" in raw:
             self._refuse(action, raw, "empty path or NUL byte in path")
+        _check_length(raw)
         candidate = Path(os.path.expanduser(raw))
-        real = _real(candidate if candidate.is_absolute() else self.root / candidate)
+        try:
+            real = _real(candidate if candidate.is_absolute() else self.root / candidate)
+        except OSError as exc:  # a component changed while it was being resolved
+            self._refuse(action, raw, f"cannot resolve ({exc.strerror})")
         if not self._granted(real, write=write):
             self._refuse(action, raw, f"resolves outside the workspace to {real}")
         return real
@@ -93,18 +104,13 @@ class WorkspacePolicy:
     def read_bytes(self, path: str | os.PathLike[str], *, max_bytes: int | None = None) -> bytes:
         """Read a file inside the policy, refusing files over ``max_bytes``."""
         limit = self.max_read_bytes if max_bytes is None else min(max_bytes, self.max_read_bytes)
+        target = _shown(path)
         real = self.resolve(path)
-        try:
-            fd = os.open(real, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
-        except FileNotFoundError:
-            raise NotFoundError(f"no such file: {os.fspath(path)!r}") from None
-        except OSError as exc:
-            self._refuse("read", os.fspath(path), f"cannot open safely ({exc.strerror})")
-        self._check_opened(fd, real, "read", os.fspath(path))
+        fd = self._open(real, target, "read", os.O_RDONLY | os.O_NONBLOCK | _O_BINARY)
         with os.fdopen(fd, "rb") as handle:
             data = handle.read(limit + 1)
         if len(data) > limit:
-            raise LimitExceededError(f"{os.fspath(path)!r} is larger than the {limit}-byte read limit")
+            raise LimitExceededError(f"{target!r} is larger than the {limit}-byte read limit")
         self._allow("read", real)
         return data
 
@@ -114,15 +120,8 @@ class WorkspacePolicy:
     def write_bytes(self, path: str | os.PathLike[str], data: bytes) -> Path:
         """Create or replace a file inside the policy; parents are created."""
         real = self.resolve(path, write=True)
-        real.parent.mkdir(parents=True, exist_ok=True)
-        if _real(real.parent) != real.parent:  # a parent was swapped for a link meanwhile
-            self._refuse("write", os.fspath(path), "a parent directory changed while writing")
         # No O_TRUNC: a hard-linked file must be refused before it is emptied.
-        try:
-            fd = os.open(real, os.O_WRONLY | os.O_CREAT | _O_NOFOLLOW | _O_BINARY, 0o644)
-        except OSError as exc:
-            self._refuse("write", os.fspath(path), f"cannot open safely ({exc.strerror})")
-        self._check_opened(fd, real, "write", os.fspath(path))
+        fd = self._open(real, _shown(path), "write", os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | _O_BINARY)
         with os.fdopen(fd, "wb") as handle:
             handle.truncate(0)
             handle.write(data)
@@ -132,23 +131,62 @@ class WorkspacePolicy:
     def write_text(self, path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8") -> Path:
         return self.write_bytes(path, text.encode(encoding))
 
-    def _check_opened(self, fd: int, real: Path, action: str, target: str) -> None:
-        """Check what was actually opened; closes ``fd`` when refusing."""
+    def _open(self, real: Path, target: str, action: str, flags: int) -> int:
+        """Open ``real`` beneath the grant that holds it, in one step, and check what was opened.
+
+        ``real`` has no symlinks (``resolve``); ``open_beneath`` refuses any it
+        meets, so a component swapped for a link after the check fails the
+        open instead of leading outside. ``O_NONBLOCK`` keeps a FIFO or device
+        from blocking the open; they are then refused as not regular files.
+        """
+        base, parts = self._anchor(real, write=action == "write")
+        try:
+            fd = open_beneath(base, parts, flags, 0o644, make_parents=action == "write")
+        except FileNotFoundError:
+            if action == "write":
+                self._refuse(action, target, "a parent directory vanished while writing")
+            raise NotFoundError(f"no such file: {target!r}") from None
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise ValidationError(f"path too long: {target[:80]!r}...") from None
+            if exc.errno in (errno.ELOOP, errno.EXDEV, errno.ENOTDIR):
+                self._refuse(action, target, "a path component is, or became, a link or not a directory")
+            if exc.errno == errno.ENXIO:
+                self._refuse(action, target, "not a regular file")
+            self._refuse(action, target, f"cannot open safely ({exc.strerror})")
         info = os.fstat(fd)
         reason = ""
         if not stat.S_ISREG(info.st_mode):
             reason = "not a regular file"
         elif info.st_nlink > 1:
             reason = "file has other hard links, which may lie outside the workspace"
-        elif not _same_file(info, real):
-            reason = "file changed while it was being opened"
         if reason:
             os.close(fd)
             self._refuse(action, target, reason)
+        return fd
+
+    def _anchor(self, real: Path, *, write: bool) -> tuple[Path, tuple[str, ...]]:
+        """The grant directory ``real`` lies in and the names leading from it to ``real``."""
+        grants = (self.root, *(self.write_allow if write else self.read_allow))
+        grant = next(g for g in grants if real.is_relative_to(g))
+        if real == grant:  # a file granted by name, or a grant directory itself
+            return real.parent, (real.name,) if real.name else ()
+        return grant, real.relative_to(grant).parts
 
 
-def _same_file(info: os.stat_result, path: Path) -> bool:
+def _shown(path: str | os.PathLike[str]) -> str:
+    """The path as given, printable in messages (never raises on odd bytes)."""
+    raw = os.fspath(path)
+    return raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+
+
+def _check_length(raw: str) -> None:
+    """Refuse names the OS would reject with a raw OSError, with a stable code instead."""
     try:
-        return os.path.samestat(info, os.stat(path, follow_symlinks=False))
-    except OSError:
-        return False
+        encoded = os.fsencode(raw)
+    except UnicodeError:
+        raise ValidationError("path is not valid in the file system's encoding") from None
+    if len(encoded) >= _PATH_MAX or any(len(part) > _NAME_MAX for part in encoded.split(b"/")):
+        raise ValidationError(
+            f"path too long: a name may have at most {_NAME_MAX} bytes and a path {_PATH_MAX - 1}",
+        )
