@@ -33,6 +33,18 @@ class AuditDraft:
     detail: dict = field(default_factory=dict)
 
 
+def operator_draft(operation: str, **fields) -> AuditDraft:
+    """An operator action's event: no session, recorded at RESTRICTED.
+
+    Operator actions (purge, export, import, migrate, changing a session's
+    limits) cover every level and every agent, so their counts and targets are
+    for operators with full clearance only. An event without a session is an
+    operator event; readers treat it as RESTRICTED whatever level an older
+    store recorded it at (``storage.audit_query``).
+    """
+    return AuditDraft(operation, session_id=None, taint=Level.RESTRICTED, **fields)
+
+
 def event_hash(seq: int, time: datetime, draft_like: AuditEvent | AuditDraft, prev_hash: str) -> str:
     body = {
         "seq": seq,

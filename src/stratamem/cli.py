@@ -42,6 +42,7 @@ class Context:
         return self._store
 
     def session(self) -> Session:
+        # A resume keeps the session's own clearance and peers (never the CLI's defaults).
         s = self.store().session(self.agent or "main", session_id=self.session_id)
         if self.taint:
             s.escalate(Level.parse(self.taint), "command line --taint", source="cli")
@@ -248,26 +249,99 @@ def audit_anchor(ctx: Context, file: str | None, key_file: str | None) -> None:
 
 @audit.command("show")
 @click.option("--lineage", help="Only events that touched this lineage id (who read it, when, at what taint).")
-@click.option("--clearance", default="RESTRICTED", show_default=True, help="Show events up to this taint.")
-@click.option("--limit", default=50, show_default=True, type=int, help="The newest N events (0 = all).")
+@click.option("--clearance", default="RESTRICTED", show_default=True,
+              help="Show what a reader of this clearance may see (operator actions count as RESTRICTED).")
+@click.option("--principal", help="Show only what this server principal may see: its own sessions' events.")
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0),
+              help="At most N events: the newest, or the next after --after (0 = all).")
+@click.option("--after", type=click.IntRange(min=0), help="Page forward: events after this sequence number.")
+@click.option("--before", type=click.IntRange(min=0), help="Page back: the newest events before this sequence.")
 @click.pass_obj
-def audit_show(ctx: Context, lineage: str | None, clearance: str, limit: int) -> None:
+def audit_show(ctx: Context, lineage: str | None, clearance: str, principal: str | None, limit: int,
+               after: int | None, before: int | None) -> None:
     """Show audit events (no memory content is ever logged)."""
 
     def action() -> None:
-        events = ctx.store().audit_events(Level.parse(clearance), lineage_id=lineage)
+        store = ctx.store()
+        level = Level.parse(clearance)
         if limit > 0:
-            events = events[-limit:]
+            events, more = store.audit_page(limit, level, lineage, owner=principal, after=after, before=before)
+        else:
+            events, more = store.audit_events(level, lineage, owner=principal, after=after, before=before), False
         if ctx.as_json:
-            click.echo(shapes.dumps({"events": [shapes.audit_event(e) for e in events]}))
+            click.echo(shapes.dumps(shapes.audit_page(events, more, forward=after is not None)))
             return
         for e in events:
             keys = ",".join(e.keys)
             click.echo(f"{e.seq:>6} {e.time.isoformat()} {e.operation:<14} {e.outcome:<9} "
                        f"taint={e.taint.name:<12} agent={e.agent_id or '-'} session={e.session_id or '-'} "
                        f"keys={keys or '-'}")
+        if more:
+            cursor = f"--after {events[-1].seq}" if after is not None else f"--before {events[0].seq}"
+            click.echo(f"(more events: {cursor})", err=True)
 
     _run(ctx, action)
+
+
+@cli.group("session")
+def session_group() -> None:
+    """Inspect a session, or change its clearance and peers (operator)."""
+
+
+def _session_shape(record) -> dict[str, Any]:
+    return {"id": record.id, "agent_id": record.agent_id, "taint": record.taint.name,
+            "clearance": record.clearance.name, "peers": list(record.peers), "owner": record.owner,
+            "created_at": record.created_at.isoformat()}
+
+
+def _session_human(record) -> str:
+    return (f"session {record.id} agent={record.agent_id} taint={record.taint.name} "
+            f"clearance={record.clearance.name} peers={','.join(record.peers) or '-'} owner={record.owner or '-'}")
+
+
+@session_group.command("show")
+@click.option("--session", "target", help="The session id (default: the global --session).")
+@click.pass_obj
+def session_show(ctx: Context, target: str | None) -> None:
+    """Show a session's agent, taint, clearance, peers and owner."""
+
+    def action() -> None:
+        record = ctx.store().backend.session_record(_target(ctx, target))
+        ctx.emit(_session_shape(record), _session_human(record))
+
+    _run(ctx, action)
+
+
+@session_group.command("set")
+@click.option("--session", "target", help="The session id (default: the global --session).")
+@click.option("--clearance", help="The new clearance (unchanged if not given).")
+@click.option("--peer", "peers", multiple=True, help="The new peers, replacing the old (repeatable).")
+@click.option("--no-peers", is_flag=True, help="Remove every peer.")
+@click.pass_obj
+def session_set(ctx: Context, target: str | None, clearance: str | None, peers: tuple[str, ...],
+                no_peers: bool) -> None:
+    """Change a session's clearance and/or peers: the only way to, and an audited operator action.
+
+    A resume (`--session ID`, `stratamem mcp --session ID`) never changes them.
+    """
+
+    def action() -> None:
+        if peers and no_peers:
+            raise ValidationError("--peer and --no-peers exclude each other")
+        if clearance is None and not peers and not no_peers:
+            raise ValidationError("nothing to change: give --clearance, --peer or --no-peers")
+        new_peers = () if no_peers else (peers or None)
+        record = ctx.store().set_session_limits(_target(ctx, target), clearance, new_peers)
+        ctx.emit(_session_shape(record), _session_human(record))
+
+    _run(ctx, action)
+
+
+def _target(ctx: Context, target: str | None) -> str:
+    chosen = target or ctx.session_id
+    if not chosen:
+        raise ValidationError("which session? give --session ID")
+    return chosen
 
 
 @cli.command("export")

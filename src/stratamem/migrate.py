@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-from .audit import AuditDraft
+from .audit import operator_draft
 from .errors import StorageError, ValidationError
 from .store import Store, sqlite_path
 
@@ -102,7 +102,7 @@ def migrate(from_url: str, to_url: str, *, languages: Sequence[str] | None = Non
         bad = target.verify_audit()
         if bad is not None:
             raise StorageError(f"the copied audit log does not verify (first bad sequence {bad})")
-        target.audit(AuditDraft("migrate", detail={
+        target.audit(operator_draft("migrate", detail={
             "rows": copied,
             "from": "postgresql" if _is_postgres(from_url) else "sqlite",
             "tables": {table: n for table, n in sorted(sent.items()) if table != "meta"},

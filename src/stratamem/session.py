@@ -59,6 +59,11 @@ class Session:
         return self.record.peers
 
     @property
+    def owner(self) -> str | None:
+        """The server principal that created the session (``None``: the operator)."""
+        return self.record.owner
+
+    @property
     def taint_history(self) -> list[TaintEvent]:
         return self._backend.taint_history(self.id)
 
@@ -70,9 +75,9 @@ class Session:
         return self._backend.escalate(self.id, Level.parse(level), reason, source, self._store.now()).taint
 
     def reset(self) -> "Session":
-        """The only way down: a new session (new id) at PUBLIC for the same agent."""
+        """The only way down: a new session (new id) at PUBLIC, same agent, limits and owner."""
         record = self.record
-        return self._store.session(record.agent_id, None, record.clearance, record.peers)
+        return self._store.session(record.agent_id, None, record.clearance, record.peers, owner=record.owner)
 
     # memories ------------------------------------------------------------------
     def save(

@@ -12,7 +12,7 @@ upper-case names.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import StratamemError
@@ -115,6 +115,15 @@ def audit_event(e: AuditEvent) -> dict[str, Any]:
         "levels": [lv.name for lv in e.levels], "lineage_ids": list(e.lineage_ids), "outcome": e.outcome,
         "detail": e.detail, "hash": e.hash,
     }
+
+
+def audit_page(events: Sequence[AuditEvent], more: bool, forward: bool) -> dict[str, Any]:
+    """A bounded page of audit events; when ``more``, the cursor that continues it
+    (``next_after`` paging forward, ``next_before`` paging back from the newest)."""
+    shape: dict[str, Any] = {"events": [audit_event(e) for e in events], "more": more}
+    if more and events:
+        shape["next_after" if forward else "next_before"] = events[-1].seq if forward else events[0].seq
+    return shape
 
 
 # errors ---------------------------------------------------------------------------

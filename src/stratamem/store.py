@@ -21,7 +21,8 @@ from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
 from .private import make_private_dirs
 from .session import Session
-from .storage.base import Backend
+from .storage.audit_query import AuditQuery, read_page
+from .storage.base import Backend, SessionRecord
 from .storage.sqlite import SQLiteBackend
 from .text import Analyzer
 from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id
@@ -94,18 +95,38 @@ class Store:
         self,
         agent_id: str = "main",
         session_id: str | None = None,
-        clearance: Level = Level.RESTRICTED,
-        peers: Sequence[str] = (),
+        clearance: Level | str | None = None,
+        peers: Sequence[str] | None = None,
+        *,
+        owner: str | None = None,
     ) -> Session:
         """Open a new session at PUBLIC, or resume one by id with its persisted taint.
 
-        On resume the agent must match; clearance and peers are the operator's
-        current word and replace the stored ones.
+        A new session gets ``clearance`` (default RESTRICTED) and ``peers``
+        (default none), fixed from then on. A resume keeps the session's own
+        clearance and peers: leave them ``None``, or give the same ones; asking
+        for others raises ``ClearanceError`` (use :meth:`set_session_limits`).
+        The agent must match. ``owner`` names the server principal creating
+        the session (``None``: the operator); resuming with an owner refuses
+        another owner's session as NOT_FOUND.
         """
         agent_id = check_agent_id(agent_id)
-        peers = tuple(dict.fromkeys(check_agent_id(p) for p in peers))
-        record = self.backend.open_session(agent_id, session_id, Level.parse(clearance), peers, self.now())
+        level = None if clearance is None else Level.parse(clearance)
+        record = self.backend.open_session(agent_id, session_id, level, _peers(peers), self.now(), owner)
         return Session(self, record.id)
+
+    def set_session_limits(
+        self, session_id: str, clearance: Level | str | None = None, peers: Sequence[str] | None = None
+    ) -> SessionRecord:
+        """Change a session's clearance and/or peers (operator action, audited as an operator event).
+
+        ``None`` keeps the current value. Refused with ``ClearanceError`` when
+        the session's taint is already above the new clearance (reset it).
+        """
+        if not isinstance(session_id, str):
+            raise ValidationError("session id must be a string")
+        level = None if clearance is None else Level.parse(clearance)
+        return self.backend.set_session_limits(session_id, level, _peers(peers), self.now())
 
     # operator actions -------------------------------------------------------
     def purge(self, before: datetime, agent_id: str | None = None) -> PurgeResult:
@@ -130,9 +151,39 @@ class Store:
     def import_memories(self, memories: Iterable[Memory]) -> int:
         return self.backend.import_memories(memories, self.now())
 
-    def audit_events(self, clearance: Level = Level.RESTRICTED, lineage_id: str | None = None) -> list[AuditEvent]:
-        """Events whose taint the reader's clearance covers."""
-        return self.backend.audit_events(Level.parse(clearance), lineage_id)
+    def audit_events(
+        self,
+        clearance: Level | str = Level.RESTRICTED,
+        lineage_id: str | None = None,
+        *,
+        owner: str | None = None,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int | None = None,
+    ) -> list[AuditEvent]:
+        """Audit events a reader may see, oldest first (``storage.audit_query`` states the rule).
+
+        ``clearance`` caps the events' level (operator events count as
+        RESTRICTED); ``owner`` reads as that server principal — only its own
+        sessions' events — instead of as the operator. ``after`` pages forward
+        from a sequence number; otherwise ``limit`` takes the newest events
+        (``before`` pages backwards).
+        """
+        return self.backend.audit_events(AuditQuery(Level.parse(clearance), owner, lineage_id, after, before, limit))
+
+    def audit_page(
+        self,
+        limit: int,
+        clearance: Level | str = Level.RESTRICTED,
+        lineage_id: str | None = None,
+        *,
+        owner: str | None = None,
+        after: int | None = None,
+        before: int | None = None,
+    ) -> tuple[list[AuditEvent], bool]:
+        """One bounded page of :meth:`audit_events` and whether more exist (continue with ``after=``
+        the last sequence when paging forward, ``before=`` the first when paging back from the newest)."""
+        return read_page(self.backend, AuditQuery(Level.parse(clearance), owner, lineage_id, after, before, limit))
 
     def audit(self, draft: AuditDraft) -> AuditEvent:
         """Append an event (policy decisions and other runtime records)."""
@@ -166,6 +217,14 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _peers(peers: Sequence[str] | None) -> tuple[str, ...] | None:
+    if peers is None:
+        return None
+    if isinstance(peers, str):
+        raise ValidationError("peers must be a list of agent ids, not one string")
+    return tuple(dict.fromkeys(check_agent_id(p) for p in peers))
 
 
 def open_store(url: str | None = None, **options) -> Store:

@@ -28,7 +28,7 @@ def build(path: str) -> tuple[sm.Store, dict[str, str]]:
     a.save("brief", "expires quickly", ttl=1)
     b = store.session("b")
     b.save("peer", "a note from b, las canciones")
-    conf = store.session("a", clearance=sm.Level.CONFIDENTIAL)
+    conf = store.session("a", clearance=sm.Level.CONFIDENTIAL, peers=("b",))
     conf.escalate(sm.Level.INTERNAL, "step one", source="tool:x")
     conf.escalate(sm.Level.CONFIDENTIAL, "payroll\x00 reason")
     conf.save("plans", "confidential plans: the merger")
@@ -49,8 +49,8 @@ def rows(store: sm.Store) -> dict[str, list[dict]]:
 
 
 def observe(store: sm.Store, ids: dict[str, str]) -> list:
-    conf = store.session("a", session_id=ids["conf"], clearance=sm.Level.CONFIDENTIAL, peers=("b",))
-    pub = store.session("a", session_id=ids["a"], peers=("b",))
+    conf = store.session("a", session_id=ids["conf"])  # a resume keeps the limits the session was made with
+    pub = store.session("a", session_id=ids["a"])
     out = [conf.taint, [(e.previous, e.new, e.reason, e.source) for e in conf.taint_history]]
     for s in (conf, pub):
         out.append([(m.key, m.level, m.content, m.tags, m.category, m.agent_id, m.lineage_id) for m in s.list()])

@@ -18,8 +18,8 @@ from stratamem.server.principals import Principal, Principals, token_digest
 from stratamem.storage.base import SessionRecord
 
 
-def _record(agent="alice", clearance=sm.Level.INTERNAL, peers=()) -> SessionRecord:
-    return SessionRecord("s", agent, clearance, tuple(peers), sm.Level.PUBLIC, datetime.now(UTC))
+def _record(agent="alice", clearance=sm.Level.INTERNAL, peers=(), owner="a") -> SessionRecord:
+    return SessionRecord("s", agent, clearance, tuple(peers), sm.Level.PUBLIC, datetime.now(UTC), owner)
 
 
 def test_tokens_resolve_to_their_principal_only(tmp_path):
@@ -39,6 +39,11 @@ def test_a_principal_uses_only_sessions_within_its_rights():
     assert not alice.may_use(_record(agent="bob"))
     assert not alice.may_use(_record(clearance=sm.Level.RESTRICTED))
     assert not alice.may_use(_record(peers=("bob",)))
+    assert not alice.may_use(_record(owner="another-token-of-alice"))  # sessions belong to their creator
+    assert not alice.may_use(_record(owner=None))  # the operator's own sessions (CLI, stdio)
+    operator = Principal("ops", "alice", sm.Level.CONFIDENTIAL, operator=True, token_sha256=token_digest("y" * 20))
+    assert operator.may_use(_record(owner="a")) and operator.may_use(_record(owner=None))
+    assert not operator.may_use(_record(owner="a", agent="bob"))
 
 
 @pytest.mark.parametrize("text, message", [

@@ -198,8 +198,8 @@ def test_capped_session_and_keys_with_slashes(server):
         path = f"/v1/sessions/{capped['id']}/memories/{quote(key, safe='')}"
         assert rest.put(path, json={"content": "odd key"}).json()["key"] == key
         assert rest.get(path).json()["content"] == "odd key"
-    with server.client("intern") as intern:  # intern (alice, INTERNAL) may use a session capped at INTERNAL
-        assert intern.get(f"/v1/sessions/{capped['id']}").status_code == 200
+    with server.client("intern") as intern:  # the same agent, but a session belongs to the token that made it
+        assert intern.get(f"/v1/sessions/{capped['id']}").status_code == 404
 
 
 def test_read_only_principal_cannot_write(server):
@@ -225,8 +225,11 @@ def test_audit_is_limited_to_clearance_and_agent(server):
         assert seen and {e["agent_id"] for e in seen} == {"alice"}
         assert "merger" in {k for e in seen for k in e["keys"]}
         assert all("confidential merger" not in json.dumps(e) for e in seen)  # no content in audit
+        i = _session(intern)
+        intern.get(f"/v1/sessions/{i}/memories")
         intern_seen = intern.get("/v1/audit", params={"limit": 1000}).json()["events"]
         assert intern_seen and all(e["taint"] in ("PUBLIC", "INTERNAL") for e in intern_seen)
+        assert {e["session_id"] for e in intern_seen} == {i}  # its own sessions only, not alice's
         assert "merger" not in {k for e in intern_seen for k in e["keys"]}
         assert {e["agent_id"] for e in ops.get("/v1/audit", params={"limit": 1000}).json()["events"]} >= {
             "alice", "bob"}

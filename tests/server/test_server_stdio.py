@@ -101,4 +101,4 @@ def test_stdio_settings_precedence(tmp_path, flag_wins):
     settings = resolve_settings(flags, env, config)
     assert settings.agent == ("from-flag" if flag_wins else "from-env")
     assert settings.clearance is sm.Level.INTERNAL and settings.peers == ("p1",)
-    assert resolve_settings({}, {}, None).clearance is sm.Level.RESTRICTED
+    assert resolve_settings({}, {}, None).clearance is None  # RESTRICTED for a new session; kept on resume

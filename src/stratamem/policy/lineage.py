@@ -2,8 +2,10 @@
 
 Every get, search and list records the lineage ids it returned, and every
 save and delete the one it changed, so a memory's history is just the audit
-events naming its lineage id. Only events whose taint the asker's clearance
-covers are returned (CONTRACT section 7).
+events naming its lineage id. The asker sees what ``Store.audit_events``
+lets it see (``storage.audit_query``): events whose level its clearance
+covers (CONTRACT section 7) and, when it asks as a server principal
+(``owner``), only its own sessions' events.
 
 A read here means "returned by the store to that session". The tool layer
 may still withhold a returned record from the model (quarantine), so this is
@@ -55,20 +57,29 @@ class Access:
         }
 
 
-def history(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED) -> list[Access]:
-    """Every audited event naming ``lineage_id`` (writes, reads, context injections), oldest first."""
-    return [Access.from_event(e) for e in store.audit_events(Level.parse(clearance), lineage_id)]
+def history(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED, *,
+            owner: str | None = None, limit: int | None = None) -> list[Access]:
+    """Every audited event naming ``lineage_id`` (writes, reads, context injections), oldest first.
+
+    ``limit`` keeps the newest ``limit`` events (a busy memory is read often).
+    """
+    events = store.audit_events(clearance, lineage_id, owner=owner, limit=limit)
+    return [Access.from_event(e) for e in events]
 
 
-def readers(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED) -> list[Access]:
+def readers(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED, *,
+            owner: str | None = None, limit: int | None = None) -> list[Access]:
     """The reads of a memory: which session and agent, when, at what taint.
 
     Reads are get/search/list results and ``policy.decision`` events that
     injected the memory into a prompt (PRE_CONTEXT_INJECTION).
     """
-    return [a for a in history(store, lineage_id, clearance) if a.operation in READ_OPERATIONS]
+    return [a for a in history(store, lineage_id, clearance, owner=owner, limit=limit)
+            if a.operation in READ_OPERATIONS]
 
 
-def writers(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED) -> list[Access]:
+def writers(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED, *,
+            owner: str | None = None, limit: int | None = None) -> list[Access]:
     """The saves and deletes of a memory."""
-    return [a for a in history(store, lineage_id, clearance) if a.operation in WRITE_OPERATIONS]
+    return [a for a in history(store, lineage_id, clearance, owner=owner, limit=limit)
+            if a.operation in WRITE_OPERATIONS]

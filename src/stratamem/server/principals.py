@@ -42,19 +42,23 @@ class Principal:
     clearance: Level
     peers: tuple[str, ...] = ()
     read_only: bool = False
-    operator: bool = False  # may read every agent's audit events (up to its clearance)
+    operator: bool = False  # may use any session of its agent and read every agent's audit events
     token_sha256: str = field(default="", repr=False)
 
     def may_use(self, record: SessionRecord) -> bool:
         """Whether this principal may act in an existing session.
 
-        The session must be for the principal's own agent and must not read
-        more than the principal could: its clearance no higher and its peers
-        a subset of the principal's. Anything else is answered as NOT_FOUND,
-        exactly like a session that does not exist.
+        The session must be one this principal created (operators may use any:
+        also those the operator's own tools created, which have no owner), for
+        the principal's own agent, and must not read more than the principal
+        could: its clearance no higher and its peers a subset of the
+        principal's. Anything else is answered as NOT_FOUND, exactly like a
+        session that does not exist — another token of the same agent can
+        neither act in nor learn of it.
         """
         return (
-            record.agent_id == self.agent
+            (self.operator or record.owner == self.name)
+            and record.agent_id == self.agent
             and record.clearance <= self.clearance
             and set(record.peers) <= set(self.peers)
         )

@@ -39,6 +39,7 @@ logger = logging.getLogger("stratamem.server")
 
 DEFAULT_AUDIT_LIMIT = 100
 MAX_AUDIT_LIMIT = 1000
+MAX_LINEAGE_CHARS = 256
 DEFAULT_ESCALATE_REASON = "raised by the runtime over HTTP"
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -99,6 +100,16 @@ def _int_param(request: Request, name: str, default: int, low: int, high: int) -
     except ValueError:
         raise ValidationError(f"{name} must be an integer") from None
     return max(low, min(high, value))
+
+
+def _cursor(request: Request, name: str) -> int | None:
+    """An optional sequence-number cursor (``after`` / ``before``)."""
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
+        raise ValidationError(f"{name} must be a sequence number (a non-negative integer)")
+    return int(raw)
 
 
 def _count(raw: str | None) -> object:
@@ -256,15 +267,24 @@ class RestApi:
     # audit, tools, health -------------------------------------------------------------------
     @endpoint
     async def audit(self, request: Request) -> Response:
-        """Events up to the caller's clearance, for its own agent (every agent for operators)."""
+        """A bounded page of the events this token could have observed itself.
+
+        Non-operators: only events of sessions this principal created, at
+        levels up to its clearance — never another token's reads (even of the
+        same agent), never operator actions. Operators: every session's events
+        up to their clearance, operator actions at RESTRICTED.
+        """
         principal = principal_of(request)
         limit = _int_param(request, "limit", DEFAULT_AUDIT_LIMIT, 1, MAX_AUDIT_LIMIT)
-        after = _int_param(request, "after", -1, -1, 2**62)
+        after = _cursor(request, "after")
+        before = _cursor(request, "before")
         lineage = request.query_params.get("lineage")
-        events = await blocking(self.state.store.audit_events, principal.clearance, lineage)
-        visible = [e for e in events if e.seq > after and (principal.operator or e.agent_id == principal.agent)]
-        chosen = visible[:limit] if after >= 0 else visible[-limit:]
-        return json_response({"events": [payloads.audit_event(e) for e in chosen]})
+        if lineage is not None and len(lineage) > MAX_LINEAGE_CHARS:
+            raise ValidationError(f"lineage must be at most {MAX_LINEAGE_CHARS} characters")
+        owner = None if principal.operator else principal.name
+        events, more = await blocking(self.state.store.audit_page, limit, principal.clearance, lineage,
+                                      owner=owner, after=after, before=before)
+        return json_response(shapes.audit_page(events, more, forward=after is not None))
 
     @endpoint
     async def audit_verify(self, request: Request) -> Response:

@@ -68,13 +68,14 @@ class ServerState:
             raise PolicyBlocked(
                 f"clearance {ceiling.name} is above this token's clearance {principal.clearance.name}"
             )
-        return self.store.session(principal.agent, None, ceiling, principal.peers)
+        return self.store.session(principal.agent, None, ceiling, principal.peers, owner=principal.name)
 
     def session_for(self, principal: Principal, session_id: str) -> Session:
         """An existing session the principal may act in; NOT_FOUND otherwise (never "forbidden").
 
-        A session of another agent, or one that reads more than the principal
-        may, is reported exactly like one that does not exist.
+        A session another principal created (``Principal.may_use``), of another
+        agent, or one that reads more than the principal may, is reported
+        exactly like one that does not exist.
         """
         if not isinstance(session_id, str) or not 0 < len(session_id) <= MAX_SESSION_ID_CHARS:
             raise NotFound("no such session")

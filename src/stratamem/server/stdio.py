@@ -38,8 +38,8 @@ class StdioSettings:
     """The one session a stdio server acts in, and how."""
 
     agent: str = "main"
-    clearance: Level = Level.RESTRICTED
-    peers: tuple[str, ...] = ()
+    clearance: Level | None = None  # None: RESTRICTED for a new session, the session's own on a resume
+    peers: tuple[str, ...] | None = None  # None: none for a new session, the session's own on a resume
     taint: Level | None = None
     session_id: str | None = None
     profile: str = TRIGGERFISH
@@ -77,11 +77,11 @@ def resolve_settings(
         raw_env = env.get(ENV_PREFIX + name.upper())
         return _first(flags.get(name), raw_env if raw_env else None, table.get(name))
 
-    peers = flags.get("peers") or ()
-    if not peers and env.get(ENV_PREFIX + "PEERS"):
+    peers = tuple(flags.get("peers") or ()) or None
+    if peers is None and env.get(ENV_PREFIX + "PEERS"):
         peers = tuple(p.strip() for p in env[ENV_PREFIX + "PEERS"].split(",") if p.strip())
-    if not peers:
-        peers = tuple(table.get("peers", ()))
+    if peers is None and "peers" in table:
+        peers = tuple(table["peers"])
     read_only = flags.get("read_only")
     if read_only is None and env.get(ENV_PREFIX + "READ_ONLY"):
         read_only = _flag(env[ENV_PREFIX + "READ_ONLY"])
@@ -94,8 +94,8 @@ def resolve_settings(
     clearance = pick("clearance")
     return StdioSettings(
         agent=pick("agent") or "main",
-        clearance=Level.parse(clearance) if clearance is not None else Level.RESTRICTED,
-        peers=tuple(peers),
+        clearance=Level.parse(clearance) if clearance is not None else None,
+        peers=peers,
         taint=Level.parse(taint) if taint is not None else None,
         session_id=pick("session"),
         profile=profile,
@@ -105,7 +105,11 @@ def resolve_settings(
 
 
 def open_stdio_session(store: Store, settings: StdioSettings) -> Session:
-    """The session the server will act in, at its starting taint (refused above the clearance)."""
+    """The session the server will act in, at its starting taint (refused above the clearance).
+
+    Resuming (``--session ID``) keeps the clearance and peers the session was
+    created with; naming different ones is refused (``ClearanceError``, exit 4).
+    """
     session = store.session(settings.agent, settings.session_id, settings.clearance, settings.peers)
     if settings.taint is not None:
         session.escalate(settings.taint, "starting taint set by the operator", source="stratamem mcp")

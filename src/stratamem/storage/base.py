@@ -19,6 +19,7 @@ from ..audit import AuditDraft
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..text import Analyzer
+from .audit_query import AuditQuery
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,7 @@ class SessionRecord:
     peers: tuple[str, ...]
     taint: Level
     created_at: datetime
+    owner: str | None = None  # the server principal that created it; None: the operator (library, CLI)
 
     @property
     def agents(self) -> tuple[str, ...]:
@@ -50,7 +52,11 @@ class Backend(Protocol):
 
     # sessions
     def open_session(
-        self, agent_id: str, session_id: str | None, clearance: Level, peers: Sequence[str], now: datetime
+        self, agent_id: str, session_id: str | None, clearance: Level | None, peers: Sequence[str] | None,
+        now: datetime, owner: str | None = None,
+    ) -> SessionRecord: ...
+    def set_session_limits(
+        self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
     ) -> SessionRecord: ...
     def session_record(self, session_id: str) -> SessionRecord: ...
     def escalate(
@@ -76,7 +82,7 @@ class Backend(Protocol):
 
     # audit
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent: ...
-    def audit_events(self, max_taint: Level, lineage_id: str | None = None) -> list[AuditEvent]: ...
+    def audit_events(self, query: AuditQuery) -> list[AuditEvent]: ...
     def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None: ...
     def audit_tip(self) -> tuple[int, str]:
         """(sequence, hash) of the newest event, (0, GENESIS) when the log is empty."""

@@ -237,7 +237,16 @@ V2 = [
     "ANALYZE term_stats",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1), (2, V2)]
+# Version 3: who created each session (its owner principal; NULL for the operator's
+# own sessions), so another principal cannot use it and reads only its own audit
+# events; and the indexes that audit reader's filter uses.
+V3 = [
+    'ALTER TABLE sessions ADD COLUMN IF NOT EXISTS owner text COLLATE "C"',
+    "CREATE INDEX IF NOT EXISTS sessions_owner ON sessions (owner) WHERE owner IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS audit_session ON audit (session_id, seq)",
+]
+
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1), (2, V2), (3, V3)]
 LATEST = MIGRATIONS[-1][0]
 
 

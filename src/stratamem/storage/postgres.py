@@ -43,7 +43,7 @@ from typing import ClassVar, TypeVar
 
 import psycopg
 
-from ..audit import GENESIS, AuditDraft, first_bad_sequence, seal
+from ..audit import GENESIS, AuditDraft, first_bad_sequence, operator_draft, seal
 from ..errors import (
     ClearanceError,
     NotFound,
@@ -54,7 +54,8 @@ from ..errors import (
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..text import Analyzer
-from . import pg_index, pg_search
+from . import pg_index, pg_search, pg_sessions
+from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .pg_connect import (
     bind,
@@ -73,7 +74,7 @@ T = TypeVar("T")
 
 AUDIT_COLUMNS = ("seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
                  "prev_hash, hash")
-SESSION_COLUMNS = "id, agent_id, clearance, peers, taint, created_us"
+SESSION_COLUMNS = pg_sessions.COLUMNS
 # The class defines a method named ``list``; annotations inside it use these.
 MemoryList = list[Memory]
 HitList = list[Hit]
@@ -89,12 +90,14 @@ class PostgresBackend:
 
     # The rows that are the store's truth, in the SQLite backend's dump format.
     COPIED_TABLES: ClassVar[dict[str, tuple[str, str]]] = {
-        "sessions": ("id, agent_id, clearance, peers, taint, created_us", "ord"),
+        "sessions": ("id, agent_id, clearance, peers, taint, created_us, owner", "ord"),
         "taint_events": ("session_id, at_us, previous, new, reason, source", "ord"),
         "memories": (("id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
                       "lineage_id, expires_us, deleted_us"), "id"),
         "audit": (AUDIT_COLUMNS, "seq"),
     }
+    # Columns a dump from an older version may lack (restored as NULL).
+    _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"owner"})
     # Columns that may hold NUL and are stored escaped (pg_rows.enc).
     _ESCAPED: ClassVar[dict[str, set[str]]] = {"sessions": {"id"}, "taint_events": {"session_id", "reason", "source"},
                 "memories": {"content", "session_id"}, "audit": {"session_id"}}
@@ -198,14 +201,12 @@ class PostgresBackend:
         """Runtime and operator records (policy decisions, ...): not reachable from a session's tools."""
         return self._operator(lambda conn: self._append(conn, draft, now))
 
-    def audit_events(self, max_taint: Level, lineage_id: str | None = None) -> list[AuditEvent]:
-        sql = f"SELECT {AUDIT_COLUMNS} FROM audit a WHERE a.taint <= %s"
-        params: list[object] = [int(max_taint)]
-        if lineage_id is not None:
-            sql += " AND a.lineage::jsonb @> jsonb_build_array(%s::text)"
-            params.append(lineage_id)
-        rows = self._operator(lambda conn: conn.execute(sql + " ORDER BY a.seq", params).fetchall(), read_only=True)
-        return [row_to_event(r) for r in rows]
+    def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
+        where, params = audit_sql(query, "%s", "a.lineage::jsonb @> jsonb_build_array({ph}::text)")
+        rows = self._operator(lambda conn: conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audit a" + where,
+                                                        params).fetchall(), read_only=True)
+        events = [row_to_event(r) for r in rows]
+        return events[::-1] if descending(query) else events
 
     def audit_tip(self) -> tuple[int, str]:
         row = self._operator(lambda conn: conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
@@ -238,6 +239,7 @@ class PostgresBackend:
             peers=tuple(json.loads(row[3])),
             taint=Level(row[4]),
             created_at=from_us(row[5]),
+            owner=row[6],
         )
 
     def _session(self, conn: psycopg.Connection, session_id: str) -> SessionRecord:
@@ -263,7 +265,7 @@ class PostgresBackend:
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         record = self._record(row)
-        if row[6] != str(int(record.taint)) or row[8] != record.agent_id:
+        if row[7] != str(int(record.taint)) or row[9] != record.agent_id:
             bind(conn, record.taint, record.agents, record.agent_id)
         return record
 
@@ -274,44 +276,17 @@ class PostgresBackend:
         return self._record(rows[0])
 
     def open_session(
-        self, agent_id: str, session_id: str | None, clearance: Level, peers: Sequence[str], now: datetime
+        self, agent_id: str, session_id: str | None, clearance: Level | None, peers: Sequence[str] | None,
+        now: datetime, owner: str | None = None,
     ) -> SessionRecord:
-        peers_json = json.dumps(list(peers))
+        return self._write(lambda conn: pg_sessions.open_session(
+            conn, self._append, self._bound_session, agent_id, session_id, clearance, peers, now, owner))
 
-        def body(conn: psycopg.Connection) -> SessionRecord:
-            existing = None
-            if session_id is not None:
-                existing = conn.execute("SELECT agent_id, taint FROM sessions WHERE id = %s FOR UPDATE",
-                                        (enc(session_id),)).fetchone()
-            new_id = session_id or str(uuid.uuid4())
-            if existing is None:
-                created = conn.execute(
-                    f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s) "
-                    "ON CONFLICT (id) DO NOTHING RETURNING id",
-                    (enc(new_id), agent_id, int(clearance), peers_json, int(Level.PUBLIC), to_us(now)),
-                ).fetchone()
-                if created is None:  # another process opened the same id a moment ago: resume it
-                    existing = conn.execute("SELECT agent_id, taint FROM sessions WHERE id = %s FOR UPDATE",
-                                            (enc(new_id),)).fetchone()
-            if existing is None:
-                op = "session.open"
-            else:
-                if existing[0] != agent_id:
-                    raise ValidationError(f"session {session_id!r} belongs to another agent")
-                if Level(existing[1]) > clearance:
-                    raise ClearanceError(
-                        f"session {session_id!r} is tainted {Level(existing[1]).name}, above the clearance "
-                        f"{clearance.name}; reset it to continue at a lower level"
-                    )
-                conn.execute("UPDATE sessions SET clearance = %s, peers = %s WHERE id = %s",
-                             (int(clearance), peers_json, enc(new_id)))
-                op = "session.resume"
-            record = self._bound_session(conn, new_id)
-            self._append(conn, AuditDraft(op, record.id, agent_id, record.taint,
-                                          detail={"clearance": clearance.name, "peers": list(peers)}), now)
-            return record
-
-        return self._write(body)
+    def set_session_limits(
+        self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
+    ) -> SessionRecord:
+        return self._write(lambda conn: pg_sessions.set_limits(
+            conn, self._append, self._session, session_id, clearance, peers, now))
 
     def escalate(
         self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
@@ -320,7 +295,13 @@ class PostgresBackend:
             record = self._bound_session(conn, session_id, "FOR UPDATE")
 
             def draft(outcome: str = "ok", detail: dict | None = None) -> AuditDraft:
-                return AuditDraft("escalate", record.id, record.agent_id, record.taint, levels=(level,),
+                # At the level asked for when higher, as on SQLite: the reason describes material at that
+                # level. The event is the transaction's last write; bind it to that level so the audit
+                # policy (taint = the bound taint) accepts it.
+                at = max(record.taint, level)
+                if at != record.taint:
+                    bind(conn, at, record.agents, record.agent_id)
+                return AuditDraft("escalate", record.id, record.agent_id, at, levels=(level,),
                                   outcome=outcome, detail=detail or {})
 
             if level > record.clearance:
@@ -457,8 +438,8 @@ class PostgresBackend:
             ids = [r[0] for r in expired] + [r[0] for r in deleted]
             conn.execute("DELETE FROM memories WHERE id = ANY(%s::bigint[])", (ids,))
             pg_index.together(conn, [pg_index.refresh_statement((r[1], r[2]) for r in expired)])
-            self._append(conn, AuditDraft("purge", agent_id=agent_id, taint=Level.PUBLIC,
-                                          detail={"purged": len(ids), "before": before.isoformat()}), now)
+            self._append(conn, operator_draft("purge", agent_id=agent_id,
+                                              detail={"purged": len(ids), "before": before.isoformat()}), now)
             unerased = conn.execute("SELECT value FROM meta WHERE name = 'purge_unerased'").fetchone()
             return len(ids), unerased is not None and unerased[0] == "1"
 
@@ -536,7 +517,7 @@ class PostgresBackend:
             params.append(agent_id)
         rows = self._operator(lambda conn: conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall(),
                               read_only=True)
-        self.append_audit(AuditDraft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
+        self.append_audit(operator_draft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
         return iter([row_to_memory(r) for r in rows])
 
     def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
@@ -545,7 +526,7 @@ class PostgresBackend:
         def body(conn: psycopg.Connection) -> None:
             self._lock_store(conn)
             pg_index.write_versions(conn, self.analyzer, prepared, keep_created=False, now_us=to_us(now))
-            self._append(conn, AuditDraft("import", detail={"count": len(prepared)},
+            self._append(conn, operator_draft("import", detail={"count": len(prepared)},
                                           levels=tuple(sorted({m.level for m in prepared}))), now)
 
         self._operator(body)
@@ -597,7 +578,8 @@ class PostgresBackend:
                 names = [c.strip() for c in self.COPIED_TABLES[table][0].split(",")]
                 escaped = self._ESCAPED[table]
                 try:
-                    values = tuple(enc(row[n]) if n in escaped else row[n] for n in names)
+                    values = tuple(enc(row[n]) if n in escaped else row[n] if n not in self._OPTIONAL
+                                   else row.get(n) for n in names)
                 except KeyError as exc:
                     raise ValidationError(f"row of {table!r} lacks column {exc}") from None
                 batch = pending.setdefault(table, [])

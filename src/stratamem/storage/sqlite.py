@@ -22,13 +22,14 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from .. import ranking
-from ..audit import GENESIS, AuditDraft, first_bad_sequence, seal
+from ..audit import GENESIS, AuditDraft, first_bad_sequence, operator_draft, seal
 from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..private import create_private_file, match_sidecars
 from ..text import Analyzer
-from . import pruning, sqlite_checkpoint
+from . import pruning, sqlite_checkpoint, sqlite_sessions
+from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .rows import (
     MEMORY_COLUMNS,
@@ -49,7 +50,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     clearance INTEGER NOT NULL,
     peers TEXT NOT NULL,
     taint INTEGER NOT NULL,
-    created_us INTEGER NOT NULL
+    created_us INTEGER NOT NULL,
+    owner TEXT
 );
 CREATE TABLE IF NOT EXISTS taint_events (
     session_id TEXT NOT NULL,
@@ -230,6 +232,7 @@ class SQLiteBackend:
             for statement in SCHEMA.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            sqlite_sessions.ensure_schema(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -279,15 +282,12 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=True) as conn:
             return self._append(conn, draft, now)
 
-    def audit_events(self, max_taint: Level, lineage_id: str | None = None) -> list[AuditEvent]:
-        sql = "SELECT * FROM audit a WHERE a.taint <= ?"
-        params: list[object] = [int(max_taint)]
-        if lineage_id is not None:
-            sql += " AND EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = ?)"
-            params.append(lineage_id)
+    def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
+        where, params = audit_sql(query, "?", "EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = {ph})")
         with self._errors(), self._tx(write=False) as conn:
-            rows = conn.execute(sql + " ORDER BY a.seq", params).fetchall()
-        return [row_to_event(r) for r in rows]
+            rows = conn.execute("SELECT a.* FROM audit a" + where, params).fetchall()
+        events = [row_to_event(r) for r in rows]
+        return events[::-1] if descending(query) else events
 
     def audit_tip(self) -> tuple[int, str]:
         with self._errors(), self._tx(write=False) as conn:
@@ -319,61 +319,25 @@ class SQLiteBackend:
     # ------------------------------------------------------------------ sessions
 
     def _session(self, conn: sqlite3.Connection, session_id: str) -> SessionRecord:
-        row = conn.execute(
-            "SELECT id, agent_id, clearance, peers, taint, created_us FROM sessions WHERE id = ?",
-            (session_id,),
-        ).fetchone()
-        if row is None:
-            raise NotFound(f"no session {session_id!r}")
-        return SessionRecord(
-            id=row[0],
-            agent_id=row[1],
-            clearance=Level(row[2]),
-            peers=tuple(json.loads(row[3])),
-            taint=Level(row[4]),
-            created_at=from_us(row[5]),
-        )
+        return sqlite_sessions.read(conn, session_id)
 
     def session_record(self, session_id: str) -> SessionRecord:
         with self._errors(), self._tx(write=False) as conn:
             return self._session(conn, session_id)
 
     def open_session(
-        self, agent_id: str, session_id: str | None, clearance: Level, peers: Sequence[str], now: datetime
+        self, agent_id: str, session_id: str | None, clearance: Level | None, peers: Sequence[str] | None,
+        now: datetime, owner: str | None = None,
     ) -> SessionRecord:
-        peers_json = json.dumps(list(peers))
         with self._errors(), self._tx(write=True) as conn:
-            existing = None
-            if session_id is not None:
-                existing = conn.execute("SELECT agent_id, taint FROM sessions WHERE id = ?", (session_id,)).fetchone()
-            if existing is None:
-                new_id = session_id or str(uuid.uuid4())
-                conn.execute(
-                    "INSERT INTO sessions VALUES (?,?,?,?,?,?)",
-                    (new_id, agent_id, int(clearance), peers_json, int(Level.PUBLIC), to_us(now)),
-                )
-                op = "session.open"
-            else:
-                new_id = session_id
-                if existing[0] != agent_id:
-                    raise ValidationError(f"session {session_id!r} belongs to another agent")
-                if Level(existing[1]) > clearance:
-                    raise ClearanceError(
-                        f"session {session_id!r} is tainted {Level(existing[1]).name}, above the clearance "
-                        f"{clearance.name}; reset it to continue at a lower level"
-                    )
-                conn.execute(
-                    "UPDATE sessions SET clearance = ?, peers = ? WHERE id = ?",
-                    (int(clearance), peers_json, new_id),
-                )
-                op = "session.resume"
-            record = self._session(conn, new_id)
-            self._append(
-                conn,
-                AuditDraft(op, record.id, agent_id, record.taint, detail={"clearance": clearance.name, "peers": list(peers)}),
-                now,
-            )
-            return record
+            return sqlite_sessions.open_session(conn, self._append, agent_id, session_id, clearance, peers, now,
+                                                owner)
+
+    def set_session_limits(
+        self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
+    ) -> SessionRecord:
+        with self._errors(), self._tx(write=True) as conn:
+            return sqlite_sessions.set_limits(conn, self._append, session_id, clearance, peers, now)
 
     def escalate(
         self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
@@ -381,7 +345,10 @@ class SQLiteBackend:
         refused: ClearanceError | None = None
         with self._errors(), self._tx(write=True) as conn:
             record = self._session(conn, session_id)
-            draft_base = dict(session_id=record.id, agent_id=record.agent_id, taint=record.taint, levels=(level,))
+            # Recorded at the level asked for (when higher): the reason and source describe material at
+            # that level, so readers below it must not see them, whether or not the escalation succeeded.
+            draft_base = dict(session_id=record.id, agent_id=record.agent_id, taint=max(record.taint, level),
+                              levels=(level,))
             if level > record.clearance:
                 refused = ClearanceError(
                     f"cannot raise taint to {level.name}: the session's clearance is {record.clearance.name}"
@@ -738,8 +705,8 @@ class SQLiteBackend:
                 ).fetchall()
                 ids = [r[0] for r in expired] + [r[0] for r in deleted]
                 conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
-                self._append(conn, AuditDraft("purge", agent_id=agent_id, taint=Level.PUBLIC,
-                                              detail={"purged": len(ids), "before": before.isoformat()}), now)
+                self._append(conn, operator_draft("purge", agent_id=agent_id,
+                                                  detail={"purged": len(ids), "before": before.isoformat()}), now)
         # Outside the store's lock and on a connection of its own: a reader elsewhere delays only this.
         if self.path == ":memory:":
             return PurgeResult(len(ids))
@@ -756,7 +723,7 @@ class SQLiteBackend:
             params.append(agent_id)
         with self._errors(), self._tx(write=False) as conn:
             rows = conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall()
-        self.append_audit(AuditDraft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
+        self.append_audit(operator_draft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
         return iter([row_to_memory(r) for r in rows])
 
     def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
@@ -767,14 +734,14 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=True) as conn:
             for memory, terms, length in prepared:
                 self._write_version(conn, memory, terms, length, keep_created=False, now_us=to_us(now))
-            self._append(conn, AuditDraft("import", detail={"count": len(prepared)},
+            self._append(conn, operator_draft("import", detail={"count": len(prepared)},
                                           levels=tuple(sorted({m.level for m, _, _ in prepared}))), now)
         return len(prepared)
 
     # ------------------------------------------------------------------ whole-store copy
 
     COPIED_TABLES = {
-        "sessions": "id, agent_id, clearance, peers, taint, created_us",
+        "sessions": "id, agent_id, clearance, peers, taint, created_us, owner",
         "taint_events": "session_id, at_us, previous, new, reason, source",
         "memories": "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
                     "lineage_id, expires_us, deleted_us",
