@@ -5,7 +5,8 @@ command-line flags first, then ``STRATAMEM_*`` environment variables, then
 the ``[mcp]`` table of the config file — never from the model. The process
 serves exactly one stratamem session; its id is written to stderr (stdout is
 the protocol) so the runtime can raise its taint out of band, e.g. through
-``POST /v1/sessions/{id}/escalate`` on a ``stratamem serve`` of the same store,
+``POST /v1/sessions/{id}/escalate`` with an operator token on a ``stratamem serve``
+of the same store (the session is the operator's, not a token's),
 or by naming the session up front with ``--session``.
 """
 
