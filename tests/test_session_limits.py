@@ -84,8 +84,7 @@ def test_cli_resume_keeps_the_mcp_sessions_clearance_and_peers(tmp_path):
     out = runner.invoke(cli, ["--db", db, "--agent", "desk", "--session", sid, "--taint", "INTERNAL", "--json",
                               "get", "peer-note"])
     assert out.exit_code == 0 and json.loads(out.output)["content"] == "from shared"
-    refused = runner.invoke(cli, ["--db", db, "--agent", "desk", "--session", sid, "--taint", "RESTRICTED",
-                                  "get", "top"])
+    refused = runner.invoke(cli, ["--db", db, "--session", sid, "--taint", "RESTRICTED", "get", "top"])
     assert refused.exit_code == 4  # before the fix: resumed at RESTRICTED and read it
     with sm.open_store(db) as store:
         record = store.backend.session_record(sid)

@@ -42,8 +42,15 @@ class Context:
         return self._store
 
     def session(self) -> Session:
-        # A resume keeps the session's own clearance and peers (never the CLI's defaults).
-        s = self.store().session(self.agent or "main", session_id=self.session_id)
+        # A resume keeps the session's own clearance and peers (never the CLI's defaults), and its agent
+        # when --agent is not given.
+        agent = self.agent
+        if agent is None and self.session_id:
+            try:
+                agent = self.store().backend.session_record(self.session_id).agent_id
+            except NotFound:
+                agent = None
+        s = self.store().session(agent or "main", session_id=self.session_id)
         if self.taint:
             s.escalate(Level.parse(self.taint), "command line --taint", source="cli")
         return s
