@@ -135,3 +135,16 @@ def test_audit_pages_are_bounded(isolated):
         assert last["events"] == whole[4:] and last["more"] is False
         for bad in ({"after": "-1"}, {"before": "x"}, {"lineage": "l" * 300}):
             assert alice.get("/v1/audit", params=bad).status_code == 400
+
+
+def test_restarting_stdio_mcp_on_its_session_keeps_its_limits(server_store):
+    from stratamem.server.stdio import open_stdio_session, resolve_settings
+
+    first = resolve_settings({"agent": "desk", "clearance": "INTERNAL", "peers": ("shared",)}, {}, None)
+    sid = open_stdio_session(server_store, first).id
+    again = open_stdio_session(server_store, resolve_settings({"agent": "desk", "session": sid}, {}, None))
+    assert (again.id, again.clearance, again.peers) == (sid, sm.Level.INTERNAL, ("shared",))
+    wider = resolve_settings({"agent": "desk", "session": sid}, {"STRATAMEM_CLEARANCE": "RESTRICTED"}, None)
+    with pytest.raises(sm.ClearanceError):
+        open_stdio_session(server_store, wider)
+    assert server_store.backend.session_record(sid).clearance is sm.Level.INTERNAL
