@@ -105,24 +105,24 @@ _CONTINUATION = re.compile(r"\\\n")
 
 def _join_runs(match: re.Match[str]) -> str:
     run = match.group(0)
-    return run[::2] if len(run) >= 5 else run
+    return run[::2]
 
 
 def repair(text: str, newline: str) -> str:
     """Undo quoted concatenation, join spaced letters and split lines (newlines become ``newline``)."""
-    text = _CONTINUATION.sub("", text)
+    text = _CONTINUATION.sub("", text).replace("\n", newline)
     text = _CONCAT.sub("", text)
     text = _EMPTY_QUOTES.sub("", text)
     text = _SPACED.sub(_join_runs, text)
     text = _WIDE_GAP.sub(" ", text)
-    text = _LINK_SPACED.sub(_join_runs, text)
-    return text.replace("\n", newline)
+    return _LINK_SPACED.sub(_join_runs, text)
 
 
 # ---------------------------------------------------------------------------- decoders
 
 _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-])")
 _HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :,-]?){8,}(?![0-9A-Fa-f])")
+_WRAPPED_B64 = re.compile(r"(?<=[A-Za-z0-9+/=])[ \t]*\r?\n[ \t]*(?=[A-Za-z0-9+/])")
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _ESCAPE = re.compile(r"\\(?:u\{([0-9A-Fa-f]{1,6})\}|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|x([0-9A-Fa-f]{2})|([0-7]{3}))")
 _ENTITY = re.compile(r"&#?[A-Za-z0-9]{1,8};")
@@ -176,10 +176,12 @@ def _latin1_bytes_as_utf8(text: str) -> str:
 
 def decodings(text: str) -> Iterator[str]:
     """``text`` with each kind of encoded run decoded in place (only kinds that changed something)."""
-    if len(_B64_RUN.findall(text, 0, len(text))) <= MAX_RUNS:
-        decoded = _B64_RUN.sub(_b64, text)
-        if decoded != text:
-            yield decoded
+    wrapped = _WRAPPED_B64.sub("", text)  # base64 broken into lines (MIME, PEM) decodes as one run
+    for source in (text, wrapped) if wrapped != text else (text,):
+        if len(_B64_RUN.findall(source)) <= MAX_RUNS:
+            decoded = _B64_RUN.sub(_b64, source)
+            if decoded != source:
+                yield decoded
     if len(_HEX_RUN.findall(text)) <= MAX_RUNS:
         decoded = _HEX_RUN.sub(_hex, text)
         if decoded != text:

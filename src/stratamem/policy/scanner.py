@@ -21,6 +21,7 @@ content, and long text is viewed in overlapping chunks.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from enum import StrEnum
@@ -55,8 +56,7 @@ _EXFIL_TOOL = r"(?:curl|wget|nc|ncat|netcat|socat|httpie|http|iwr|irm|invoke-web
 
 PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     "shell_exfiltration": (
-        re.compile(rf"\b{_EXFIL_TOOL}\b[^\n]{{0,400}}?{_SECRET_VAR}", _I),
-        re.compile(rf"{_SECRET_VAR}[^\n]{{0,400}}?\|\s*(?:curl|wget|nc|ncat|netcat|socat)\b", _I),
+        # plus a secret variable near a sender on its line: see _exfiltration_nearby
         re.compile(r"\b(?:env|printenv|set)\b\s*\|\s*(?:curl|wget|nc|ncat|netcat|socat|base64)\b", _I),
     ),
     "secret_file_read": (
@@ -88,9 +88,57 @@ PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
 KINDS = tuple(PATTERNS)
 
 
+# A pattern runs only on a view holding one of its anchor strings (most views hold none): cheap
+# substring tests keep hostile repetitions ("curl curl curl ...") from costing every pattern's window.
+_ANCHORS: dict[str, tuple[str, ...]] = {
+    "shell_exfiltration": ("$", "|"),
+    "secret_file_read": (".env", "id_", ".netrc", ".pgpass", "credentials", "config"),
+    "private_key": ("private key",),
+    "aws_access_key": ("akia", "asia"),
+    "openai_api_key": ("sk-",),
+    "github_token": ("gh", "github_pat_"),
+    "slack_token": ("xox",),
+    "google_api_key": ("aiza",),
+    "stripe_key": ("_live_",),
+}
+
+
+_VAR_RE = re.compile(_SECRET_VAR, _I)
+_SENDER_RE = re.compile(rf"\b{_EXFIL_TOOL}\b", _I)
+_PIPE_TO_SENDER_RE = re.compile(r"\|\s*(?:curl|wget|nc|ncat|netcat|socat)\b", _I)
+_NEAR = 400
+
+
+def _exfiltration_nearby(text: str) -> bool:
+    """A secret variable with a sender before it, or piped into one after it, within 400 characters
+    on one line. Positions are found once and paired by bisection: linear on hostile repetitions."""
+    variables = [m.span() for m in _VAR_RE.finditer(text)]
+    if not variables:
+        return False
+    senders = [m.start() for m in _SENDER_RE.finditer(text)]
+    pipes = [m.start() for m in _PIPE_TO_SENDER_RE.finditer(text)]
+    for start, end in variables:
+        line_start = text.rfind("\n", 0, start) + 1
+        i = bisect.bisect_left(senders, start) - 1
+        if i >= 0 and senders[i] >= max(line_start, start - _NEAR):
+            return True
+        line_end = text.find("\n", end)
+        j = bisect.bisect_left(pipes, end)
+        if j < len(pipes) and pipes[j] <= min(end + _NEAR, len(text) if line_end < 0 else line_end):
+            return True
+    return False
+
+
 def scan_surface(text: str) -> set[str]:
-    """Kinds matched in ``text`` exactly as given (one view)."""
-    return {kind for kind, patterns in PATTERNS.items() if any(p.search(text) for p in patterns)}
+    """Kinds matched in ``text`` exactly as given (one view; patterns expect folded text)."""
+    found = set()
+    for kind, patterns in PATTERNS.items():
+        anchors = _ANCHORS.get(kind)
+        if anchors is not None and not any(a in text for a in anchors):
+            continue
+        if any(p.search(text) for p in patterns) or (kind == "shell_exfiltration" and _exfiltration_nearby(text)):
+            found.add(kind)
+    return found
 
 
 def scan(text: str) -> tuple[str, ...]:
