@@ -13,8 +13,8 @@ looks secret, and many token formats.
 
 Time is bounded on hostile input. Some ``detect-secrets`` patterns backtrack
 quadratically or worse (the IBM/Softlayer keyword patterns are cubic on a run
-of spaces), so those plugins are not used (their key=value forms are covered
-by the pair pattern) and the others run on overlapping windows of
+of spaces; JWT and npm are quadratic), so those plugins are not used (the
+pair pattern and our own formats cover them) and the others run on overlapping windows of
 ``WINDOW`` characters; our own patterns are linear (possessive quantifiers,
 look-behinds instead of ``\\b`` inside runs, bounded repeats).
 """
@@ -27,8 +27,8 @@ from collections.abc import Iterator
 
 __all__ = ["PASSWORD_PHRASE", "SECRET_WORD", "find_credentials", "is_secret_name"]
 
-WINDOW = 2048
-WINDOW_OVERLAP = 512
+WINDOW = 512
+WINDOW_OVERLAP = 192  # a detector match up to this long is always inside one window
 
 # Names of fields and parameters that hold a secret. ``auth`` must not match
 # ``author``; ``session`` covers session ids, keys and cookies.
@@ -42,12 +42,12 @@ _SECRET_WORD_RE = re.compile(SECRET_WORD, re.IGNORECASE)
 # "the password is hunter2", "my passphrase was: correct horse". The value is
 # the next word unless it is a word that describes rather than discloses.
 PASSWORD_PHRASE = (
-    r"\b(?:password|passwd|passphrase|passcode|pin|pwd)\s{1,3}(?:is|was|=|:|is:|set to|now)\s{1,3}"
+    r"(?i:\b(?:password|passwd|passphrase|passcode|pin|pwd)\s{1,3}(?:is|was|=|:|is:|set to|now)\s{1,3}"
     r"(?![\"']?(?:a|an|the|not|in|on|stored|kept|managed|required|set|at|being|changed|rotated|expired"
     r"|my|your|our|their|its|ask|same|different|empty|blank|missing|wrong|correct|incorrect|too|very"
     r"|unknown|secret|saved|reset|available|needed|encrypted|hashed|shared|sent|written|given|also|still"
     r"|only|just|now|here|there|below|above|that|this|what|of|for|from|with|by)\b)"
-    r"[\"']?(?P<secret>[^\s\"']{3,200})"
+    r"[\"']?(?P<secret>[^\s\"']{3,200}))"
 )
 
 _SEP = r"[^\S\n]*+[:=][^\S\n]*+"
@@ -116,7 +116,7 @@ _OWN_PATTERNS: tuple[str, ...] = (
     r"(?<![A-Za-z0-9_-])(?P<secret>PMAK-[a-f0-9]{24}-[a-f0-9]{34})",
     r"(?<![A-Za-z0-9_])(?P<secret>gl(?:sa|c)_[A-Za-z0-9_=+/]{32,}+)",
     r"(?<![A-Za-z0-9_-])(?P<secret>NRAK-[A-Z0-9]{27})",
-    r"(?<![A-Za-z0-9_-])(?P<secret>AGE-SECRET-KEY-1[0-9A-Z]{58})",
+    r"(?<![A-Za-z0-9_-])(?P<secret>AGE-SECRET-KEY-1[0-9A-Z]{50,70})",
     r"(?<![A-Za-z0-9_])(?P<secret>key-[0-9a-f]{32})",
     r"(?<![A-Za-z0-9_.])(?P<secret>sk\.eyJ[A-Za-z0-9_.-]{20,}+)",
     r"(?<![A-Za-z0-9_])(?P<secret>LTAI[A-Za-z0-9]{12,20})",
@@ -143,31 +143,45 @@ _OWN_PATTERNS: tuple[str, ...] = (
 _COMPILED: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in _OWN_PATTERNS)
 _VALUE_GROUPS = ("secret", "eq", "dq", "sq", "bare")
 
-# detect-secrets plugins used; the keyword-pair ones (Cloudant, IBM, Softlayer,
-# Keyword) backtrack badly and are covered by the pair pattern above.
-_PLUGINS = (
-    "artifactory.ArtifactoryDetector", "aws.AWSKeyDetector", "azure_storage_key.AzureStorageKeyDetector",
-    "basic_auth.BasicAuthDetector", "discord.DiscordBotTokenDetector", "github_token.GitHubTokenDetector",
-    "gitlab_token.GitLabTokenDetector", "jwt.JwtTokenDetector", "mailchimp.MailchimpDetector",
-    "npm.NpmDetector", "openai.OpenAIDetector", "pypi_token.PypiTokenDetector",
-    "sendgrid.SendGridDetector", "slack.SlackDetector", "square_oauth.SquareOAuthDetector",
-    "stripe.StripeDetector", "telegram_token.TelegramBotTokenDetector", "twilio.TwilioKeyDetector",
-)
-_LEAD = " \t\r\n=:\"'"
+# detect-secrets plugins used. Left out because their patterns backtrack badly on
+# hostile input: the keyword-pair ones (Cloudant, IBM, Softlayer, Keyword: cubic on
+# a run of spaces), JWT and npm (quadratic on "eyJeyJ..." and "////..."); the pair
+# pattern and our JWT and npm patterns above cover what they find.
+_PLUGINS: dict[str, tuple[str, ...]] = {  # plugin -> strings one of which a window must hold
+    "artifactory.ArtifactoryDetector": ("AKC", "AP"),
+    "aws.AWSKeyDetector": ("A3T", "ABIA", "ACCA", "AKIA", "ASIA", "aws", "AWS", "Aws"),
+    "azure_storage_key.AzureStorageKeyDetector": ("AccountKey=",),
+    "basic_auth.BasicAuthDetector": ("://",),
+    "discord.DiscordBotTokenDetector": (".",),
+    "github_token.GitHubTokenDetector": ("gh",),
+    "gitlab_token.GitLabTokenDetector": ("gl", "GR1348941"),
+    "mailchimp.MailchimpDetector": ("-us",),
+    "openai.OpenAIDetector": ("T3BlbkFJ",),
+    "pypi_token.PypiTokenDetector": ("pypi-AgE",),
+    "sendgrid.SendGridDetector": ("SG.",),
+    "slack.SlackDetector": ("xox", "hooks.slack.com"),
+    "square_oauth.SquareOAuthDetector": ("sq0csp-",),
+    "stripe.StripeDetector": ("_live_",),
+    "telegram_token.TelegramBotTokenDetector": (":",),
+    "twilio.TwilioKeyDetector": ("AC", "SK"),
+}
+
+
+_LEAD = " \t\r\n=:\"'"  # detectors' delimiters, not part of the value
 _TRAIL = " \t\r\n\"'"
 
 
 @functools.lru_cache(maxsize=1)
-def _plugin_patterns() -> tuple[re.Pattern[str], ...]:
-    """The maintained detectors' regular expressions (imported on first use: the package is slow to load)."""
+def _plugin_patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    """The maintained detectors' regular expressions with their anchors (imported on first use: slow to load)."""
     import importlib
 
-    patterns: list[re.Pattern[str]] = []
-    for path in _PLUGINS:
+    patterns: list[tuple[re.Pattern[str], tuple[str, ...]]] = []
+    for path, anchors in _PLUGINS.items():
         module, name = path.rsplit(".", 1)
         try:
             plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), name)()
-            patterns.extend(plugin.denylist)
+            patterns.extend((pattern, anchors) for pattern in plugin.denylist)
         except Exception:  # noqa: BLE001 - a plugin renamed upstream must not disable redaction
             continue
     return tuple(patterns)
@@ -211,10 +225,11 @@ def find_credentials(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     for pattern in _COMPILED:
         spans.extend(_value_span(m) for m in pattern.finditer(text))
-    for pattern in _plugin_patterns():
-        for lo, hi in _windows(len(text)):
-            for m in pattern.finditer(text, lo, hi):
-                spans.append(_value_span(m))
+    windows = [(lo, hi, text[lo:hi]) for lo, hi in _windows(len(text))]
+    for pattern, anchors in _plugin_patterns():
+        for lo, hi, window in windows:
+            if any(anchor in window for anchor in anchors):
+                spans.extend(_value_span(m) for m in pattern.finditer(text, lo, hi))
     merged: list[tuple[int, int]] = []
     for start, end in sorted(_trimmed(text, s, e) for s, e in spans):
         if start >= end:

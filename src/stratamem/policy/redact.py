@@ -29,8 +29,8 @@ from .model import Decision
 
 REDACTED = "[REDACTED]"
 CONTENT_FIELDS = ("content",)
-MAX_SCRUB_CHARS = 256 * 1024
-_CUT_SEARCH = 8 * 1024
+MAX_SCRUB_CHARS = 64 * 1024
+_CUT_SEARCH = 4 * 1024
 _MASK_SUFFIX = "*" + REDACTED
 
 
