@@ -5,12 +5,12 @@ as readily as ``curl``, so the scanner cannot match the surface text alone.
 :func:`views` returns the text folded (NFKC, format and zero-width characters
 and soft hyphens removed, accents dropped, Cyrillic/Greek/Armenian look-alikes
 mapped to Latin, case folded), repaired (quoted concatenation undone, spaced
-letters and split lines joined), decoded (base64, hex, URL-encoding, ``\\u``/
-``\\x`` escapes, HTML entities; nested encodings up to ``MAX_DEPTH``), and
-rot13 and reversed. The scanner matches every view.
+letters and split lines joined), decoded (base64, base32, hex, URL-encoding,
+``\\u``/``\\x`` escapes, HTML entities; also of the rot13 and reversed text;
+nested encodings up to ``MAX_DEPTH``), and rot13 and reversed. The scanner matches every view.
 
 The work is bounded so hostile input cannot blow it up: at most ``MAX_VIEWS``
-views per chunk, decoded text never exceeds the input it came from, and text
+views of at most ``MAX_TEXTS`` texts (the input and its decodings) per chunk, decoded text never exceeds the input it came from, and text
 longer than ``CHUNK_CHARS`` is viewed chunk by chunk (chunks overlap so a
 payload on a boundary is still seen whole), which keeps the cost linear in
 the input's length.
@@ -22,8 +22,10 @@ import base64
 import binascii
 import codecs
 import html
+import itertools
 import re
 import unicodedata
+from collections import deque
 from collections.abc import Iterator
 from urllib.parse import unquote
 
@@ -34,6 +36,7 @@ MAX_DEPTH = 2
 CHUNK_CHARS = 16 * 1024
 CHUNK_OVERLAP = 1024
 MAX_RUNS = 256  # encoded runs decoded per view
+MAX_TEXTS = 10  # texts (the input and its decodings) viewed per chunk
 
 # Look-alikes NFKC leaves alone. Upper and lower case, mapped before case folding
 # (the Greek capital eta looks like H, its small letter like n).
@@ -99,7 +102,11 @@ _CONCAT = re.compile(r"""(["'`])[ \t]{0,3}(?:\+|\.|\|\||&|,)?[ \t]{0,3}(["'`])""
 _EMPTY_QUOTES = re.compile(r"(?<=\w)(?:''|\"\"|\\(?=[a-z]))(?=\w)")
 _SPACED = re.compile(r"(?<!\S)\S(?:[ \t]\S(?!\S))+")
 _WIDE_GAP = re.compile(r"[ \t]{2,}")
-_LINK_SPACED = re.compile(r"(?<![^\W_])[^\W_](?:[.\-*|·][^\W_](?![^\W_]))+")
+# letters interleaved with one separator: "c.u.r.l", "c-u-r-l", "c/u/r/l", "c  u  r  l"
+_INTERLEAVED = tuple(
+    re.compile(rf"(?:[^\s{re.escape(sep)}]{re.escape(sep)}){{3,}}[^\s{re.escape(sep)}]?") for sep in ".-_/|,*~+·"
+)
+_DOUBLE_SPACED = re.compile(r"(?<!\S)(?:\S[ \t]{2}){3,}\S?(?!\S)")
 _CONTINUATION = re.compile(r"\\\n")
 
 
@@ -114,13 +121,16 @@ def repair(text: str, newline: str) -> str:
     text = _CONCAT.sub("", text)
     text = _EMPTY_QUOTES.sub("", text)
     text = _SPACED.sub(_join_runs, text)
-    text = _WIDE_GAP.sub(" ", text)
-    return _LINK_SPACED.sub(_join_runs, text)
+    text = _DOUBLE_SPACED.sub(lambda m: m.group(0)[::3], text)
+    for pattern in _INTERLEAVED:
+        text = pattern.sub(_join_runs, text)
+    return _WIDE_GAP.sub(" ", text)
 
 
 # ---------------------------------------------------------------------------- decoders
 
 _B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-])")
+_B32_RUN = re.compile(r"(?<![A-Za-z0-9=])[A-Z2-7]{16,}=*(?![A-Za-z0-9=])")
 _HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :,-]?){8,}(?![0-9A-Fa-f])")
 _WRAPPED_B64 = re.compile(r"(?<=[A-Za-z0-9+/=])[ \t]*\r?\n[ \t]*(?=[A-Za-z0-9+/])")
 _URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -147,6 +157,15 @@ def _b64(match: re.Match[str]) -> str:
     try:
         altchars = b"-_" if ("-" in run or "_" in run) else None
         text = _readable(base64.b64decode(padded, altchars=altchars, validate=True))
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    return match.group(0) if text is None else f" {text} "
+
+
+def _b32(match: re.Match[str]) -> str:
+    run = match.group(0).rstrip("=")
+    try:
+        text = _readable(base64.b32decode(run + "=" * (-len(run) % 8)))
     except (binascii.Error, ValueError):
         return match.group(0)
     return match.group(0) if text is None else f" {text} "
@@ -186,6 +205,10 @@ def decodings(text: str) -> Iterator[str]:
         decoded = _HEX_RUN.sub(_hex, text)
         if decoded != text:
             yield decoded
+    if len(_B32_RUN.findall(text)) <= MAX_RUNS:
+        decoded = _B32_RUN.sub(_b32, text)
+        if decoded != text:
+            yield decoded
     if _URL_ESCAPE.search(text):
         yield unquote(text, errors="replace")
     if _ESCAPE.search(text):
@@ -222,9 +245,16 @@ def views(text: str, *, max_views: int = MAX_VIEWS, max_depth: int = MAX_DEPTH) 
             seen.add(view)
             out.append(view)
 
-    pending: list[tuple[str, int]] = [(text, 0)]
-    while pending and len(out) < max_views:
-        raw, depth = pending.pop(0)
+    # Breadth first over lazily decoded texts: nothing is decoded once the views are full.
+    queue: deque[tuple[Iterator[str], int]] = deque([(iter((text,)), 0)])
+    budget = MAX_TEXTS
+    while queue and len(out) < max_views and budget > 0:
+        texts, depth = queue[0]
+        raw = next(texts, None)
+        if raw is None:
+            queue.popleft()
+            continue
+        budget -= 1
         plain = strip_invisible(raw)
         folded = plain.casefold()
         add(folded)
@@ -234,7 +264,7 @@ def views(text: str, *, max_views: int = MAX_VIEWS, max_depth: int = MAX_DEPTH) 
         add(codecs.encode(joined_space, "rot13"))
         add(joined_space[::-1])
         if depth < max_depth:
-            pending.extend((decoded, depth + 1) for decoded in decodings(plain))
-            if plain != raw:
-                pending.extend((decoded, depth + 1) for decoded in decodings(raw))
+            # encodings of the text, and of its rot13 and reversal (case kept: base64 needs it)
+            sources = (plain, codecs.encode(plain, "rot13"), plain[::-1])
+            queue.append((itertools.chain.from_iterable(decodings(s) for s in sources), depth + 1))
     return out
