@@ -9,10 +9,13 @@ entities and a mix. Before normalisation, 227 of 288 such writes were stored.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scanner_corpus import BENIGN, OBFUSCATIONS, SEEDS, poisoned
 from policy_support import new_store
@@ -73,3 +76,33 @@ def test_work_is_bounded_on_hostile_input():
         assert all(len(v) <= 2 * CHUNK_CHARS for v in shown)
     long = "x" * (10 * CHUNK_CHARS)
     assert sum(len(c) for c in chunks(long)) < 1.2 * len(long)
+
+
+def _missed_among_notes(separator: str, step: int) -> list[tuple[str, str, str]]:
+    return [
+        (seed, name, before)
+        for seed, (name, obfuscate) in itertools.product(SEEDS, OBFUSCATIONS.items())
+        for before, after in ((BENIGN[i], BENIGN[-1 - i]) for i in range(0, len(BENIGN), step))
+        if not scan(f"{before}{separator}{obfuscate(seed)}{separator}{after}")
+    ]
+
+
+@pytest.mark.parametrize("separator", ["\n\n", "\n", " "])
+def test_an_obfuscated_payload_among_ordinary_notes_is_caught(separator):
+    assert _missed_among_notes(separator, step=30) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("separator", "allowed"), [("\n\n", 0), ("\n", 32), (" ", 32)])
+def test_an_obfuscated_payload_among_many_notes(separator, allowed):
+    # 3,200 writes per separator. As its own paragraph nothing slips; glued to a short line of prose, a
+    # split-line or spaced-letter payload can (measured: 9 with one newline, 2 with a space; see README).
+    missed = _missed_among_notes(separator, step=6)
+    assert len(missed) <= allowed, missed[:5]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=600))
+def test_views_stay_bounded_for_any_text(text):
+    shown = views(text)
+    assert len(shown) <= MAX_VIEWS and all(len(v) <= 2 * len(text) + 8 for v in shown)

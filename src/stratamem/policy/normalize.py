@@ -115,9 +115,32 @@ def _join_runs(match: re.Match[str]) -> str:
     return run[::2]
 
 
-def repair(text: str, newline: str) -> str:
-    """Undo quoted concatenation, join spaced letters and split lines (newlines become ``newline``)."""
-    text = _CONTINUATION.sub("", text).replace("\n", newline)
+SHORT_LINE = 24
+
+
+def join_fragments(text: str) -> str:
+    """Join a line to the next without a space when both are short and not blank (a word cut into lines),
+    else with one.
+
+    Joining every line would glue a payload to the prose around it (``...base64curl``).
+    """
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    out = [lines[0]]
+    for previous, line in zip(lines, lines[1:]):
+        fragment = 0 < len(previous) <= SHORT_LINE and 0 < len(line) <= SHORT_LINE  # a blank line separates
+        out.append(("" if fragment else " ") + line)
+    return "".join(out)
+
+
+def repair(text: str, newline: str | None) -> str:
+    """Undo quoted concatenation, join spaced letters and split lines.
+
+    Newlines become ``newline``; ``None`` joins short fragments only (:func:`join_fragments`).
+    """
+    text = _CONTINUATION.sub("", text)
+    text = join_fragments(text) if newline is None else text.replace("\n", newline)
     text = _CONCAT.sub("", text)
     text = _EMPTY_QUOTES.sub("", text)
     text = _SPACED.sub(_join_runs, text)
@@ -261,6 +284,7 @@ def views(text: str, *, max_views: int = MAX_VIEWS, max_depth: int = MAX_DEPTH) 
         joined_space = repair(folded, " ")
         add(joined_space)
         add(repair(folded, ""))
+        add(repair(folded, None))
         add(codecs.encode(joined_space, "rot13"))
         add(joined_space[::-1])
         if depth < max_depth:
