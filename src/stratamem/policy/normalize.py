@@ -5,7 +5,7 @@ as readily as ``curl``, so the scanner cannot match the surface text alone.
 :func:`views` returns the text folded (NFKC, format and zero-width characters
 and soft hyphens removed, accents dropped, Cyrillic/Greek/Armenian look-alikes
 mapped to Latin, case folded), repaired (quoted concatenation undone, spaced
-letters and split lines joined), decoded (base64, base32, hex, URL-encoding,
+letters, letters interleaved with one separator and split lines joined), decoded (base64, base32, hex, URL-encoding,
 ``\\u``/``\\x`` escapes, HTML entities; also of the rot13 and reversed text;
 nested encodings up to ``MAX_DEPTH``), and rot13 and reversed. The scanner matches every view.
 
