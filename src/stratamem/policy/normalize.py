@@ -4,16 +4,18 @@ A model follows ``c u r l``, ``"cu"+"rl"``, ``Y3VybCAt...`` and ``ⅽսrl``
 as readily as ``curl``, so the scanner cannot match the surface text alone.
 :func:`views` returns the text folded (NFKC, format and zero-width characters
 and soft hyphens removed, accents dropped, Cyrillic/Greek/Armenian look-alikes
-mapped to Latin, case folded), repaired (quoted concatenation undone, spaced
-letters, letters interleaved with one separator and split lines joined), decoded (base64, base32, hex, URL-encoding,
-``\\u``/``\\x`` escapes, HTML entities; also of the rot13 and reversed text;
-nested encodings up to ``MAX_DEPTH``), and rot13 and reversed. The scanner matches every view.
+mapped to Latin, case folded), repaired (quoted concatenation undone; spaced
+letters, letters interleaved with one separator and split lines joined),
+decoded (base64, base32, hex, URL-encoding, ``\\u``/``\\x`` escapes, HTML
+entities; also inside the rot13 and reversed text; nested up to
+``MAX_DEPTH``), and rot13 and reversed. The scanner matches every view.
 
 The work is bounded so hostile input cannot blow it up: at most ``MAX_VIEWS``
-views of at most ``MAX_TEXTS`` texts (the input and its decodings) per chunk, decoded text never exceeds the input it came from, and text
-longer than ``CHUNK_CHARS`` is viewed chunk by chunk (chunks overlap so a
-payload on a boundary is still seen whole), which keeps the cost linear in
-the input's length.
+views of at most ``MAX_TEXTS`` texts (the input and its decodings) per chunk,
+decoded text never exceeds the input it came from, and text longer than
+``CHUNK_CHARS`` is viewed chunk by chunk (chunks overlap so a payload on a
+boundary is still seen whole), which keeps the cost linear in the input's
+length.
 """
 
 from __future__ import annotations
