@@ -21,6 +21,8 @@ from . import shapes
 from .audit_anchor import read_anchor, read_key
 from .errors import NotFound, StratamemError, ValidationError
 from .levels import Level
+from .policy.gate import gated_save
+from .policy.redact import redact_secrets
 from .private import private_writer
 from .session import Session
 from .store import Store, default_url
@@ -67,7 +69,7 @@ def _run(ctx: Context, action: Callable[[], None]) -> None:
         if ctx.as_json:
             click.echo(shapes.dumps(shapes.error_from(exc)))
         else:
-            click.echo(f"error [{exc.code}]: {exc.message}", err=True)
+            click.echo(f"error [{exc.code}]: {redact_secrets(exc.message)}", err=True)
         sys.exit(exc.exit_code)
     finally:
         if ctx._store is not None:
@@ -101,7 +103,7 @@ def save(ctx: Context, key: str, content: str, tags: tuple[str, ...], category: 
     """Save CONTENT under KEY at the session's taint."""
 
     def action() -> None:
-        memory = ctx.session().save(key, content, tags=tags, category=category)
+        memory = gated_save(ctx.session(), key, content, tags=tags, category=category, path="cli", origin="cli")
         ctx.emit(shapes.saved(memory), f"saved {memory.key} [{memory.level.name}]")
 
     _run(ctx, action)
@@ -375,9 +377,10 @@ def export_(ctx: Context, file: str | None) -> None:
 
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.option("--no-scan", is_flag=True, help="Skip the policy gate (poisoning scanner): only for trusted files.")
 @click.pass_obj
-def import_(ctx: Context, file: str) -> None:
-    """Import JSON Lines, levels kept; one bad line imports nothing (operator)."""
+def import_(ctx: Context, file: str, no_scan: bool) -> None:
+    """Import JSON Lines, levels kept; one bad or poisoned line imports nothing (operator)."""
 
     def action() -> None:
         store = ctx.store()
@@ -387,7 +390,7 @@ def import_(ctx: Context, file: str) -> None:
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                 memories = read_lines(stream, store.max_content_bytes)
-        count = store.import_memories(memories)
+        count = store.import_memories(memories, scan=not no_scan)
         ctx.emit({"imported": count}, f"imported {count} memories")
 
     _run(ctx, action)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import StratamemError
+from .policy.redact import redact_secrets
 from .levels import Level
 from .models import AuditEvent, Hit, Memory
 
@@ -130,8 +131,11 @@ def audit_page(events: Sequence[AuditEvent], more: bool, forward: bool) -> dict[
 
 
 def error(code: str, message: str) -> dict[str, Any]:
-    """``{"error": {"code", "message"}}``; an unknown code is reported as STORAGE_ERROR."""
-    return {"error": {"code": code if code in ERROR_CODES else "STORAGE_ERROR", "message": message}}
+    """``{"error": {"code", "message"}}``; an unknown code is reported as STORAGE_ERROR.
+
+    Messages may echo input (a key, a bad value), so credentials in them are masked.
+    """
+    return {"error": {"code": code if code in ERROR_CODES else "STORAGE_ERROR", "message": redact_secrets(message)}}
 
 
 def error_from(exc: StratamemError) -> dict[str, Any]:

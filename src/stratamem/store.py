@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import platformdirs
 
@@ -26,6 +27,9 @@ from .storage.base import Backend, SessionRecord
 from .storage.sqlite import SQLiteBackend
 from .text import Analyzer
 from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id
+
+if TYPE_CHECKING:
+    from .policy.engine import Policy
 
 Clock = Callable[[], datetime]
 
@@ -148,7 +152,17 @@ class Store:
     def export(self, agent_id: str | None = None) -> Iterator[Memory]:
         return self.backend.export(agent_id, self.now())
 
-    def import_memories(self, memories: Iterable[Memory]) -> int:
+    def import_memories(self, memories: Iterable[Memory], *, scan: bool = True, policy: "Policy | None" = None) -> int:
+        """Import memories (levels kept), all or nothing, through the policy gate.
+
+        The gate (``policy.gate.screen_import``) runs the poisoning scanner and the
+        operator's rules on each memory; ``scan=False`` is the operator's explicit
+        opt-out (for a trusted backup of this very store).
+        """
+        if scan:
+            from .policy.gate import screen_import
+
+            memories = screen_import(self, list(memories), policy)
         return self.backend.import_memories(memories, self.now())
 
     def audit_events(

@@ -8,14 +8,20 @@ every decision is audited as ``policy.decision``.
 
 Modules: ``model`` (vocabulary), ``conditions``/``rules`` (pure evaluation),
 ``loader`` (YAML/JSON rule files), ``facts`` (what rules can see),
-``guards`` and ``scanner`` (built-in checks), ``redact``, ``timeout``,
-``engine`` (the ``Policy`` object), ``lineage`` (who read a memory).
+``guards`` and ``scanner`` (built-in checks; ``normalize`` gives the scanner
+its folded, repaired and decoded views), ``gate`` (the one check every
+memory write passes, on every path), ``redact`` and ``credentials`` (rule
+redaction, and the one credential scrubber for events and errors),
+``timeout``, ``engine`` (the ``Policy`` object), ``lineage`` (who read a
+memory).
 """
 
 from .engine import DEFAULT_POLICY, ApprovalRequest, OutputCheck, Policy, deny_all
+from .gate import MemoryWrite, gated_save
 from .lineage import Access, history, readers, writers
 from .loader import load_rules, rules_from_data, rules_from_yaml
 from .model import Action, Condition, Decision, HookPoint, Operator, Rule
+from .redact import redact_secrets
 from .rules import first_match
 from .scanner import QUARANTINE_TAG, ScanMode, scan
 
@@ -27,6 +33,7 @@ __all__ = [
     "Condition",
     "Decision",
     "HookPoint",
+    "MemoryWrite",
     "Operator",
     "OutputCheck",
     "Policy",
@@ -35,9 +42,11 @@ __all__ = [
     "ScanMode",
     "deny_all",
     "first_match",
+    "gated_save",
     "history",
     "load_rules",
     "readers",
+    "redact_secrets",
     "rules_from_data",
     "rules_from_yaml",
     "scan",

@@ -1,10 +1,21 @@
-"""Removing what a REDACT decision matched, from text or from a JSON shape.
+"""Removing secrets from text: operator REDACT decisions, and credentials anywhere text leaves us.
 
-Pure functions. A REDACT rule removes what its ``matches`` (regex) and
-``contains`` (literal) conditions describe; a rule with neither redacts the
-whole text, because the operator asked for redaction without saying of what.
-In JSON shapes only the named content fields change, so the answer stays
-valid and its keys, levels and times stay truthful.
+Two jobs, both pure:
+
+- :func:`redact_text` / :func:`redact_fields` carry out a REDACT decision of
+  an operator rule: what its ``matches`` (regex) and ``contains`` (literal)
+  conditions describe; a rule with neither redacts the whole text, because the
+  operator asked for redaction without saying of what. In JSON shapes only
+  the named content fields change, so the answer stays valid and its keys,
+  levels and times stay truthful.
+- :func:`redact_secrets` is THE credential scrubber: observer events
+  (``stratamem.turn``), error messages (tools, REST, MCP, the CLI) and
+  anything else that leaves the process pass through it. Detection is in
+  ``credentials``; here each found value is masked. It errs on the side of
+  masking too much: a false positive costs a little context, a false negative
+  leaks a secret. Time is bounded: text longer than ``MAX_SCRUB_CHARS`` is
+  cut (at a whitespace when one is near) and the rest is dropped, not passed
+  through unscanned.
 """
 
 from __future__ import annotations
@@ -13,10 +24,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from .conditions import compiled
+from .credentials import find_credentials
 from .model import Decision
 
 REDACTED = "[REDACTED]"
 CONTENT_FIELDS = ("content",)
+MAX_SCRUB_CHARS = 64 * 1024
+_CUT_SEARCH = 4 * 1024
+_MASK_SUFFIX = "*" + REDACTED
 
 
 def redact_text(text: str, decision: Decision) -> str:
@@ -47,4 +62,42 @@ def redact_fields(value: Any, decision: Decision, fields: Iterable[str] = CONTEN
     return walk(value)
 
 
-__all__ = ["REDACTED", "redact_fields", "redact_text"]
+def mask_secret(value: str) -> str:
+    """Keep a short prefix so operators can tell which credential it was.
+
+    Values of 12 characters or fewer are redacted entirely: a 4-character
+    prefix of a short password would give away a third of it.
+    """
+    if REDACTED[:-1] in value:  # already masked
+        return value
+    if len(value) <= 12:
+        return REDACTED
+    return value[:4] + _MASK_SUFFIX
+
+
+def _bounded(text: str) -> tuple[str, str]:
+    """``text`` cut to what will be scanned, and the note that replaces the rest."""
+    if len(text) <= MAX_SCRUB_CHARS:
+        return text, ""
+    cut = max(text.rfind(" ", MAX_SCRUB_CHARS - _CUT_SEARCH, MAX_SCRUB_CHARS),
+              text.rfind("\n", MAX_SCRUB_CHARS - _CUT_SEARCH, MAX_SCRUB_CHARS))
+    cut = cut if cut > 0 else MAX_SCRUB_CHARS - _CUT_SEARCH
+    return text[:cut], f" [... {len(text) - cut} more characters omitted]"
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every credential found masked (see ``credentials.find_credentials``)."""
+    if not isinstance(text, str) or not text:
+        return text
+    text, note = _bounded(text)
+    pieces: list[str] = []
+    last = 0
+    for start, end in find_credentials(text):
+        pieces.append(text[last:start])
+        pieces.append(mask_secret(text[start:end]))
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces) + note
+
+
+__all__ = ["REDACTED", "mask_secret", "redact_fields", "redact_secrets", "redact_text"]

@@ -12,15 +12,22 @@ refuses it. In QUARANTINE mode the write is stored with the reserved tag
 ``stratamem:quarantine`` and every tool read leaves it out; operators still
 see it through the store API.
 
-Patterns use bounded windows (``{0,N}``) so scanning stays linear on the
-largest allowed content.
+Every write is matched in several views (``normalize.views``: folded,
+repaired, decoded, rot13, reversed), so trivial encodings do not hide a
+payload; patterns are written for folded (lower-case) text. Patterns use
+bounded windows (``{0,N}``) so scanning stays linear on the largest allowed
+content, and long text is viewed in overlapping chunks.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from enum import StrEnum
+
+from .normalize import chunks, views
+from .credentials import PASSWORD_PHRASE
 
 QUARANTINE_TAG = "stratamem:quarantine"
 RESERVED_TAG_PREFIX = "stratamem:"
@@ -34,7 +41,7 @@ class ScanMode(StrEnum):
     OFF = "off"
 
 
-_SECRET_VAR = r"\$\{?[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)[A-Za-z0-9_]*\}?"
+_SECRET_VAR = r"\$\{?[A-Za-z0-9_]{0,64}?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)[A-Za-z0-9_]{0,64}\}?"
 _SECRET_FILE = (
     r"(?:\.env(?:\.[\w-]+)?|id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|\.netrc|\.pgpass"
     r"|\.git-credentials|\.aws/credentials|\.docker/config\.json|\.kube/config)\b"
@@ -44,45 +51,107 @@ _READ_VERB = (
     r"|open|read|load|print|dump|upload|send|exfiltrate|include)\b"
 )
 
+_I = re.IGNORECASE
+_EXFIL_TOOL = r"(?:curl|wget|nc|ncat|netcat|socat|httpie|http|iwr|irm|invoke-webrequest|invoke-restmethod)"
+
 PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
     "shell_exfiltration": (
-        re.compile(rf"\b(?:curl|wget|nc|ncat|httpie|http)\b[^\n]{{0,400}}?{_SECRET_VAR}", re.IGNORECASE),
-        re.compile(rf"{_SECRET_VAR}[^\n]{{0,400}}?\|\s*(?:curl|wget|nc|ncat)\b", re.IGNORECASE),
-        re.compile(r"\b(?:env|printenv|set)\b\s*\|\s*(?:curl|wget|nc|ncat|base64)\b", re.IGNORECASE),
+        # plus a secret variable near a sender on its line: see _exfiltration_nearby
+        re.compile(r"\b(?:env|printenv|set)\b\s*\|\s*(?:curl|wget|nc|ncat|netcat|socat|base64)\b", _I),
     ),
     "secret_file_read": (
-        re.compile(rf"{_READ_VERB}[^\n]{{0,120}}?(?<![\w.]){_SECRET_FILE}", re.IGNORECASE),
-        re.compile(rf"(?:<\s*|@)[~\w./-]{{0,120}}?(?<![\w.]){_SECRET_FILE}", re.IGNORECASE),
+        re.compile(rf"{_READ_VERB}[^\n]{{0,120}}?(?<![\w.]){_SECRET_FILE}", _I),
+        re.compile(rf"(?:<\s*|@)[~\w./-]{{0,120}}?(?<![\w.]){_SECRET_FILE}", _I),
     ),
-    "private_key": (re.compile(r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"),),
+    "private_key": (re.compile(r"-----\s?BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?\s?-----", _I),),
     "hardcoded_credential": (
         re.compile(
             r"\b(?:password|passwd|passphrase|client[_-]?secret|api[_-]?key|apikey"
             r"|access[_-]?token|auth[_-]?token|secret[_-]?key|private[_-]?key)\b"
             r"[\"']?\s{0,3}[:=]\s{0,3}[\"']?(?![\s\"'$<*{\[(])[^\s\"']{4,}",
-            re.IGNORECASE,
+            _I,
         ),
-        re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]{1,64}:[^\s@/]{3,128}@[\w.-]+"),  # user:pass@host
+        re.compile(PASSWORD_PHRASE, _I),
+        re.compile(r"\b[a-z][a-z0-9+.-]{1,20}://[^\s:/@]{1,64}:[^\s@/]{3,128}@[\w.-]+", _I),  # user:pass@host
     ),
-    "aws_access_key": (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),),
-    "openai_api_key": (re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}"),),
+    "aws_access_key": (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", _I),),
+    "openai_api_key": (re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}", _I),),
     "github_token": (
-        re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
-        re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+        re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}", _I),
+        re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}", _I),
     ),
-    "slack_token": (re.compile(r"\bxox[baprs]-[A-Za-z0-9-]{10,}"),),
-    "google_api_key": (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"),),
-    "stripe_key": (re.compile(r"\b(?:sk|rk)_live_[A-Za-z0-9]{10,}"),),
+    "slack_token": (re.compile(r"\bxox[abeprs]-[A-Za-z0-9-]{10,}", _I),),
+    "google_api_key": (re.compile(r"\bAIza[0-9A-Za-z_-]{35}", _I),),
+    "stripe_key": (re.compile(r"\b(?:sk|rk)_live_[A-Za-z0-9]{10,}", _I),),
 }
 
 KINDS = tuple(PATTERNS)
 
 
+# A pattern runs only on a view holding one of its anchor strings (most views hold none): cheap
+# substring tests keep hostile repetitions ("curl curl curl ...") from costing every pattern's window.
+_ANCHORS: dict[str, tuple[str, ...]] = {
+    "shell_exfiltration": ("$", "|"),
+    "secret_file_read": (".env", "id_", ".netrc", ".pgpass", "credentials", "config"),
+    "private_key": ("private key",),
+    "aws_access_key": ("akia", "asia"),
+    "openai_api_key": ("sk-",),
+    "github_token": ("gh", "github_pat_"),
+    "slack_token": ("xox",),
+    "google_api_key": ("aiza",),
+    "stripe_key": ("_live_",),
+}
+
+
+_VAR_RE = re.compile(_SECRET_VAR, _I)
+_SENDER_RE = re.compile(rf"\b{_EXFIL_TOOL}\b", _I)
+_PIPE_TO_SENDER_RE = re.compile(r"\|\s*(?:curl|wget|nc|ncat|netcat|socat)\b", _I)
+_NEAR = 400
+
+
+def _exfiltration_nearby(text: str) -> bool:
+    """A secret variable with a sender before it, or piped into one after it, within 400 characters
+    on one line. Positions are found once and paired by bisection: linear on hostile repetitions."""
+    variables = [m.span() for m in _VAR_RE.finditer(text)]
+    if not variables:
+        return False
+    senders = [m.start() for m in _SENDER_RE.finditer(text)]
+    pipes = [m.start() for m in _PIPE_TO_SENDER_RE.finditer(text)]
+    for start, end in variables:
+        line_start = text.rfind("\n", 0, start) + 1
+        i = bisect.bisect_left(senders, start) - 1
+        if i >= 0 and senders[i] >= max(line_start, start - _NEAR):
+            return True
+        line_end = text.find("\n", end)
+        j = bisect.bisect_left(pipes, end)
+        if j < len(pipes) and pipes[j] <= min(end + _NEAR, len(text) if line_end < 0 else line_end):
+            return True
+    return False
+
+
+def scan_surface(text: str) -> set[str]:
+    """Kinds matched in ``text`` exactly as given (one view; patterns expect folded text)."""
+    found = set()
+    for kind, patterns in PATTERNS.items():
+        anchors = _ANCHORS.get(kind)
+        if anchors is not None and not any(a in text for a in anchors):
+            continue
+        if any(p.search(text) for p in patterns) or (kind == "shell_exfiltration" and _exfiltration_nearby(text)):
+            found.add(kind)
+    return found
+
+
 def scan(text: str) -> tuple[str, ...]:
-    """The kinds of secret or exfiltration found in ``text``, in a fixed order; empty when clean."""
+    """The kinds of secret or exfiltration found in any view of ``text``, in a fixed order; empty when clean."""
     if not isinstance(text, str) or not text:
         return ()
-    return tuple(kind for kind, patterns in PATTERNS.items() if any(p.search(text) for p in patterns))
+    found: set[str] = set()
+    for chunk in chunks(text):
+        for view in views(chunk):
+            found |= scan_surface(view)
+            if len(found) == len(KINDS):
+                break
+    return tuple(kind for kind in KINDS if kind in found)
 
 
 def scan_all(texts: Iterable[object]) -> tuple[str, ...]:

@@ -7,8 +7,9 @@ The order of a call:
 3. PRE_TOOL_CALL: ``classification``/``level``/``agent_id``/``agent``
    arguments are stripped (the store always writes at the live taint, for
    the session's own agent); read-only sessions refuse writing tools;
-   arguments are checked; the poisoning scanner checks writes; then operator
-   hooks and rules decide.
+   arguments are checked; then the policy gate (``policy.gate``, the same
+   one autosave, the Turn helper, the CLI and import use) runs the
+   poisoning scanner on writes and the operator's hooks and rules.
 4. The handler runs against the session.
 5. POST_TOOL_RESPONSE: hooks and rules may block or redact the answer.
 6. A ``tool.call`` audit event records tool, profile and outcome.
@@ -27,13 +28,12 @@ from typing import Any
 
 from .. import shapes
 from ..audit import AuditDraft
-from ..errors import PolicyBlocked, StratamemError, ValidationError
+from ..errors import StratamemError, ValidationError
 from ..policy import facts as facts_mod
+from ..policy import gate
 from ..policy.engine import DEFAULT_POLICY, Policy
-from ..policy.guards import read_only_guard, scanner_guard
-from ..policy.model import Action, Decision, HookPoint
+from ..policy.model import Action, HookPoint
 from ..policy.redact import redact_fields, redact_text
-from ..policy.scanner import ScanMode
 from ..session import Session
 from ..storage.base import SessionRecord
 from . import triggerfish, zeroclaw
@@ -43,13 +43,6 @@ from .specs import TOOLS, ToolSpec
 HANDLERS = {**triggerfish.HANDLERS, **zeroclaw.HANDLERS}
 REDACTABLE_ARGUMENTS = ("content", "query")
 INTERNAL_ERROR = "the memory tool failed unexpectedly; nothing more is known to the agent"
-
-
-def _blocked(spec: ToolSpec, decision: Decision) -> PolicyBlocked:
-    if decision.message:
-        return PolicyBlocked(decision.message)
-    rule = f" (rule {decision.rule_id!r})" if decision.rule_id else ""
-    return PolicyBlocked(f"{spec.name} was blocked by policy{rule}")
 
 
 def _render(payload: Any) -> str:
@@ -83,38 +76,32 @@ class _Call:
         return self._after(record, prepared.facts, payload)
 
     def _before(self, record: SessionRecord, arguments: object) -> _Prepared:
-        """PRE_TOOL_CALL: strip forced arguments, read-only, argument checks, scanner, hooks and rules."""
+        """PRE_TOOL_CALL: strip forced arguments, read-only, argument checks, then the policy gate."""
         spec, policy, hook = self.spec, self.policy, HookPoint.PRE_TOOL_CALL
         if not isinstance(arguments, Mapping):
             raise ValidationError("arguments must be a JSON object")
         raw, stripped, requested = facts_mod.strip_forced(arguments)
         detail: dict[str, Any] = {"tool": spec.name, "stripped": list(stripped)}
-        refusal = read_only_guard(policy.read_only, spec.writes, spec.name)
-        if refusal is not None:
-            policy.record(self.store, record, hook, refusal, detail=detail)
-            raise _blocked(spec, refusal)
+        gate.admit(self.store, record, policy, spec.name, is_write=spec.writes, detail=detail)
         cleaned = parse_arguments(spec, raw, max_content_bytes=self.store.max_content_bytes)
         base = facts_mod.session_facts(hook, record, origin=self.origin, channel=self.channel,
                                        read_only=policy.read_only)
         facts = facts_mod.tool_call_facts(base, spec.name, spec.profile, raw, is_write=spec.writes,
                                           stripped=stripped, requested=requested)
-        guard, kinds = self._scan(cleaned)
-        quarantine = bool(kinds) and policy.scan_mode is ScanMode.QUARANTINE
-        if quarantine:
-            detail["quarantined"] = list(kinds)
-        decision = policy.decide(self.store, record, hook, facts, guard=guard, detail=detail)
-        if decision.action is Action.BLOCK:
-            raise _blocked(spec, decision)
-        if decision.action is Action.REDACT:
-            cleaned = redact_fields(cleaned, decision, REDACTABLE_ARGUMENTS)
-        return _Prepared(facts, cleaned, quarantine)
+        verdict = gate.check(self.store, record, policy, facts, self._write(cleaned), name=spec.name, path="tool",
+                             is_write=spec.writes, detail=detail)
+        if verdict.blocked:
+            raise gate.refusal(spec.name, verdict.decision)
+        if verdict.decision.action is Action.REDACT:
+            cleaned = redact_fields(cleaned, verdict.decision, REDACTABLE_ARGUMENTS)
+        return _Prepared(facts, cleaned, verdict.quarantine)
 
-    def _scan(self, cleaned: dict[str, Any]) -> tuple[Decision | None, tuple[str, ...]]:
-        """The poisoning scanner, on every field a memory write stores as text."""
+    def _write(self, cleaned: dict[str, Any]) -> gate.MemoryWrite | None:
+        """What a memory-writing tool would store (every text field is scanned); None for other tools."""
         if not (self.spec.writes and self.spec.param("content") is not None):
-            return None, ()
-        texts = (cleaned.get("key"), cleaned.get("content"), cleaned.get("category"), *(cleaned.get("tags") or ()))
-        return scanner_guard(self.policy.scan_mode, texts)
+            return None
+        return gate.MemoryWrite(cleaned["key"], cleaned["content"], tuple(cleaned.get("tags") or ()),
+                                cleaned.get("category") or "core")
 
     def _after(self, record: SessionRecord, facts: dict[str, Any], payload: Any) -> str:
         """POST_TOOL_RESPONSE: the answer as the model will see it, or a refusal."""
@@ -122,7 +109,7 @@ class _Call:
         decision = self.policy.decide(self.store, record, HookPoint.POST_TOOL_RESPONSE,
                                       facts_mod.tool_response_facts(facts, text), detail={"tool": self.spec.name})
         if decision.action is Action.BLOCK:
-            raise _blocked(self.spec, decision)
+            raise gate.refusal(self.spec.name, decision)
         if decision.action is Action.REDACT:
             if isinstance(payload, str):
                 return redact_text(payload, decision)

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..models import Hit, Memory
-from ..policy.scanner import QUARANTINE_TAG, is_quarantined
+from ..policy.gate import with_quarantine
+from ..policy.scanner import is_quarantined
+
+__all__ = ["shown", "shown_hits", "shown_memories", "with_quarantine"]
 
 
 def shown(memory: Memory | None) -> Memory | None:
@@ -24,9 +27,3 @@ def shown_memories(memories: Iterable[Memory]) -> list[Memory]:
 
 def shown_hits(hits: Iterable[Hit]) -> list[Hit]:
     return [h for h in hits if not is_quarantined(h.memory.tags)]
-
-
-def with_quarantine(tags: Iterable[str], quarantine: bool) -> tuple[str, ...]:
-    """The tags to store: the caller's, plus the reserved quarantine tag when the scanner asked for it."""
-    tags = tuple(tags)
-    return (*tags, QUARANTINE_TAG) if quarantine and QUARANTINE_TAG not in tags else tags

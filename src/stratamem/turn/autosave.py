@@ -3,6 +3,10 @@
 Autosave is the one place where a turn writes memory without being asked,
 so its defaults are conservative: only turns typed by a person, only
 messages long enough to carry information, never the plumbing's own echoes.
+And it writes through the same policy gate as the memory tools
+(``stratamem.policy.gate``): read-only sessions, the poisoning scanner and
+the operator's rules apply, so a message carrying a password or an
+exfiltration command is refused (or quarantined), not remembered.
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..policy.engine import DEFAULT_POLICY, Policy
+from ..policy.gate import MemoryWrite, judge, refusal
 from .context import Origin
 from .errors import ValidationError
 from .noise import AUTOSAVE_KEY_PREFIXES, is_noise_content
@@ -63,23 +69,46 @@ def autosave_user_message(
     session: SavingSession,
     message: str,
     origin: Origin | str,
-    policy: AutosavePolicy = AutosavePolicy(),
+    settings: AutosavePolicy = AutosavePolicy(),
     *,
     events: EventBus | None = None,
+    policy: Policy | AutosavePolicy | None = None,
 ) -> str | None:
-    """Save ``message`` if the policy says so; return the key saved under.
+    """Save ``message`` if the settings say so and the policy gate allows it; return the key saved under.
 
-    A refused or failed save (for instance the session's level forbids the
-    write) is reported as an event, not raised: autosave must not break the
-    turn that triggered it.
+    ``policy`` is the operator's :class:`~stratamem.policy.Policy` (default:
+    the default policy). An :class:`AutosavePolicy` passed as ``policy=`` is
+    taken as ``settings``, as older callers did. A refused or failed save (the
+    gate blocked it, or the session's level forbids the write) is reported as
+    an event, not raised: autosave must not break the turn that triggered it.
     """
-    if not should_autosave(message, origin, policy):
+    if isinstance(policy, AutosavePolicy):
+        settings, policy = policy, None
+    if not should_autosave(message, origin, settings):
         return None
     key = autosave_key(message)
     try:
-        session.save(key, message.strip(), category=CONVERSATION)
+        _write(session, key, message.strip(), str(origin), policy or DEFAULT_POLICY)
     except Exception as exc:
         emit(events, MemoryStore(key=key, category=CONVERSATION, success=False, error=f"{type(exc).__name__}: {exc}"))
         return None
     emit(events, MemoryStore(key=key, category=CONVERSATION, success=True))
     return key
+
+
+def _write(session: SavingSession, key: str, content: str, origin: str, policy: Policy) -> None:
+    """One gated write. A store session gets the whole gate (audited); any other session
+    object (a runtime's own store) still gets read-only, the scanner and the rules."""
+    if hasattr(session, "record") and hasattr(session, "store"):
+        from ..policy.gate import gated_save
+
+        gated_save(session, key, content, category=CONVERSATION, policy=policy, path="autosave",  # type: ignore[arg-type]
+                   origin=origin)
+        return
+    write = MemoryWrite(key, content, (), CONVERSATION)
+    facts = {"tool": "memory_save", "write_path": "autosave", "origin": origin, "is_write": True,
+             "arguments": write.arguments(), "content": content, "read_only": policy.read_only}
+    verdict = judge(policy, facts, write, name="autosave write")
+    if verdict.blocked or verdict.quarantine:  # a foreign session cannot carry the quarantine tag
+        raise refusal("autosave write", verdict.decision)
+    session.save(key, verdict.applied(write).content, category=CONVERSATION)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
+from ..policy.engine import Policy
 from .autosave import AutosavePolicy, autosave_user_message
 from .context import Clock, ContextConfig, Origin, inject_memory_context, parse_origin, render_memory_context
 from .costs import CostLedger, CostRecord
@@ -66,6 +67,7 @@ class Turn:
         costs: CostLedger | None = None,
         agent_id: str = "",
         clock: Clock = _utc_now,
+        policy: Policy | None = None,
     ) -> None:
         self.session = session
         self.history = history
@@ -78,6 +80,7 @@ class Turn:
         self.costs = costs
         self.agent_id = agent_id
         self._clock = clock
+        self.policy = policy  # the operator's policy: every memory write of the turn passes its gate
         self._context = ""
         self._state = "new"
         self.last_trim: TrimResult | None = None
@@ -97,7 +100,8 @@ class Turn:
             events=self.events,
             clock=self._clock,
         )
-        autosave_user_message(self.session, user_message, self.origin, self.settings.autosave, events=self.events)
+        autosave_user_message(self.session, user_message, self.origin, self.settings.autosave, events=self.events,
+                              policy=self.policy)
         return self.messages()
 
     def messages(self) -> list[Message]:

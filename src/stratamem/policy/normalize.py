@@ -1,0 +1,296 @@
+"""Candidate views of a text for the poisoning scanner: what the text could *mean* once decoded.
+
+A model follows ``c u r l``, ``"cu"+"rl"``, ``Y3VybCAt...`` and ``ⅽսrl``
+as readily as ``curl``, so the scanner cannot match the surface text alone.
+:func:`views` returns the text folded (NFKC, format and zero-width characters
+and soft hyphens removed, accents dropped, Cyrillic/Greek/Armenian look-alikes
+mapped to Latin, case folded), repaired (quoted concatenation undone; spaced
+letters, letters interleaved with one separator and split lines joined),
+decoded (base64, base32, hex, URL-encoding, ``\\u``/``\\x`` escapes, HTML
+entities; also inside the rot13 and reversed text; nested up to
+``MAX_DEPTH``), and rot13 and reversed. The scanner matches every view.
+
+The work is bounded so hostile input cannot blow it up: at most ``MAX_VIEWS``
+views of at most ``MAX_TEXTS`` texts (the input and its decodings) per chunk,
+decoded text never exceeds the input it came from, and text longer than
+``CHUNK_CHARS`` is viewed chunk by chunk (chunks overlap so a payload on a
+boundary is still seen whole), which keeps the cost linear in the input's
+length.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+import html
+import itertools
+import re
+import unicodedata
+from collections import deque
+from collections.abc import Iterator
+from urllib.parse import unquote
+
+__all__ = ["CHUNK_CHARS", "MAX_DEPTH", "MAX_VIEWS", "chunks", "fold", "views"]
+
+MAX_VIEWS = 24
+MAX_DEPTH = 2
+CHUNK_CHARS = 16 * 1024
+CHUNK_OVERLAP = 1024
+MAX_RUNS = 256  # encoded runs decoded per view
+MAX_TEXTS = 10  # texts (the input and its decodings) viewed per chunk
+
+# Look-alikes NFKC leaves alone. Upper and lower case, mapped before case folding
+# (the Greek capital eta looks like H, its small letter like n).
+_CONFUSABLES = {
+    # Cyrillic
+    "А": "A", "В": "B", "Е": "E", "Ё": "E", "К": "K", "М": "M", "Н": "H", "О": "O", "Р": "P", "С": "C",
+    "Т": "T", "Х": "X", "У": "Y", "Ѕ": "S", "І": "I", "Ї": "I", "Ј": "J", "Ԛ": "Q", "Ԝ": "W", "Ү": "Y",
+    "З": "3", "Ь": "b", "Ӏ": "l",
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c",
+    "т": "t", "х": "x", "у": "y", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "һ": "h", "ԁ": "d", "ԛ": "q",
+    "ԝ": "w", "ӏ": "l", "ү": "y", "ҽ": "e", "ь": "b", "п": "n", "г": "r", "ɡ": "g", "ѡ": "w", "ԍ": "g",
+    # Greek
+    "Α": "A", "Β": "B", "Ε": "E", "Ζ": "Z", "Η": "H", "Ι": "I", "Κ": "K", "Μ": "M", "Ν": "N", "Ο": "O",
+    "Ρ": "P", "Τ": "T", "Υ": "Y", "Χ": "X", "Ϲ": "C", "Ϳ": "J",
+    "α": "a", "β": "b", "γ": "y", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p",
+    "σ": "o", "τ": "t", "υ": "u", "χ": "x", "ω": "w", "ϲ": "c", "ϳ": "j", "ς": "c",
+    # Armenian, Cherokee and Latin variants
+    "օ": "o", "ս": "u", "հ": "h", "ո": "n", "ց": "g", "ք": "p", "զ": "q", "ᴄ": "c", "ı": "i", "ȷ": "j",
+    "ɑ": "a", "ɩ": "i", "ʟ": "l", "ᴏ": "o", "ᴜ": "u", "ᴠ": "v", "ᴡ": "w", "ᴢ": "z", "ꮯ": "c", "Ꮯ": "C",
+    "Ꭼ": "E", "Ꭺ": "A", "Ꮢ": "R", "Ꮃ": "W", "Ꮇ": "M", "Ꮋ": "H", "Ꭲ": "T", "Ꮪ": "S",
+}
+# Letters that render as nothing but are not in the format category.
+_INVISIBLE = {0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E, 0x17B4, 0x17B5}
+
+
+class _FoldTable(dict):
+    """``str.translate`` table built on first sight of each code point."""
+
+    def __missing__(self, code: int) -> str | None:
+        char = chr(code)
+        category = unicodedata.category(char)
+        value: str | None
+        if char in "\n\t":
+            value = char
+        elif char == "\r":
+            value = "\n"
+        elif category in ("Cf", "Mn", "Me", "Cc", "Cs", "Co", "Cn") or code in _INVISIBLE:
+            value = None
+        elif category.startswith("Z"):
+            value = " "
+        else:
+            value = _CONFUSABLES.get(char, char)
+        self[code] = value
+        return value
+
+
+_FOLD = _FoldTable()
+
+
+def strip_invisible(text: str) -> str:
+    """NFKC without format characters, combining marks and look-alikes, case kept (for decoders)."""
+    return unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text)).translate(_FOLD)
+
+
+def fold(text: str) -> str:
+    """What a reader sees: compatibility forms, invisibles, accents, look-alikes and case folded away."""
+    return strip_invisible(text).casefold()
+
+
+# ---------------------------------------------------------------------------- repairs
+
+_CONCAT = re.compile(r"""(["'`])[ \t]{0,3}(?:\+|\.|\|\||&|,)?[ \t]{0,3}(["'`])""")
+_EMPTY_QUOTES = re.compile(r"(?<=\w)(?:''|\"\"|\\(?=[a-z]))(?=\w)")
+_SPACED = re.compile(r"(?<!\S)\S(?:[ \t]\S(?!\S))+")
+_WIDE_GAP = re.compile(r"[ \t]{2,}")
+# letters interleaved with one separator: "c.u.r.l", "c-u-r-l", "c/u/r/l", "c  u  r  l"
+_INTERLEAVED = tuple(
+    re.compile(rf"(?:[^\s{re.escape(sep)}]{re.escape(sep)}){{3,}}[^\s{re.escape(sep)}]?") for sep in ".-_/|,*~+·"
+)
+_DOUBLE_SPACED = re.compile(r"(?<!\S)(?:\S[ \t]{2}){3,}\S?(?!\S)")
+_CONTINUATION = re.compile(r"\\\n")
+
+
+def _join_runs(match: re.Match[str]) -> str:
+    run = match.group(0)
+    return run[::2]
+
+
+SHORT_LINE = 24
+
+
+def join_fragments(text: str) -> str:
+    """Join a line to the next without a space when both are short and not blank (a word cut into lines),
+    else with one.
+
+    Joining every line would glue a payload to the prose around it (``...base64curl``).
+    """
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    out = [lines[0]]
+    for previous, line in zip(lines, lines[1:]):
+        fragment = 0 < len(previous) <= SHORT_LINE and 0 < len(line) <= SHORT_LINE  # a blank line separates
+        out.append(("" if fragment else " ") + line)
+    return "".join(out)
+
+
+def repair(text: str, newline: str | None) -> str:
+    """Undo quoted concatenation, join spaced letters and split lines.
+
+    Newlines become ``newline``; ``None`` joins short fragments only (:func:`join_fragments`).
+    """
+    text = _CONTINUATION.sub("", text)
+    text = join_fragments(text) if newline is None else text.replace("\n", newline)
+    text = _CONCAT.sub("", text)
+    text = _EMPTY_QUOTES.sub("", text)
+    text = _SPACED.sub(_join_runs, text)
+    text = _DOUBLE_SPACED.sub(lambda m: m.group(0)[::3], text)
+    for pattern in _INTERLEAVED:
+        text = pattern.sub(_join_runs, text)
+    return _WIDE_GAP.sub(" ", text)
+
+
+# ---------------------------------------------------------------------------- decoders
+
+_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{16,}={0,2}(?![A-Za-z0-9+/_=-])")
+_B32_RUN = re.compile(r"(?<![A-Za-z0-9=])[A-Z2-7]{16,}=*(?![A-Za-z0-9=])")
+_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}[ :,-]?){8,}(?![0-9A-Fa-f])")
+_WRAPPED_B64 = re.compile(r"(?<=[A-Za-z0-9+/=])[ \t]*\r?\n[ \t]*(?=[A-Za-z0-9+/])")
+_URL_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_ESCAPE = re.compile(r"\\(?:u\{([0-9A-Fa-f]{1,6})\}|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|x([0-9A-Fa-f]{2})|([0-7]{3}))")
+_ENTITY = re.compile(r"&#?[A-Za-z0-9]{1,8};")
+
+
+def _readable(data: bytes) -> str | None:
+    """``data`` as text if it is mostly printable UTF-8; encoded binary (images, hashes) is not."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if not text:
+        return None
+    printable = sum(1 for c in text if c.isprintable() or c in "\n\t\r")
+    return text if printable >= 0.9 * len(text) else None
+
+
+def _b64(match: re.Match[str]) -> str:
+    run = match.group(0).rstrip("=")
+    run = run[: len(run) - (len(run) % 4 == 1)]
+    padded = run + "=" * (-len(run) % 4)
+    try:
+        altchars = b"-_" if ("-" in run or "_" in run) else None
+        text = _readable(base64.b64decode(padded, altchars=altchars, validate=True))
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    return match.group(0) if text is None else f" {text} "
+
+
+def _b32(match: re.Match[str]) -> str:
+    run = match.group(0).rstrip("=")
+    try:
+        text = _readable(base64.b32decode(run + "=" * (-len(run) % 8)))
+    except (binascii.Error, ValueError):
+        return match.group(0)
+    return match.group(0) if text is None else f" {text} "
+
+
+def _hex(match: re.Match[str]) -> str:
+    digits = re.sub(r"[ :,-]", "", match.group(0))
+    if len(digits) % 2:
+        digits = digits[:-1]
+    text = _readable(bytes.fromhex(digits))
+    return match.group(0) if text is None else f" {text} "
+
+
+def _escape(match: re.Match[str]) -> str:
+    brace, u4, u8, x2, octal = match.groups()
+    value = int(brace or u4 or u8, 16) if (brace or u4 or u8) else int(x2, 16) if x2 else int(octal, 8)
+    return chr(value) if value <= 0x10FFFF else match.group(0)
+
+
+def _latin1_bytes_as_utf8(text: str) -> str:
+    """``\\xe2\\x80\\x8b`` escapes decode to bytes of UTF-8, not to Latin-1 letters."""
+    try:
+        return text.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return text
+
+
+def decodings(text: str) -> Iterator[str]:
+    """``text`` with each kind of encoded run decoded in place (only kinds that changed something)."""
+    wrapped = _WRAPPED_B64.sub("", text)  # base64 broken into lines (MIME, PEM) decodes as one run
+    for source in (text, wrapped) if wrapped != text else (text,):
+        if len(_B64_RUN.findall(source)) <= MAX_RUNS:
+            decoded = _B64_RUN.sub(_b64, source)
+            if decoded != source:
+                yield decoded
+    if len(_HEX_RUN.findall(text)) <= MAX_RUNS:
+        decoded = _HEX_RUN.sub(_hex, text)
+        if decoded != text:
+            yield decoded
+    if len(_B32_RUN.findall(text)) <= MAX_RUNS:
+        decoded = _B32_RUN.sub(_b32, text)
+        if decoded != text:
+            yield decoded
+    if _URL_ESCAPE.search(text):
+        yield unquote(text, errors="replace")
+    if _ESCAPE.search(text):
+        decoded = _ESCAPE.sub(_escape, text)
+        yield _latin1_bytes_as_utf8(decoded)
+    if _ENTITY.search(text):
+        yield html.unescape(text)
+
+
+# ---------------------------------------------------------------------------- views
+
+
+def chunks(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP) -> Iterator[str]:
+    """Overlapping slices, so the views of a long text cost time linear in its length."""
+    if len(text) <= size:
+        yield text
+        return
+    step = size - overlap
+    for start in range(0, len(text) - overlap, step):
+        yield text[start : start + size]
+
+
+def views(text: str, *, max_views: int = MAX_VIEWS, max_depth: int = MAX_DEPTH) -> list[str]:
+    """Distinct candidate readings of ``text`` (at most ``max_views``), folded first, decoded last.
+
+    ``text`` should be at most ``CHUNK_CHARS`` long (see :func:`chunks`); every
+    view is at most a small constant times as long as ``text``.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(view: str) -> None:
+        if len(out) < max_views and view and view not in seen:
+            seen.add(view)
+            out.append(view)
+
+    # Breadth first over lazily decoded texts: nothing is decoded once the views are full.
+    queue: deque[tuple[Iterator[str], int]] = deque([(iter((text,)), 0)])
+    budget = MAX_TEXTS
+    while queue and len(out) < max_views and budget > 0:
+        texts, depth = queue[0]
+        raw = next(texts, None)
+        if raw is None:
+            queue.popleft()
+            continue
+        budget -= 1
+        plain = strip_invisible(raw)
+        folded = plain.casefold()
+        add(folded)
+        joined_space = repair(folded, " ")
+        add(joined_space)
+        add(repair(folded, ""))
+        add(repair(folded, None))
+        add(codecs.encode(joined_space, "rot13"))
+        add(joined_space[::-1])
+        if depth < max_depth:
+            # encodings of the text, and of its rot13 and reversal (case kept: base64 needs it)
+            sources = (plain, codecs.encode(plain, "rot13"), plain[::-1])
+            queue.append((itertools.chain.from_iterable(decodings(s) for s in sources), depth + 1))
+    return out
