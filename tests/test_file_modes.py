@@ -102,12 +102,14 @@ def test_export_file_and_dev_token_are_private(tmp_path, monkeypatch, open_umask
     assert mode(token_file.parent) == 0o700 and mode(token_file.parent.parent) == 0o700
 
 
-def test_transcript_and_cost_ledger_files_are_0600(tmp_path, open_umask):
-    from stratamem.turn.costs import CostLedger
-    from stratamem.turn.history import HistoryStore
+def test_transcripts_and_usage_open_no_file_of_their_own(tmp_path, open_umask):
+    """They live in the store's database (0600 like it); a turn creates no other file."""
+    import stratamem as sm
 
-    history = HistoryStore(tmp_path / "history.db")
-    history.close()
-    ledger = CostLedger(db=str(tmp_path / "costs.db"))
-    ledger.close()
-    assert mode(tmp_path / "history.db") == 0o600 and mode(tmp_path / "costs.db") == 0o600
+    store = sm.open_store(str(tmp_path / "memory.db"))
+    turn = store.session("main").turn("a message long enough to be autosaved, about Lisbon")
+    turn.record_usage("m", 1, 1)
+    turn.end("ok")
+    store.close()
+    assert {p.name for p in tmp_path.iterdir()} <= {"memory.db", "memory.db-wal", "memory.db-shm"}
+    assert mode(tmp_path / "memory.db") == 0o600

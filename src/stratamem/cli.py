@@ -8,6 +8,8 @@ codes: 0 ok, 1 not found, 2 usage or validation, 3 storage, 4 policy.
 
 from __future__ import annotations
 
+import itertools
+
 import sys
 import warnings
 from collections.abc import Callable
@@ -26,7 +28,7 @@ from .policy.redact import redact_secrets
 from .private import private_writer
 from .session import Session
 from .store import Store, default_url
-from .transfer import dump_lines, read_lines
+from .transfer import dump_lines, read_records
 
 
 @dataclass
@@ -357,10 +359,12 @@ def _target(ctx: Context, target: str | None) -> str:
 @click.argument("file", required=False, type=click.Path(dir_okay=False, writable=True))
 @click.pass_obj
 def export_(ctx: Context, file: str | None) -> None:
-    """Write every live memory (all levels) as JSON Lines to FILE or stdout (operator)."""
+    """Write every live memory (all levels), then transcripts and usage, as JSON Lines (operator)."""
 
     def action() -> None:
-        lines = dump_lines(ctx.store().export(agent_id=ctx.agent))
+        store = ctx.store()
+        lines = itertools.chain(dump_lines(store.export(agent_id=ctx.agent)),
+                                dump_lines(store.export_turns(agent_id=ctx.agent)))
         if file is None:
             for line in lines:
                 click.echo(line, nl=False)
@@ -386,11 +390,13 @@ def import_(ctx: Context, file: str, no_scan: bool) -> None:
         store = ctx.store()
         if file == "-":
             stream = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape")
-            memories = read_lines(stream, store.max_content_bytes)
+            memories, turns = read_records(stream, store.max_content_bytes)
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
-                memories = read_lines(stream, store.max_content_bytes)
+                memories, turns = read_records(stream, store.max_content_bytes)
         count = store.import_memories(memories, scan=not no_scan)
+        if turns:
+            store.import_turns(turns)
         ctx.emit({"imported": count}, f"imported {count} memories")
 
     _run(ctx, action)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
 from .levels import Level
@@ -19,6 +19,7 @@ from .validation import check_category, check_content, check_key, check_tags, ch
 
 if TYPE_CHECKING:
     from .store import Store
+    from .turn.runtime import Turn
 
 MAX_QUERY_CHARS = 100_000
 
@@ -116,3 +117,15 @@ class Session:
 
     def delete(self, key: str) -> Memory:
         return self._backend.delete(self.id, check_key(key), self._store.now())
+
+    # the turn ------------------------------------------------------------------
+    def turn(self, user_message: str, origin: str = "interactive", **options: Any) -> "Turn":
+        """Begin one agent turn in this session's store (``stratamem.turn.Turn``; options go to it).
+
+        The returned turn has begun: ``turn.messages()`` is the prompt to send.
+        """
+        from .turn.runtime import Turn
+
+        turn = Turn(self, origin, **options)
+        turn.begin(user_message)
+        return turn

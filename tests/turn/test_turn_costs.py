@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import stratamem as sm
+
 from stratamem.turn import (
     Budget,
     BudgetStatus,
@@ -59,57 +61,76 @@ def test_record_has_no_content_fields() -> None:
         "cost_usd",
         "session_id",
         "agent_id",
+        "level",
         "time",
     }
 
 
-def test_ledger_persists_and_filters(tmp_path: Path) -> None:
-    db = tmp_path / "costs.db"
-    with CostLedger({"sonnet": SONNET}, db) as ledger:
-        first = ledger.record("sonnet", 1000, 500, session_id="s1", agent_id="a1", time=T0)
-        ledger.record("sonnet", 2000, 0, session_id="s2", agent_id="a2", time=T0 + timedelta(hours=1))
-        ledger.record("unknown-model", 10**6, 10**6, session_id="s1", agent_id="a1", time=T0)
-        ledger.record("sonnet", 1, 1, cost_usd=Decimal("0.5"), session_id="s1", agent_id="a1", time=T0)
-    assert first.cost_usd == Decimal("0.0105")
-    with CostLedger({"sonnet": SONNET}, db) as reopened:
-        assert reopened.records(session_id="s1")[0] == first
-        assert reopened.total() == Decimal("0.5165")
-        assert reopened.total(agent_id="a2") == Decimal("0.006")
-        assert reopened.total(since=T0 + timedelta(minutes=1)) == Decimal("0.006")
-        assert reopened.total(until=T0 + timedelta(minutes=1)) == Decimal("0.5105")
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
 
 
-def test_in_memory_ledger_uses_clock() -> None:
-    ledger = CostLedger({"sonnet": SONNET}, clock=lambda: T0)
-    assert ledger.record("sonnet", 10, 10).time == T0
+def test_ledger_lives_in_the_store_and_filters(tmp_path: Path) -> None:
+    db = str(tmp_path / "memory.db")
+    store = sm.open_store(db, clock=Clock(T0))
+    session = store.session("a1")
+    ledger = CostLedger(session, {"sonnet": SONNET})
+    first = ledger.record("sonnet", 1000, 500)
+    ledger.record("unknown-model", 10**6, 10**6)
+    ledger.record("sonnet", 1, 1, cost_usd=Decimal("0.5"))
+    CostLedger(store.session("a2"), {"sonnet": SONNET}).record("sonnet", 2000, 0)
+    store.close()
+    assert first.cost_usd == Decimal("0.0105") and first.agent_id == "a1"
+    reopened = sm.open_store(db, clock=Clock(T0))
+    again = CostLedger(sm.Session(reopened, session.id))
+    assert again.records()[0] == first
+    assert sum(r.cost_usd for r in again.records()) == Decimal("0.5105")  # own agent only
+    assert sum(r.cost_usd for r in reopened.usage()) == Decimal("0.5165")  # the operator sees all
+    assert [r.agent_id for r in reopened.usage(agent_id="a2")] == ["a2"]
+    reopened.close()
 
 
 def test_budgets_warn_and_exceed() -> None:
-    now = datetime(2025, 3, 15, 12, tzinfo=UTC)
-    ledger = CostLedger({"m": ModelPrice(Decimal(1), Decimal(0))}, clock=lambda: now)
+    clock = Clock(datetime(2025, 3, 15, 12, tzinfo=UTC))
+    store = sm.open_store(":memory:", clock=clock)
+    ledger = CostLedger(store.session("main"), {"m": ModelPrice(Decimal(1), Decimal(0))})
     budget = Budget(daily_usd=Decimal(10), monthly_usd=Decimal(100), warn_ratio=Decimal("0.8"))
-
+    now = clock.now
+    clock.now = now - timedelta(days=3)
+    ledger.record("m", 75_000_000, 0)  # earlier this month
+    clock.now = now
     ledger.record("m", 7_000_000, 0)  # $7 today
     report = ledger.check_budget(budget)
-    assert report.status is BudgetStatus.OK and report.daily_spent == Decimal(7)
-
+    assert report.daily_status is BudgetStatus.OK and report.daily_spent == Decimal(7)
+    assert report.status is BudgetStatus.WARNING  # $82 this month: the worse of the two
     ledger.record("m", 1_000_000, 0)  # $8 today: 80% of the day
-    assert ledger.check_budget(budget).status is BudgetStatus.WARNING
-
+    assert ledger.check_budget(budget).daily_status is BudgetStatus.WARNING
     ledger.record("m", 2_500_000, 0)  # $10.50 today
     report = ledger.check_budget(budget)
     assert (report.status, report.daily_status, report.monthly_status) == (
-        BudgetStatus.EXCEEDED,
-        BudgetStatus.EXCEEDED,
-        BudgetStatus.OK,
-    )
-
-    tomorrow = now + timedelta(days=1)
-    assert ledger.check_budget(budget, now=tomorrow).status is BudgetStatus.OK
-    ledger.record("m", 75_000_000, 0, time=now - timedelta(days=3))  # earlier this month
-    report = ledger.check_budget(budget, now=tomorrow)
-    assert (report.daily_status, report.monthly_status) == (BudgetStatus.OK, BudgetStatus.WARNING)
+        BudgetStatus.EXCEEDED, BudgetStatus.EXCEEDED, BudgetStatus.WARNING)
     assert report.monthly_spent == Decimal("85.5")
+    assert ledger.check_budget(budget, now=now + timedelta(days=1)).daily_status is BudgetStatus.OK
+
+
+@pytest.mark.parametrize("cost", [-1, float("nan"), float("inf"), "lots", Decimal("-0.01"), True, 10**12])
+def test_bad_reported_costs_refused_and_nothing_recorded(cost: object) -> None:
+    store = sm.open_store(":memory:")
+    ledger = CostLedger(store.session("main"))
+    with pytest.raises(ValidationError):
+        ledger.record("m", 1, 1, cost_usd=cost)
+    assert ledger.records() == []
+
+
+@pytest.mark.parametrize("model", ["", "x" * 201, None, 3])
+def test_bad_model_names_refused(model: object) -> None:
+    ledger = CostLedger(sm.open_store(":memory:").session("main"))
+    with pytest.raises(ValidationError):
+        ledger.record(model, 1, 1)  # type: ignore[arg-type]
 
 
 def test_budget_status_edges() -> None:

@@ -54,7 +54,7 @@ from ..errors import (
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..text import Analyzer
-from . import pg_index, pg_search, pg_sessions
+from . import pg_index, pg_search, pg_sessions, pg_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .pg_connect import (
@@ -69,6 +69,8 @@ from .pg_connect import (
 from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_event, row_to_memory
 from .pg_schema import migrate_schema
 from .rows import event_to_row, from_us, to_us
+from .turn_rows import COPIED as TURN_TABLES
+from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 
 T = TypeVar("T")
 
@@ -95,12 +97,13 @@ class PostgresBackend:
         "memories": (("id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
                       "lineage_id, expires_us, deleted_us"), "id"),
         "audit": (AUDIT_COLUMNS, "seq"),
+        **{table: (columns, "id") for table, columns in TURN_TABLES.items()},
     }
     # Columns a dump from an older version may lack (restored as NULL).
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"owner"})
     # Columns that may hold NUL and are stored escaped (pg_rows.enc).
     _ESCAPED: ClassVar[dict[str, set[str]]] = {"sessions": {"id"}, "taint_events": {"session_id", "reason", "source"},
-                "memories": {"content", "session_id"}, "audit": {"session_id"}}
+                "memories": {"content", "session_id"}, "audit": {"session_id"}, **pg_turns.ESCAPED}
 
     def __init__(self, url: str, analyzer: Analyzer) -> None:
         self.analyzer = analyzer
@@ -416,6 +419,47 @@ class PostgresBackend:
             raise NotFound(f"no memory with key {key!r} at level {record.taint.name}")
         return memory
 
+    # ------------------------------------------------------------------ turns (storage/pg_turns.py)
+
+    def append_messages(self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
+                        ) -> list[TranscriptMessage]:
+        return pg_turns.append_messages(self, session_id, drafts, now)
+
+    def read_messages(self, session_id: str, transcript_id: str, start: int, limit: int,
+                      now: datetime) -> TranscriptPage:
+        return pg_turns.read_messages(self, session_id, transcript_id, start, limit, now)
+
+    def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
+        return pg_turns.record_usage(self, session_id, draft, now)
+
+    def usage_spent(self, session_id: str | None, agent_id: str | None,
+                    windows: Sequence[tuple[datetime, datetime]]) -> list:
+        return pg_turns.usage_spent(self, session_id, agent_id, windows)
+
+    def usage_records(self, session_id: str | None, agent_id: str | None, since: datetime | None,
+                      until: datetime | None, limit: int) -> list[UsageRecord]:
+        return pg_turns.usage_records(self, session_id, agent_id, since, until, limit)
+
+    def purge_turns(self, messages_before: datetime | None, usage_before: datetime | None,
+                    agent_id: str | None, now: datetime) -> tuple[int, int]:
+        return pg_turns.purge(self, messages_before, usage_before, agent_id, now)
+
+    def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
+        records = pg_turns.export(self, agent_id)
+        self.append_audit(operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now)
+        return iter(records)
+
+    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
+        prepared = list(records)
+
+        def body(conn: psycopg.Connection) -> int:
+            count = pg_turns.import_rows(conn, prepared)
+            self._append(conn, operator_draft("import.turns", detail={"count": count},
+                                              levels=tuple(sorted({r.level for r in prepared}))), now)
+            return count
+
+        return self._operator(body)
+
     # ------------------------------------------------------------------ operator actions
 
     def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
@@ -453,7 +497,7 @@ class PostgresBackend:
             "ON CONFLICT (name) DO UPDATE SET value = excluded.value", ("1" if remaining else "0",)))
         return PurgeResult(count, not remaining, remaining)
 
-    def _vacuum(self) -> str:
+    def _vacuum(self, tables: str = "memories, postings, term_stats") -> str:
         """Rewrite the tables that held purged content, so its bytes leave the table and index files.
 
         A plain VACUUM only marks dead tuples reusable; their bytes stay in the
@@ -484,7 +528,7 @@ class PostgresBackend:
                     conn.add_notice_handler(handler)
                     conn.execute(f"SET lock_timeout = '{_VACUUM_LOCK_TIMEOUT}'")
                     try:
-                        conn.execute("VACUUM (FULL, VERBOSE) memories, postings, term_stats")
+                        conn.execute(f"VACUUM (FULL, VERBOSE) {tables}")
                     finally:
                         conn.execute("RESET lock_timeout")
                         conn.remove_notice_handler(handler)
@@ -505,7 +549,7 @@ class PostgresBackend:
             problem = f"{kept} dead row version(s) were still visible to running transactions"
             time.sleep(0.05 * 2**attempt)
         return (f"{problem}, so PostgreSQL's files may still hold purged bytes; run purge again (any cutoff) "
-                "once those transactions end, or VACUUM FULL memories, postings, term_stats (as the schema owner "
+                f"once those transactions end, or VACUUM FULL {tables} (as the schema owner "
                 "before PostgreSQL 17)")
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
@@ -563,7 +607,7 @@ class PostgresBackend:
         def body(conn: psycopg.Connection) -> int:
             self._lock_store(conn)
             if conn.execute("SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
-                            "UNION ALL SELECT 1 FROM sessions)").fetchone()[0]:
+                            "UNION ALL SELECT 1 FROM sessions UNION ALL SELECT 1 FROM turn_messages)").fetchone()[0]:
                 raise ValidationError("the target store is not empty")
             count = 0
             pending: dict[str, Rows] = {}
@@ -592,6 +636,9 @@ class PostgresBackend:
                     self._flush(conn, table, pending[table])
             conn.execute("SELECT setval(pg_get_serial_sequence('memories', 'id'), "
                          "greatest((SELECT max(id) FROM memories), 1))")
+            for table in TURN_TABLES:
+                conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                             f"greatest((SELECT max(id) FROM {table}), 1))")
             pg_index.reindex(conn, self.analyzer)
             return count
 

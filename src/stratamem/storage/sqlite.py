@@ -28,9 +28,11 @@ from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..private import create_private_file, match_sidecars
 from ..text import Analyzer
-from . import pruning, sqlite_checkpoint, sqlite_sessions
+from . import pruning, sqlite_checkpoint, sqlite_sessions, sqlite_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
+from .turn_rows import COPIED as TURN_TABLES
+from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
@@ -233,6 +235,7 @@ class SQLiteBackend:
                 if statement.strip():
                     conn.execute(statement)
             sqlite_sessions.ensure_schema(conn)
+            sqlite_turns.create(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -527,6 +530,51 @@ class SQLiteBackend:
             now,
         )
 
+    def _audit_read_plain(self, record: SessionRecord, op: str, now: datetime, detail: dict) -> None:
+        self.append_audit(AuditDraft(op, record.id, record.agent_id, record.taint, detail=detail), now)
+
+    # ------------------------------------------------------------------ turns (storage/sqlite_turns.py)
+
+    def append_messages(self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
+                        ) -> list[TranscriptMessage]:
+        return sqlite_turns.append_messages(self, session_id, drafts, now)
+
+    def read_messages(self, session_id: str, transcript_id: str, start: int, limit: int,
+                      now: datetime) -> TranscriptPage:
+        return sqlite_turns.read_messages(self, session_id, transcript_id, start, limit, now)
+
+    def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
+        return sqlite_turns.record_usage(self, session_id, draft, now)
+
+    def usage_spent(self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]):
+        return sqlite_turns.usage_spent(self, session_id, agent_id, windows)
+
+    def usage_records(self, session_id: str | None, agent_id: str | None, since: datetime | None,
+                      until: datetime | None, limit: int) -> list[UsageRecord]:
+        return sqlite_turns.usage_records(self, session_id, agent_id, since, until, limit)
+
+    def purge_turns(self, messages_before: datetime | None, usage_before: datetime | None,
+                    agent_id: str | None, now: datetime) -> tuple[int, int]:
+        """Inside one transaction; ``Store.purge`` runs the memory purge next, whose WAL truncation erases these too."""
+        with self._errors(), self._tx(write=True) as conn:
+            counts = sqlite_turns.purge(conn, messages_before, usage_before, agent_id)
+            self._append(conn, operator_draft("purge.turns", agent_id=agent_id,
+                                              detail={"messages": counts[0], "usage": counts[1]}), now)
+        return counts
+
+    def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
+        records = list(sqlite_turns.export(self, agent_id))
+        self.append_audit(operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now)
+        return iter(records)
+
+    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
+        prepared = list(records)
+        with self._errors(), self._tx(write=True) as conn:
+            count = sqlite_turns.import_rows(conn, prepared)
+            self._append(conn, operator_draft("import.turns", detail={"count": count},
+                                              levels=sqlite_turns.levels_of(prepared)), now)
+        return count
+
     def list(self, session_id: str, tag: str | None, now: datetime) -> list[Memory]:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
@@ -747,6 +795,7 @@ class SQLiteBackend:
                     "lineage_id, expires_us, deleted_us",
         "audit": "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
                  "prev_hash, hash",
+        **TURN_TABLES,
     }
 
     def dump(self) -> Iterator[tuple[str, dict]]:
@@ -765,7 +814,8 @@ class SQLiteBackend:
         """Load ``dump`` output into this (empty) store and rebuild the derived indexes."""
         count = 0
         with self._errors(), self._tx(write=True) as conn:
-            if conn.execute("SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit)").fetchone()[0]:
+            if conn.execute("SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
+                            "UNION ALL SELECT 1 FROM turn_messages)").fetchone()[0]:
                 raise ValidationError("the target store is not empty")
             for table, row in rows:
                 if table == "meta":

@@ -34,6 +34,7 @@ from ..policy import gate
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..policy.model import Action, HookPoint
 from ..policy.redact import redact_fields, redact_text
+from ..scope import scoped
 from ..session import Session
 from ..storage.base import SessionRecord
 from . import triggerfish, zeroclaw
@@ -72,7 +73,9 @@ class _Call:
 
     def run(self, record: SessionRecord, arguments: object) -> str:
         prepared = self._before(record, arguments)
-        payload = HANDLERS[self.spec.name](self.session, prepared.arguments, prepared.quarantine)
+        # Autonomous origins (cron, daemon, subturn) read no conversation memories (scope.py).
+        payload = HANDLERS[self.spec.name](scoped(self.session, self.origin), prepared.arguments,
+                                           prepared.quarantine)
         return self._after(record, prepared.facts, payload)
 
     def _before(self, record: SessionRecord, arguments: object) -> _Prepared:

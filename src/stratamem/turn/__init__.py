@@ -1,4 +1,4 @@
-"""The payload lifecycle of an agent turn.
+"""The payload lifecycle of an agent turn, kept in the store under the lattice.
 
 Everything a turn carries besides memory -- recalled context, the session's
 history, tool results, files, media, events and costs -- with one owner, a
@@ -27,8 +27,15 @@ from .costs import (
     call_cost,
     sanitize_price,
 )
-from .errors import LimitExceededError, NotFoundError, PolicyBlockedError, TurnError, ValidationError
-from .history import HistoryStore, StoredMessage
+from .errors import (
+    LimitExceededError,
+    NotFoundError,
+    PolicyBlockedError,
+    TurnError,
+    TurnStateError,
+    ValidationError,
+)
+from .history import StoredMessage, Transcript
 from .media import MediaAttachment, MediaKind, MediaLimits, check_attachment, load_attachment, media_kind
 from .messages import Message, ToolCallRequest
 from .observe import (
@@ -42,7 +49,8 @@ from .observe import (
     PolicyDecision,
     ToolCall,
 )
-from .runtime import Turn, TurnSettings
+from .recall import RecallResult, recall_block
+from .runtime import TrimReport, Turn, TurnSettings, UsageReport
 from .scrub import bound_text, scrub_text, scrub_value
 from .tool_results import (
     ToolResult,
@@ -66,7 +74,6 @@ __all__ = [
     "Event",
     "EventBus",
     "EventLog",
-    "HistoryStore",
     "HistoryTrimmed",
     "LimitExceededError",
     "MediaAttachment",
@@ -82,6 +89,11 @@ __all__ = [
     "PolicyBlockedError",
     "PolicyDecision",
     "StoredMessage",
+    "Transcript",
+    "TrimReport",
+    "UsageReport",
+    "RecallResult",
+    "recall_block",
     "ToolCall",
     "ToolCallRequest",
     "ToolResult",
@@ -89,6 +101,7 @@ __all__ = [
     "TrimResult",
     "Turn",
     "TurnError",
+    "TurnStateError",
     "TurnSettings",
     "ValidationError",
     "WorkspacePolicy",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol
 
 from ..policy.engine import DEFAULT_POLICY, Policy
@@ -73,6 +74,7 @@ def autosave_user_message(
     *,
     events: EventBus | None = None,
     policy: Policy | AutosavePolicy | None = None,
+    ttl: timedelta | None = None,
 ) -> str | None:
     """Save ``message`` if the settings say so and the policy gate allows it; return the key saved under.
 
@@ -88,7 +90,7 @@ def autosave_user_message(
         return None
     key = autosave_key(message)
     try:
-        _write(session, key, message.strip(), str(origin), policy or DEFAULT_POLICY)
+        _write(session, key, message.strip(), str(origin), policy or DEFAULT_POLICY, ttl)
     except Exception as exc:
         emit(events, MemoryStore(key=key, category=CONVERSATION, success=False, error=f"{type(exc).__name__}: {exc}"))
         return None

