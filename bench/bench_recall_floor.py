@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 import stratamem as sm  # noqa: E402
 from stratamem.models import Hit  # noqa: E402
 from stratamem.turn.context import ContextConfig, select_entries  # noqa: E402
+from stratamem.turn.recall import term_coverage  # noqa: E402
 
 
 def data_file() -> Path:
@@ -69,32 +70,34 @@ def main() -> None:
         sessions.append(session)
         questions.append([(q["question"], gold(q, set(memories))) for q in sample["qa"]])
     # Scores with no floor: collect once, apply floors offline.
-    config0 = ContextConfig(min_relevance=0.0, relative_floor=0.0, half_life_days=0)
+    config0 = ContextConfig(min_relevance=0.0, relative_floor=0.0, min_coverage=0.0, half_life_days=0)
     runs = []
     for i, session in enumerate(sessions):
-        own = [(session.search(q, max_results=16), g) for q, g in questions[i] if g]
-        other = [session.search(q, max_results=16) for q, _ in questions[1 - i]]
+        cover = lambda q: term_coverage(store.analyzer, q)  # noqa: E731
+        own = [(session.search(q, max_results=16), g, cover(q)) for q, g in questions[i] if g]
+        other = [(session.search(q, max_results=16), cover(q)) for q, _ in questions[1 - i]]
         runs.append((own, other))
-    print("min_relevance  relative_floor  recall@4  unrelated_dropped  related_entries")
-    settings = [(a / 4, 0.0) for a in range(0, 25, 2)] + [(3.75, 0.0), (3.75, 0.3)]
-    for absolute, relative in settings:
-        config = ContextConfig(min_relevance=absolute, relative_floor=relative, half_life_days=0)
+    print("min_relevance  min_coverage  recall@4  unrelated_dropped  related_entries")
+    settings = ([(a / 2, 0.0) for a in range(0, 13, 2)] + [(0.0, c / 100) for c in (10, 15, 20, 21, 25, 30, 40, 50)]
+                + [(3.75, 0.0), (3.0, 0.2), (2.0, 0.24), (3.0, 0.24)])
+    for absolute, minimum in settings:
+        config = ContextConfig(min_relevance=absolute, relative_floor=0.0, min_coverage=minimum, half_life_days=0)
         recall_sum = n = 0
         kept_related = 0
         unrelated_before = unrelated_after = 0
         for own, other in runs:
-            for hits, g in own:
-                chosen = select_entries(hits, config, now, include_conversation=True)
+            for hits, g, cover in own:
+                chosen = select_entries(hits, config, now, include_conversation=True, coverage=cover)
                 kept_related += len(chosen)
                 recall_sum += len({m.key for m in chosen} & g) / len(g)
                 n += 1
-            for hits in other:
+            for hits, cover in other:
                 unrelated_before += len(select_entries(hits, config0, now, include_conversation=True))
-                unrelated_after += len(select_entries(hits, config, now, include_conversation=True))
+                unrelated_after += len(select_entries(hits, config, now, include_conversation=True, coverage=cover))
         dropped = 1 - unrelated_after / unrelated_before if unrelated_before else 0.0
-        print(f"{absolute:13.1f}  {relative:14.1f}  {recall_sum / n:8.4f}  {dropped:17.1%}  {kept_related / n:15.2f}")
+        print(f"{absolute:13.2f}  {minimum:12.2f}  {recall_sum / n:8.4f}  {dropped:17.1%}  {kept_related / n:15.2f}")
     default = ContextConfig()
-    print(f"default: min_relevance={default.min_relevance} relative_floor={default.relative_floor}")
+    print(f"default: min_relevance={default.min_relevance} min_coverage={default.min_coverage}")
 
 
 if __name__ == "__main__":

@@ -50,8 +50,9 @@ _SECONDS_PER_DAY = 86_400.0
 _BLOCK_RE = re.compile(re.escape(_HEAD) + r".*?" + re.escape(_TAIL), re.DOTALL)
 
 Clock = Callable[[], datetime]
-DEFAULT_MIN_RELEVANCE = 3.75  # BM25 units; bench/bench_recall_floor.py
+DEFAULT_MIN_RELEVANCE = 0.0  # BM25 units mean different things in stores of different sizes
 DEFAULT_RELATIVE_FLOOR = 0.0
+DEFAULT_MIN_COVERAGE = 0.21  # more than a fifth of the query terms; bench/bench_recall_floor.py
 
 
 class Origin(StrEnum):
@@ -95,11 +96,13 @@ class SearchableSession(Protocol):
 class ContextConfig:
     """Bounds and switches for the memory-context block.
 
-    ``min_relevance`` (absolute, in the store's BM25 units) and
+    The relevance floor: ``min_coverage`` (on by default, at the value
+    ``bench/bench_recall_floor.py`` measured on LoCoMo, README) drops a hit
+    holding no more than that share of the query's terms; ``min_relevance``
+    (absolute, BM25 units, which shift with the store's size) and
     ``relative_floor`` (a share of the best hit's score) apply to the
-    decayed score; unscored hits (score 0.0) are never dropped by them
-    because the backend had no score to give. Both are on by default at the
-    values ``bench/bench_recall_floor.py`` measured on LoCoMo (README).
+    decayed score and are off by default. Unscored hits (score 0.0) are
+    never dropped by a floor because the backend had no score to give.
     ``half_life_days`` of 0 turns decay off.  ``search_limit`` over-fetches
     so that filtering still leaves ``max_entries`` candidates.
     """
@@ -109,6 +112,7 @@ class ContextConfig:
     max_total_chars: int = 4000
     min_relevance: float = DEFAULT_MIN_RELEVANCE
     relative_floor: float = DEFAULT_RELATIVE_FLOOR
+    min_coverage: float = DEFAULT_MIN_COVERAGE
     half_life_days: float = 7.0
     search_limit: int = 16
     suppress: bool = False
@@ -118,12 +122,12 @@ class ContextConfig:
         for name in ("max_entries", "max_entry_chars", "max_total_chars", "search_limit"):
             if getattr(self, name) < 0:
                 raise ValidationError(f"ContextConfig.{name} must be >= 0")
-        for name in ("min_relevance", "half_life_days", "relative_floor"):
+        for name in ("min_relevance", "half_life_days", "relative_floor", "min_coverage"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0:
                 raise ValidationError(f"ContextConfig.{name} must be a finite number >= 0")
-        if self.relative_floor > 1:
-            raise ValidationError("ContextConfig.relative_floor must be <= 1")
+        if self.relative_floor > 1 or self.min_coverage > 1:
+            raise ValidationError("ContextConfig.relative_floor and min_coverage must be <= 1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,9 +191,14 @@ def decayed_score(score: float, category: str, updated_at: datetime, now: dateti
 
 
 def select_entries(
-    hits: Sequence[HitLike], config: ContextConfig, now: datetime, *, include_conversation: bool
+    hits: Sequence[HitLike], config: ContextConfig, now: datetime, *, include_conversation: bool,
+    coverage: Callable[[MemoryLike], float] | None = None,
 ) -> list[MemoryLike]:
     """Filter, decay, floor, rank and cap the recalled hits.
+
+    ``coverage`` (the share of the query's terms a memory holds; see
+    ``recall.term_coverage``) is floored by ``min_coverage``: unlike a BM25
+    score it means the same in a store of ten memories and of a million.
 
     The sort is stable, so hits with equal scores (e.g. all unscored) keep
     the backend's order.  Duplicate keys keep their first hit.
@@ -203,6 +212,8 @@ def select_entries(
         seen.add(memory.key)
         score = decayed_score(float(hit.score), memory.category, memory.updated_at, now, config.half_life_days)
         if hit.score != 0.0 and score < config.min_relevance:
+            continue
+        if hit.score != 0.0 and coverage is not None and config.min_coverage and coverage(memory) < config.min_coverage:
             continue
         scored.append((score, memory))
     best = max((score for score, _ in scored), default=0.0)
@@ -256,8 +267,18 @@ def render_memory_context(
 ) -> str:
     """Recall for ``user_message`` and render the block to prepend, or ``""``.
 
-    Emits exactly one :class:`MemoryRecall` event.
+    Emits exactly one :class:`MemoryRecall` event. A real stratamem session
+    always recalls through the policy layer and conversation scope
+    (``recall.recall_block``); only stand-ins without a store take the
+    filter-only path below.
     """
+    from ..session import Session
+
+    if isinstance(session, Session):
+        from .recall import recall_block
+
+        return recall_block(session, user_message, parse_origin(origin).value, config, clock(),
+                            events=events).block
     policy = recall_policy(origin, session_scopes, suppress=config.suppress)
     origin_name = parse_origin(origin).value
     if not policy.inject or config.max_entries == 0 or not user_message.strip():

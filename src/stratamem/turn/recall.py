@@ -17,14 +17,15 @@ policy check renders nothing (fail closed) and says so in the event.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..models import Hit
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..scope import in_scope
+from ..text import Analyzer
 from .context import ContextConfig, fit_lines, format_memory_block, parse_origin, recall_policy, select_entries
 from .observe import EventBus, MemoryRecall, emit
 from .scrub import bound_text, scrub_text
@@ -43,6 +44,19 @@ class RecallResult:
     found: int  # hits the store returned
     injected: int  # entries in the block
     withheld: int  # dropped by scope or policy
+
+
+def term_coverage(analyzer: Analyzer, query: str) -> Callable[[Any], float]:
+    """The share of the query's (stemmed, stopword-free) terms found in a memory's key, content and tags."""
+    terms = set(analyzer.query_terms(query))
+
+    def share(memory: Any) -> float:
+        if not terms:
+            return 1.0
+        held, _ = analyzer.document_terms(memory.key, memory.content, memory.tags)
+        return len(terms & held.keys()) / len(terms)
+
+    return share
 
 
 def summarize_query(query: str) -> str:
@@ -82,7 +96,8 @@ def recall_block(
         by_lineage = {m.lineage_id: m for m in allowed}
         passed = [Hit(by_lineage[h.memory.lineage_id], h.score) for h in scoped
                   if h.memory.lineage_id in by_lineage]
-        memories = select_entries(passed, config, now, include_conversation=plan.include_conversation)
+        memories = select_entries(passed, config, now, include_conversation=plan.include_conversation,
+                                  coverage=term_coverage(session.store.analyzer, query))
         lines = fit_lines(memories, config)
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
         event(entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
