@@ -28,6 +28,7 @@ from .mcp_tools import build_mcp_server
 from .openapi import docs_page, document, document_text
 from .responses import error_response, internal_error, json_text
 from .rest import RestApi
+from .rest_turns import TurnApi
 from .state import ServerState
 
 logger = logging.getLogger("stratamem.server")
@@ -99,6 +100,7 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
     routes = [
         Route("/mcp", McpEndpoint(state, manager)),
         *RestApi(state).routes(),
+        *TurnApi(state).routes(),
         Route("/openapi.json", openapi_json, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
     ]

@@ -19,6 +19,7 @@ from ..policy.engine import DEFAULT_POLICY, Policy
 from ..session import Session
 from ..store import Store
 from ..tools.specs import TRIGGERFISH
+from ..turn.runtime import TurnSettings
 from .bindings import McpBindings
 from .principals import Principal, Principals
 
@@ -48,6 +49,7 @@ class ServerState:
         *,
         profile: str = TRIGGERFISH,
         policy: Policy = DEFAULT_POLICY,
+        turn_settings: TurnSettings | None = None,
     ) -> None:
         self.store = store
         self.principals = principals
@@ -55,6 +57,7 @@ class ServerState:
         self.policy = policy
         self._read_only_policy = policy if policy.read_only else policy.replace(read_only=True)
         self.bindings = McpBindings()
+        self.turn_settings = turn_settings or TurnSettings()  # the operator's; requests may only narrow them
 
     def policy_for(self, principal: Principal) -> Policy:
         """The operator policy, read-only for read-only principals."""

@@ -1,0 +1,195 @@
+"""A whole turn for runtimes in any language: the operations REST and MCP both serve.
+
+Each operation is blocking (call it through ``state.blocking``), takes the
+caller's principal, a session id the principal owns (``state.session_for``:
+another principal's session is NOT_FOUND) and a decoded JSON object, and
+returns a JSON-ready dict. Nothing is kept between requests but a bounded
+cache of rendered memory blocks: a turn is found again by its id (the
+position of its user message) with ``Turn.resume``, so any worker of any
+process can serve the next call, and a turn ends at most once.
+
+Turn settings (token budget, prices, spending budget, recall bounds) are the
+operator's (``ServerState.turn_settings``); a request may only choose the
+origin, a system prompt, and a smaller history budget.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from typing import Any
+
+from ..errors import ValidationError
+from ..session import Session
+from ..turn import ToolCallRequest, ToolResult, Transcript, Turn, TurnSettings
+from ..turn.costs import BudgetReport
+from ..turn.errors import TurnStateError
+from .principals import Principal
+
+MAX_SYSTEM_PROMPT_CHARS = 100_000
+MAX_OUTPUT_CHARS = 16 * 1024 * 1024  # larger tool output is refused; anything below is truncated to the limits
+CONTEXT_CACHE = 1024
+
+
+class TurnOps:
+    """The operations of the turn API for one server."""
+
+    def __init__(self, state: Any, settings: TurnSettings | None = None) -> None:
+        self.state = state
+        self.settings = settings or TurnSettings()
+        self._contexts: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _session(self, principal: Principal, session_id: str) -> Session:
+        return self.state.session_for(principal, session_id)
+
+    def _turn(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> Turn:
+        turn = Turn.resume(self._session(principal, session_id), _int(turn_id, "turn_id"),
+                           **self._options(principal, body, origin=False))
+        with self._lock:
+            cached = self._contexts.get((session_id, turn.id or 0))
+        if cached is not None:
+            turn._context = cached
+        return turn
+
+    def _options(self, principal: Principal, body: dict[str, Any], *, origin: bool) -> dict[str, Any]:
+        settings = self.settings
+        if body.get("history_budget_tokens") is not None:
+            budget = _int(body["history_budget_tokens"], "history_budget_tokens")
+            settings = replace(settings, history_budget_tokens=min(budget, settings.history_budget_tokens))
+        system = body.get("system_prompt")
+        if system is not None and (not isinstance(system, str) or len(system) > MAX_SYSTEM_PROMPT_CHARS):
+            raise ValidationError(f"system_prompt must be a string of at most {MAX_SYSTEM_PROMPT_CHARS} characters")
+        options: dict[str, Any] = {"settings": settings, "system_prompt": system,
+                                   "policy": self.state.policy_for(principal)}
+        if origin:
+            options["origin"] = body.get("origin", "interactive")
+        return options
+
+    def _remember(self, session_id: str, turn: Turn) -> None:
+        if turn._context is None or turn.id is None:
+            return
+        with self._lock:
+            self._contexts[(session_id, turn.id)] = turn._context
+            self._contexts.move_to_end((session_id, turn.id))
+            while len(self._contexts) > CONTEXT_CACHE:
+                self._contexts.popitem(last=False)
+
+    @staticmethod
+    def _prompt(turn: Turn) -> dict[str, Any]:
+        messages = [m.to_dict() for m in turn.messages()]
+        trim = turn.last_trim.to_dict() if turn.last_trim else None
+        return {"turn_id": turn.id, "state": turn.state, "messages": messages, "trim": trim,
+                "pending_tool_calls": sorted(turn.pending_calls)}
+
+    # ------------------------------------------------------------------ operations
+
+    def begin(self, principal: Principal, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """Record the user message, recall through the policy, trim; the prompt to send."""
+        message = body.get("user_message")
+        if not isinstance(message, str):
+            raise ValidationError("user_message is required (a string)")
+        options = self._options(principal, body, origin=True)
+        turn = Turn(self._session(principal, session_id), options.pop("origin"), **options)
+        turn.begin(message)
+        self._remember(session_id, turn)
+        return self._prompt(turn)
+
+    def prompt(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> dict[str, Any]:
+        turn = self._turn(principal, session_id, turn_id, body)
+        answer = self._prompt(turn)
+        self._remember(session_id, turn)
+        return answer
+
+    def tool_calls(self, principal: Principal, session_id: str, turn_id: object,
+                   body: dict[str, Any]) -> dict[str, Any]:
+        calls = body.get("tool_calls")
+        if not isinstance(calls, list) or not calls:
+            raise ValidationError("tool_calls must be a non-empty list of {id, name, arguments}")
+        if not all(isinstance(c, dict) for c in calls):
+            raise ValidationError("each tool call must be an object {id, name, arguments}")
+        requests = [ToolCallRequest.from_dict(c) for c in calls]
+        content = body.get("content") or ""
+        if not isinstance(content, str):
+            raise ValidationError("content must be a string")
+        turn = self._turn(principal, session_id, turn_id, {})
+        turn.record_tool_calls(requests, content)
+        return {"turn_id": turn.id, "pending_tool_calls": sorted(turn.pending_calls)}
+
+    def tool_result(self, principal: Principal, session_id: str, turn_id: object,
+                    body: dict[str, Any]) -> dict[str, Any]:
+        call_id, name = body.get("call_id"), body.get("tool_name")
+        if not isinstance(call_id, str) or not isinstance(name, str):
+            raise ValidationError("call_id and tool_name are required (strings)")
+        output, error = body.get("output", ""), body.get("error")
+        if not isinstance(output, str) or (error is not None and not isinstance(error, str)):
+            raise ValidationError("output and error must be strings")
+        if len(output) > MAX_OUTPUT_CHARS:
+            raise ValidationError(f"output is larger than {MAX_OUTPUT_CHARS} characters")
+        success = body.get("success", error is None)
+        if not isinstance(success, bool):
+            raise ValidationError("success must be a boolean")
+        duration = body.get("duration_ms", 0)
+        if isinstance(duration, bool) or not isinstance(duration, int | float) or not 0 <= duration < 1e12:
+            raise ValidationError("duration_ms must be a number >= 0")
+        turn = self._turn(principal, session_id, turn_id, {})
+        message = turn.record_tool_result(call_id, name, ToolResult(success, output, error),
+                                          arguments=body.get("arguments", "{}") if isinstance(
+                                              body.get("arguments"), str | dict) else "{}",
+                                          duration_ms=float(duration))
+        return {"turn_id": turn.id, "message": message.to_dict(), "truncated": len(message.content) < len(output),
+                "pending_tool_calls": sorted(turn.pending_calls)}
+
+    def usage(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> dict[str, Any]:
+        turn = self._turn(principal, session_id, turn_id, {})
+        if turn.state == "ended":
+            raise TurnStateError("cannot record usage: the turn has ended")
+        report = turn.record_usage(body.get("model"), body.get("input_tokens"),  # type: ignore[arg-type]
+                                   body.get("output_tokens"), body.get("cached_input_tokens", 0),  # type: ignore[arg-type]
+                                   cost_usd=body.get("cost_usd"))
+        usage = report.record.to_dict()
+        usage.pop("record")
+        return {"turn_id": turn.id, "usage": usage, "budget": _budget(report.budget)}
+
+    def end(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> dict[str, Any]:
+        content = body.get("content")
+        if not isinstance(content, str):
+            raise ValidationError("content is required (the final assistant message)")
+        turn = self._turn(principal, session_id, turn_id, {})
+        turn.end(content)
+        with self._lock:
+            self._contexts.pop((session_id, turn.id or 0), None)
+        return {"turn_id": turn.id, "state": turn.state}
+
+    def transcript(self, principal: Principal, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A range of a transcript (default: the session's own), as the session may see it."""
+        start = _int(body.get("start", 0), "start")
+        limit = _int(body.get("limit", 100), "limit")
+        transcript_id = body.get("transcript_id")
+        rows, total = Transcript(self._session(principal, session_id)).page(start, max(1, limit), transcript_id)
+        end = start + len(rows)
+        return {"messages": [r.to_dict() for r in rows], "start": start, "total": total,
+                "next": end if end < total else None}
+
+
+def _int(value: object, name: str) -> int:
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 19:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**62:
+        raise ValidationError(f"{name} must be an integer >= 0")
+    return value
+
+
+def _budget(report: BudgetReport | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    limits = report.budget
+    return {"status": report.status.value, "daily_status": report.daily_status.value,
+            "monthly_status": report.monthly_status.value, "daily_spent_usd": str(report.daily_spent),
+            "monthly_spent_usd": str(report.monthly_spent),
+            "daily_limit_usd": None if limits.daily_usd is None else str(limits.daily_usd),
+            "monthly_limit_usd": None if limits.monthly_usd is None else str(limits.monthly_usd)}
+
