@@ -132,3 +132,16 @@ def test_turn_endpoints_refuse_bad_input_with_stable_codes(server):
         assert other.get(f"/v1/sessions/{sid}/transcript").status_code == 404
         assert other.post(f"{base}/end", json={"content": "x"}).status_code == 404
     assert auth("alice")
+
+
+def test_openapi_documents_the_turn_routes(server):
+    import httpx2
+
+    doc = httpx2.get(f"{server.url}/openapi.json").json()
+    documented = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
+    s = "/v1/sessions/{session_id}"
+    for method, path in [("POST", f"{s}/turns"), ("GET", f"{s}/turns/{{turn_id}}/prompt"),
+                         ("POST", f"{s}/turns/{{turn_id}}/tool-calls"), ("POST", f"{s}/turns/{{turn_id}}/tool-results"),
+                         ("POST", f"{s}/turns/{{turn_id}}/usage"), ("POST", f"{s}/turns/{{turn_id}}/end"),
+                         ("GET", f"{s}/transcript")]:
+        assert (method, path) in documented

@@ -28,7 +28,9 @@ from .mcp_tools import build_mcp_server
 from .openapi import docs_page, document, document_text
 from .responses import error_response, internal_error, json_text
 from .rest import RestApi
+from .mcp_turns import TurnMcpEndpoint, build_turn_server
 from .rest_turns import TurnApi
+from .turn_ops import TurnOps
 from .state import ServerState
 
 logger = logging.getLogger("stratamem.server")
@@ -83,6 +85,12 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
         json_response=True,
         security_settings=transport_security(host, allowed_hosts),
     )
+    ops = TurnOps(state, state.turn_settings)
+    turn_manager = StreamableHTTPSessionManager(
+        app=build_turn_server(state, ops),
+        json_response=True,
+        security_settings=transport_security(host, allowed_hosts),
+    )
     openapi_text = document_text()
     docs_html = docs_page(document())
 
@@ -94,13 +102,14 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
+        async with manager.run(), turn_manager.run():
             yield
 
     routes = [
         Route("/mcp", McpEndpoint(state, manager)),
         *RestApi(state).routes(),
-        *TurnApi(state).routes(),
+        Route("/mcp-turns", TurnMcpEndpoint(turn_manager)),
+        *TurnApi(state, ops).routes(),
         Route("/openapi.json", openapi_json, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
     ]

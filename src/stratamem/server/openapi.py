@@ -30,7 +30,8 @@ def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
 
 SCHEMAS: dict[str, Any] = {
     "Error": _obj(["error"], error=_obj(["code", "message"], code={"type": "string", "enum": [
-        "VALIDATION_ERROR", "NOT_FOUND", "POLICY_BLOCKED", "STORAGE_ERROR", "UNAUTHENTICATED"]},
+        "VALIDATION_ERROR", "NOT_FOUND", "POLICY_BLOCKED", "STORAGE_ERROR", "UNAUTHENTICATED",
+        "LIMIT_EXCEEDED", "TURN_STATE"]},
         message={"type": "string"})),
     "Session": _obj(["id", "agent_id", "taint", "clearance", "peers", "created_at"],
                     id={"type": "string"}, agent_id={"type": "string"}, taint=LEVEL, clearance=LEVEL,
@@ -175,6 +176,9 @@ def document() -> dict[str, Any]:
         "/v1/audit/verify": {"get": _op("Verify the audit hash chain", ("200", "Result", _ref("Verify")),
                                         errors=("401", "503"))},
     }
+    from . import openapi_turns  # the turn API's paths (it builds on the helpers above)
+
+    paths.update(openapi_turns.paths(s, SID))
     return {
         "openapi": "3.1.0",
         "info": {
@@ -187,7 +191,7 @@ def document() -> dict[str, Any]:
                 "(streamable HTTP) is served at /mcp with the same bearer tokens."
             ),
         },
-        "components": {"schemas": SCHEMAS, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "components": {"schemas": {**SCHEMAS, **openapi_turns.SCHEMAS}, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
         "security": [{"bearer": []}],
         "paths": paths,
     }
