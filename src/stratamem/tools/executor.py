@@ -22,6 +22,7 @@ details (which could carry content).
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,7 @@ from ..session import Session
 from ..storage.base import SessionRecord
 from . import triggerfish, zeroclaw
 from .arguments import parse_arguments
+from .events import emit_tool_events
 from .specs import TOOLS, ToolSpec
 
 HANDLERS = {**triggerfish.HANDLERS, **zeroclaw.HANDLERS}
@@ -153,6 +155,7 @@ def execute(
         return shapes.dumps(shapes.error_from(exc))
     except Exception:  # noqa: BLE001
         return shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR))
+    started = time.perf_counter()
     try:
         text = _Call(session, spec, policy or DEFAULT_POLICY, origin, channel).run(record, arguments)
         outcome = "ok"
@@ -161,4 +164,5 @@ def execute(
     except Exception:  # noqa: BLE001 - never escape into the agent loop
         text, outcome = shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR)), "storage_error"
     _audit_call(session, record, spec, outcome)
+    emit_tool_events(session, spec, arguments, outcome, (time.perf_counter() - started) * 1000, origin, text)
     return text

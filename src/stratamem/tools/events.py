@@ -1,0 +1,64 @@
+"""Observer events for memory tool calls, whichever transport ran them (in-process, MCP, REST).
+
+The same scrubbed, bounded events as the turn layer (``turn.observe``),
+delivered to the store's bus (``store.events``; OpenTelemetry spans when the
+API is installed): one ``ToolCall`` per call (tool, origin, duration,
+success), plus ``MemoryStore`` for a write (key, category, backend) and
+``MemoryRecall`` for a search (scrubbed query summary, result count,
+duration). Events never carry memory content, and emitting them never fails
+a call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..turn.observe import MemoryRecall, MemoryStore, ToolCall, emit
+from ..turn.recall import summarize_query
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from .specs import ToolSpec
+
+_FOUND = re.compile(r"Found (\d+) memor")
+WRITES = ("memory_save", "memory_store")
+SEARCHES = ("memory_search", "memory_recall")
+
+
+def backend_name(session: "Session") -> str:
+    name = type(session.store.backend).__name__.lower()
+    return "postgresql" if "postgres" in name else "sqlite" if "sqlite" in name else name
+
+
+def _count(text: str) -> int:
+    if text.startswith("{"):
+        with contextlib.suppress(ValueError):
+            data = json.loads(text)
+            return len(data.get("results", [])) if isinstance(data, dict) else 0
+    found = _FOUND.search(text)
+    return int(found.group(1)) if found else 0
+
+
+def emit_tool_events(session: "Session", spec: "ToolSpec", arguments: Any, outcome: str, duration_ms: float,
+                     origin: str | None, text: str) -> None:
+    bus = getattr(session.store, "events", None)
+    if bus is None:
+        return
+    with contextlib.suppress(Exception):
+        args = arguments if isinstance(arguments, dict) else {}
+        ok = outcome == "ok"
+        emit(bus, ToolCall(tool_name=spec.name, arguments={k: v for k, v in args.items() if k != "content"},
+                           success=ok, output_chars=len(text), duration_ms=round(duration_ms, 3),
+                           origin=origin or "", error="" if ok else outcome))
+        if spec.name in WRITES:
+            emit(bus, MemoryStore(key=str(args.get("key", ""))[:256], category=str(args.get("category") or "core"),
+                                  success=ok, backend=backend_name(session), origin=origin or "",
+                                  error="" if ok else outcome))
+        elif spec.name in SEARCHES:
+            query = args.get("query")
+            emit(bus, MemoryRecall(origin=origin or "", entry_count=_count(text) if ok else 0, success=ok,
+                                   query_summary=summarize_query(query if isinstance(query, str) else ""),
+                                   duration_ms=round(duration_ms, 3), error="" if ok else outcome))
