@@ -85,7 +85,7 @@ def append_messages(b: "PostgresBackend", session_id: str, drafts: Sequence[Mess
     return b._write(body)
 
 
-def read_messages(b: "PostgresBackend", session_id: str, transcript_id: str, start: int, limit: int,
+def read_messages(b: "PostgresBackend", session_id: str, transcript_id: str, start: int | None, limit: int,
                   now: datetime) -> TranscriptPage:
     def body(conn: psycopg.Connection) -> TranscriptPage:
         record = b._bound_session(conn, session_id)
@@ -93,14 +93,15 @@ def read_messages(b: "PostgresBackend", session_id: str, transcript_id: str, sta
         (total,) = conn.execute(
             "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s", scope
         ).fetchone()
+        first = max(0, total - limit) if start is None else start
         rows = conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s "
-            "ORDER BY id LIMIT %s OFFSET %s", (*scope, limit, start),
+            "ORDER BY id LIMIT %s OFFSET %s", (*scope, limit, first),
         ).fetchall()
         b._append(conn, AuditDraft("transcript.read", record.id, record.agent_id, record.taint,
-                                   detail={"count": len(rows), "start": start, "own": transcript_id == record.id}),
+                                   detail={"count": len(rows), "start": first, "own": transcript_id == record.id}),
                   now)
-        return TranscriptPage(tuple(row_to_message(_decoded_message(r), start + i) for i, r in enumerate(rows)),
+        return TranscriptPage(tuple(row_to_message(_decoded_message(r), first + i) for i, r in enumerate(rows)),
                               total)
 
     return b._write(body)

@@ -425,7 +425,7 @@ class PostgresBackend:
                         ) -> list[TranscriptMessage]:
         return pg_turns.append_messages(self, session_id, drafts, now)
 
-    def read_messages(self, session_id: str, transcript_id: str, start: int, limit: int,
+    def read_messages(self, session_id: str, transcript_id: str, start: int | None, limit: int,
                       now: datetime) -> TranscriptPage:
         return pg_turns.read_messages(self, session_id, transcript_id, start, limit, now)
 

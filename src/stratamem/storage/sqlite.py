@@ -539,7 +539,7 @@ class SQLiteBackend:
                         ) -> list[TranscriptMessage]:
         return sqlite_turns.append_messages(self, session_id, drafts, now)
 
-    def read_messages(self, session_id: str, transcript_id: str, start: int, limit: int,
+    def read_messages(self, session_id: str, transcript_id: str, start: int | None, limit: int,
                       now: datetime) -> TranscriptPage:
         return sqlite_turns.read_messages(self, session_id, transcript_id, start, limit, now)
 

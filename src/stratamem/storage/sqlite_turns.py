@@ -92,15 +92,16 @@ def append_messages(b: "SQLiteBackend", session_id: str, drafts: Sequence[Messag
     return stored
 
 
-def read_messages(b: "SQLiteBackend", session_id: str, transcript_id: str, start: int, limit: int,
+def read_messages(b: "SQLiteBackend", session_id: str, transcript_id: str, start: int | None, limit: int,
                   now: datetime) -> TranscriptPage:
-    """Positions ``start .. start+limit`` of what the reader may see of ``transcript_id``."""
+    """Positions ``start .. start+limit`` of what the reader may see of ``transcript_id`` (None: the last ``limit``)."""
     with b._errors(), b._tx(write=False) as conn:
         record = b._session(conn, session_id)
         scope = (transcript_id, record.agent_id, int(record.taint))
         (total,) = conn.execute(
             "SELECT count(*) FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ?", scope
         ).fetchone()
+        start = max(0, total - limit) if start is None else start
         rows = conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ? "
             "ORDER BY id LIMIT ? OFFSET ?", (*scope, limit, start),

@@ -213,14 +213,19 @@ def select_entries(
         score = decayed_score(float(hit.score), memory.category, memory.updated_at, now, config.half_life_days)
         if hit.score != 0.0 and score < config.min_relevance:
             continue
-        if hit.score != 0.0 and coverage is not None and config.min_coverage and coverage(memory) < config.min_coverage:
-            continue
         scored.append((score, memory))
     best = max((score for score, _ in scored), default=0.0)
     if best > 0.0 and config.relative_floor > 0.0:
         scored = [(s, m) for s, m in scored if s == 0.0 or s >= config.relative_floor * best]
     scored.sort(key=lambda pair: pair[0], reverse=True)
-    return [memory for _, memory in scored[: config.max_entries]]
+    chosen: list[MemoryLike] = []
+    for score, memory in scored:  # coverage last, and only until the cap: it re-reads the text
+        if len(chosen) == config.max_entries:
+            break
+        if score != 0.0 and coverage is not None and config.min_coverage and coverage(memory) < config.min_coverage:
+            continue
+        chosen.append(memory)
+    return chosen
 
 
 def _format_line(memory: MemoryLike, config: ContextConfig) -> str:

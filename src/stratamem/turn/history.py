@@ -62,7 +62,7 @@ class StoredMessage:
 
 
 def to_message(row: TranscriptMessage) -> Message:
-    calls = tuple(ToolCallRequest.from_dict(c) for c in json.loads(row.tool_calls))
+    calls = () if row.tool_calls == "[]" else tuple(ToolCallRequest.from_dict(c) for c in json.loads(row.tool_calls))
     return Message(role=row.role, content=row.content, tool_calls=calls, tool_call_id=row.tool_call_id)
 
 
@@ -134,11 +134,13 @@ class Transcript:
         What lies before the offset counts as omitted, so a transcript of any
         length costs one bounded read per prompt.
         """
-        _, total = self.page(0, 1)
-        offset = max(0, total - window)
-        rows = self.page(offset, window)[0] if total else []
-        first_user = next((i for i, s in enumerate(rows) if s.message.role == "user"), 0)
+        if isinstance(window, bool) or not isinstance(window, int) or not 0 < window <= MAX_PAGE:
+            raise ValidationError(f"window must be an integer in 1..{MAX_PAGE}")
+        page = self._backend.read_messages(self.session.id, self.session.id, None, window, self.session.store.now())
+        rows = page.messages
+        offset = rows[0].position if rows else 0
         if offset > 0:
+            first_user = next((i for i, r in enumerate(rows) if r.role == "user"), 0)
             rows = rows[first_user:]
             offset += first_user
-        return offset, [s.message for s in rows]
+        return offset, [to_message(r) for r in rows]

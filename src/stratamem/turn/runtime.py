@@ -47,7 +47,7 @@ class TurnSettings:
     autosave: AutosavePolicy = field(default_factory=AutosavePolicy)
     tool_limits: ToolResultLimits = field(default_factory=ToolResultLimits)
     history_budget_tokens: int = 16_000
-    history_window: int = 400  # newest messages read per prompt; older ones count as omitted
+    history_window: int = 200  # newest messages read per prompt; older ones count as omitted
     max_tool_results: int = 128  # per turn
     token_counter: TokenCounter = estimate_tokens
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)

