@@ -5,13 +5,15 @@ Run: ``python bench/bench_turn.py`` (``--memories 100000 --turns 200``; ``--pg``
 SciFact sentences (``bench_core.synthetic_memories``) imported for one agent; the session's transcript
 is pre-filled with ``--turns`` whole turns; each measured turn is what a runtime does:
 ``session.turn(question)`` (or ``POST /turns``), three tool calls and results, one usage record, end.
-Questions are SciFact claims. Reported: p50/p95/mean per whole turn, in-process and over REST (a
+User messages are LoCoMo questions (conversational, about five content words; ``--questions scifact`` uses
+the SciFact claims, about nine scientific terms each, where search alone takes longer). Reported: p50/p95/mean per whole turn, in-process and over REST (a
 ``stratamem serve`` subprocess). Nothing here asserts on time.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
@@ -102,10 +104,16 @@ def main() -> None:
     parser.add_argument("--pg", action="store_true")
     parser.add_argument("--pg-url")
     parser.add_argument("--no-rest", action="store_true")
+    parser.add_argument("--questions", choices=["locomo", "scifact"], default="locomo")
     args = parser.parse_args()
-    queries, _ = bench_core.scifact_queries()
-    questions = [text for _, text in queries][: args.measured + 5]
+    if args.questions == "scifact":
+        questions = [text for _, text in bench_core.scifact_queries()[0]]
+    else:
+        samples = json.loads((bench_core.DATA / "locomo-dev.json").read_text(encoding="utf-8"))
+        questions = [qa["question"] for sample in samples for qa in sample["qa"]]
+    questions = questions[: args.measured + 5]
     print(f"stratamem whole-turn benchmark — {args.memories} memories, {args.turns}-turn transcript, "
+          f"{args.questions} questions, "
           f"{platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
     tmp = Path(tempfile.mkdtemp(prefix="stratamem-bench-turn-"))
     urls = {"sqlite": str(tmp / "memory.db")}
