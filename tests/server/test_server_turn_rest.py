@@ -96,7 +96,9 @@ def test_a_runtime_runs_whole_turns_over_rest_only(server):
 
     # usage is in the store's ledger, and the path emitted the observer events
     assert len(server.store.usage()) == 8
-    assert log.of_type(MemoryRecall) and {e.call_id for e in log.of_type(ToolCall)} == {"call-1"}
+    assert log.of_type(MemoryRecall)
+    assert {e.call_id for e in log.of_type(ToolCall) if e.tool_name == "weather"} == {"call-1"}
+    assert [e.tool_name for e in log.of_type(ToolCall) if not e.call_id] == ["memory_save"]  # the REST save
     assert all(e.duration_ms == 1.5 for e in log.of_type(ToolCall) if e.tool_name == "weather")
 
 
