@@ -138,11 +138,16 @@ def test_a_ten_megabyte_tool_result_is_bounded(store) -> None:
 
 def test_tool_results_per_turn_are_bounded(store) -> None:
     turn = store.session("main").turn("loop", settings=TurnSettings(max_tool_results=2))
-    turn.record_tool_calls([ToolCallRequest(f"c{i}", "t") for i in range(3)])
-    turn.record_tool_result("c0", "t", ToolResult(True, ""))
-    turn.record_tool_result("c1", "t", ToolResult(True, ""))
     with pytest.raises(LimitExceededError):
-        turn.record_tool_result("c2", "t", ToolResult(True, ""))
+        turn.record_tool_calls([ToolCallRequest(f"c{i}", "t") for i in range(3)])
+    turn.record_tool_calls([ToolCallRequest("c0", "t")])
+    turn.record_tool_result("c0", "t", ToolResult(True, ""))
+    turn.record_tool_calls([ToolCallRequest("c1", "t")])
+    with pytest.raises(LimitExceededError):
+        turn.record_tool_calls([ToolCallRequest("c2", "t")])
+    turn.record_tool_result("c1", "t", ToolResult(True, ""))
+    turn.end("done")
+    assert turn.record_usage("m", 1, 1).record.model == "m"  # the final call's usage may come after end
 
 
 def test_trimming_keeps_the_newest_turns_and_omitted_history_is_fetchable(store) -> None:

@@ -24,7 +24,6 @@ from ..errors import ValidationError
 from ..session import Session
 from ..turn import ToolCallRequest, ToolResult, Transcript, Turn, TurnSettings
 from ..turn.costs import BudgetReport
-from ..turn.errors import TurnStateError
 from .principals import Principal
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
@@ -145,8 +144,6 @@ class TurnOps:
 
     def usage(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> dict[str, Any]:
         turn = self._turn(principal, session_id, turn_id, {})
-        if turn.state == "ended":
-            raise TurnStateError("cannot record usage: the turn has ended")
         report = turn.record_usage(body.get("model"), body.get("input_tokens"),  # type: ignore[arg-type]
                                    body.get("output_tokens"), body.get("cached_input_tokens", 0),  # type: ignore[arg-type]
                                    cost_usd=body.get("cost_usd"))

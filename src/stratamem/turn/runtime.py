@@ -204,6 +204,8 @@ class Turn:
         clash = [c.id for c in calls if c.id in self._pending]
         if clash:
             raise ValidationError(f"tool call id {clash[0][:64]!r} is already pending in this turn")
+        if self._results + len(self._pending) + len(calls) > self.settings.max_tool_results:
+            raise LimitExceededError(f"a turn may ask for at most {self.settings.max_tool_results} tool calls")
         self.transcript.append(Message(role="assistant", content=content, tool_calls=calls))
         self._pending.update({c.id: c.name for c in calls})
 
@@ -257,7 +259,10 @@ class Turn:
         *,
         cost_usd: Decimal | float | str | None = None,
     ) -> UsageReport:
-        """Add one model call to the store's ledger; the budget status when a budget is set."""
+        """Add one model call to the store's ledger; the budget status when a budget is set.
+
+        Allowed after ``end`` too: the final answer's call is usually reported after it.
+        """
         if self._state == "new":
             raise TurnStateError("cannot record usage: the turn has not begun")
         record = self.ledger.record(model, input_tokens, output_tokens, cached_input_tokens, cost_usd=cost_usd)
