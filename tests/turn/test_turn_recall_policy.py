@@ -42,8 +42,9 @@ def test_context_injection_rules_block_and_redact_and_the_decision_is_audited(st
     """))
     content = block(session.turn(QUERY, policy=policy))
     assert "lisbon_secret" not in content and "555-1234" not in content and "[REDACTED]" in content
-    decision = [e for e in store.audit_events() if e.operation == "policy.decision"][-1]
-    assert decision.detail["hook"] == "PRE_CONTEXT_INJECTION" and decision.detail["withheld"] == 1
+    decision = [e for e in store.audit_events() if e.operation == "policy.decision"
+                and e.detail["hook"] == "PRE_CONTEXT_INJECTION"][-1]
+    assert decision.detail["withheld"] == 1
     assert "555" not in json.dumps(decision.detail)
 
 

@@ -98,14 +98,16 @@ def autosave_user_message(
     return key
 
 
-def _write(session: SavingSession, key: str, content: str, origin: str, policy: Policy) -> None:
+def _write(session: SavingSession, key: str, content: str, origin: str, policy: Policy,
+           ttl: timedelta | None = None) -> None:
     """One gated write. A store session gets the whole gate (audited); any other session
-    object (a runtime's own store) still gets read-only, the scanner and the rules."""
+    object (a runtime's own store) still gets read-only, the scanner and the rules.
+    ``ttl`` is the store's autosave retention: the copy expires and purge then removes it."""
     if hasattr(session, "record") and hasattr(session, "store"):
         from ..policy.gate import gated_save
 
-        gated_save(session, key, content, category=CONVERSATION, policy=policy, path="autosave",  # type: ignore[arg-type]
-                   origin=origin)
+        gated_save(session, key, content, category=CONVERSATION, ttl=ttl, policy=policy,  # type: ignore[arg-type]
+                   path="autosave", origin=origin)
         return
     write = MemoryWrite(key, content, (), CONVERSATION)
     facts = {"tool": "memory_save", "write_path": "autosave", "origin": origin, "is_write": True,
