@@ -1,4 +1,4 @@
-"""Row-level security on the turn tables (migration 3): raw SQL as the application role sees and writes
+"""Row-level security on the turn tables (migration 4): raw SQL as the application role sees and writes
 only what the lattice allows — own agent, levels <= the bound taint, inserts at exactly the taint."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Mirrors ``sqlite_turns``: every write binds its transaction to the session
 (read FOR SHARE, so a concurrent escalation waits or is seen), labels the rows
 with the live taint and appends its audit event before COMMIT; row-level
-security (migration 3) enforces the same rule in the database: own agent,
+security (migration 4) enforces the same rule in the database: own agent,
 level <= taint to read, level = taint to write, operators only to delete.
 Free text goes through ``enc``/``dec`` (NUL-safe).
 """
