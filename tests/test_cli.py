@@ -103,7 +103,7 @@ def test_import_refuses_bad_lines_with_numbers_and_imports_nothing(run, tmp_path
     for n in (2, 3, 4, 5):
         assert f"line {n}:" in r.output
     assert "line 1:" not in r.output
-    assert run("--json", "list").output.strip() == '{"memories": []}'
+    assert run("--json", "list").output.strip() == '{"memories": [], "next_cursor": null}'
 
 
 def test_import_non_utf8_file_is_refused(run, tmp_path):

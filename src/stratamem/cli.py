@@ -14,21 +14,24 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 
 from . import shapes
 from .audit_anchor import read_anchor, read_key
-from .errors import NotFound, StratamemError, ValidationError
+from .errors import NotFound, StorageError, StratamemError, ValidationError
 from .levels import Level
+from .paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_size
 from .policy.gate import gated_save
 from .policy.redact import redact_secrets
 from .private import private_writer
 from .session import Session
 from .store import Store, default_url
 from .transfer import dump_lines, read_records
+from .validation import parse_time
+
+UNEXPECTED = "unexpected internal failure"
 
 
 @dataclass
@@ -54,25 +57,32 @@ class Context:
                 agent = self.store().backend.session_record(self.session_id).agent_id
             except NotFound:
                 agent = None
-        s = self.store().session(agent or "main", session_id=self.session_id)
+        # an explicit --agent "" is refused by validation, never silently taken as "main"
+        s = self.store().session("main" if agent is None else agent, session_id=self.session_id)
         if self.taint:
             s.escalate(Level.parse(self.taint), "command line --taint", source="cli")
         return s
 
     def emit(self, shape: Any, human: str) -> None:
-        click.echo(shapes.dumps(shape) if self.as_json else human)
+        click.echo(shapes.dumps(shape) if self.as_json else shapes.printable(human))
+
+
+def _fail(ctx: Context, exc: StratamemError) -> None:
+    if ctx.as_json:
+        click.echo(shapes.dumps(shapes.error_from(exc)))
+    else:
+        click.echo(shapes.printable(f"error [{exc.code}]: {redact_secrets(exc.message)}"), err=True)
+    sys.exit(exc.exit_code)
 
 
 def _run(ctx: Context, action: Callable[[], None]) -> None:
-    """Map library errors to the contract's exit codes and output shapes."""
+    """Map library errors to the contract's exit codes and output shapes; never a traceback."""
     try:
         action()
     except StratamemError as exc:
-        if ctx.as_json:
-            click.echo(shapes.dumps(shapes.error_from(exc)))
-        else:
-            click.echo(f"error [{exc.code}]: {redact_secrets(exc.message)}", err=True)
-        sys.exit(exc.exit_code)
+        _fail(ctx, exc)
+    except Exception as exc:  # noqa: BLE001 - a bug must still answer in the contract's terms
+        _fail(ctx, StorageError(f"{UNEXPECTED} ({type(exc).__name__})"))
     finally:
         if ctx._store is not None:
             ctx._store.close()
@@ -148,14 +158,19 @@ def search(ctx: Context, query: str, max_results: int) -> None:
 
 @cli.command("list")
 @click.option("--tag", help="Only memories with exactly this tag.")
+@click.option("--limit", default=DEFAULT_PAGE_SIZE, show_default=True, type=int,
+              help=f"Memories per page (1 to {MAX_PAGE_SIZE}).")
+@click.option("--cursor", help="Continue after a previous page (its next_cursor).")
 @click.pass_obj
-def list_(ctx: Context, tag: str | None) -> None:
-    """List visible memories."""
+def list_(ctx: Context, tag: str | None, limit: int, cursor: str | None) -> None:
+    """List visible memories, one page at a time (ordered by agent, then key)."""
 
     def action() -> None:
-        memories = ctx.session().list(tag=tag)
-        human = "\n".join(f"{m.key} [{m.level.name}]: {_one_line(m.content)}" for m in memories)
-        ctx.emit(shapes.listing(memories), human or "no memories")
+        page = ctx.session().list(tag=tag, limit=page_size(limit), cursor=cursor)
+        lines = [f"{m.key} [{m.level.name}]: {_one_line(m.content)}" for m in page]
+        if page.next_cursor is not None:
+            lines.append(f"more: use --cursor {page.next_cursor}")
+        ctx.emit(shapes.listing(page, page.next_cursor), "\n".join(lines) or "no memories")
 
     _run(ctx, action)
 
@@ -173,14 +188,6 @@ def delete(ctx: Context, key: str) -> None:
     _run(ctx, action)
 
 
-def _parse_time(value: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValidationError(f"not an ISO 8601 time: {value!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 @cli.command()
 @click.option("--before", required=True, help="ISO 8601 cutoff (UTC when no offset is given).")
 @click.pass_obj
@@ -190,7 +197,7 @@ def purge(ctx: Context, before: str) -> None:
     def action() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # said below, in the command's own output
-            result = ctx.store().purge(_parse_time(before), agent_id=ctx.agent)
+            result = ctx.store().purge(parse_time(before, "--before"), agent_id=ctx.agent)
         shape: dict[str, Any] = {"purged": int(result)}
         human = f"purged {int(result)} record(s)"
         if not result.erased:

@@ -28,7 +28,9 @@ class Level(IntEnum):
             if name in cls.__members__:
                 return cls[name]
         valid = ", ".join(cls.__members__)
-        raise ValidationError(f"unknown classification level {value!r}; valid levels are {valid}")
+        # never repr() an arbitrary object (a deeply nested one would recurse); cut long strings
+        shown = repr(value[:40]) if isinstance(value, str) else f"of type {type(value).__name__}"
+        raise ValidationError(f"unknown classification level {shown}; valid levels are {valid}")
 
     def __str__(self) -> str:
         return self.name

@@ -8,20 +8,34 @@ another process (or by the runtime) takes effect at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
 from .levels import Level
 from .models import Hit, Memory, TaintEvent
 from .storage.base import MemoryDraft, SessionRecord
-from .validation import check_category, check_content, check_key, check_tags, check_ttl, clamp_max_results
+from .paging import ListQuery, Page, decode_cursor
+from .storage.rows import to_us
+from .validation import (
+    check_category,
+    check_content,
+    check_id,
+    check_key,
+    check_tag,
+    check_tags,
+    check_text,
+    check_time,
+    check_ttl,
+    clamp_max_results,
+)
 
 if TYPE_CHECKING:
     from .store import Store
     from .turn.runtime import Turn
 
 MAX_QUERY_CHARS = 100_000
+MAX_LIST_LIMIT = 100_000  # a Python caller's page; the surfaces' pages are far smaller (paging.MAX_PAGE_SIZE)
 
 
 class Session:
@@ -71,8 +85,8 @@ class Session:
     # taint ---------------------------------------------------------------------
     def escalate(self, level: Level | str, reason: str, source: str | None = None) -> Level:
         """Raise the taint to max(taint, level); above the clearance raises ClearanceError."""
-        if not isinstance(reason, str):
-            raise ValidationError("reason must be a string")
+        reason = check_text(reason, "reason")
+        source = None if source is None else check_text(source, "source")
         return self._backend.escalate(self.id, Level.parse(level), reason, source, self._store.now()).taint
 
     def reset(self) -> "Session":
@@ -101,10 +115,56 @@ class Session:
     def get(self, key: str) -> Memory | None:
         return self._backend.get(self.id, check_key(key), self._store.now())
 
-    def list(self, tag: str | None = None) -> list[Memory]:
-        if tag is not None and not isinstance(tag, str):
-            raise ValidationError("tag must be a string")
-        return self._backend.list(self.id, tag, self._store.now())
+    def list(
+        self,
+        tag: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        *,
+        category: str | None = None,
+        saved_by: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        without_tag: str | None = None,
+    ) -> Page:
+        """The visible, shadowed view in (agent order, key) order, filtered in the store.
+
+        ``limit=None`` returns the whole view (a Python caller chooses that
+        knowingly); every agent-, network- and terminal-facing surface passes
+        a limit (``paging.DEFAULT_PAGE_SIZE``, at most ``paging.MAX_PAGE_SIZE``).
+        The result is a list; ``result.next_cursor`` is the ``cursor`` for the
+        next page, ``None`` on the last. ``since``/``until`` bound ``created_at``
+        (inclusive); ``saved_by`` is the saving session's id.
+        """
+        if limit is not None:
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ValidationError("limit must be a positive integer")
+            limit = min(limit, MAX_LIST_LIMIT)
+        if cursor is not None:
+            decode_cursor(cursor)
+        query = ListQuery(
+            tag=None if tag is None else check_tag(tag),
+            without_tag=None if without_tag is None else check_tag(without_tag),
+            category=None if category is None else check_category(category),
+            saved_by=None if saved_by is None else check_id(saved_by, "session id"),
+            since_us=None if since is None else to_us(check_time(since, "since")),
+            until_us=None if until is None else to_us(check_time(until, "until")),
+            limit=limit,
+            after=cursor,
+        )
+        return self._backend.list(self.id, query, self._store.now())
+
+    def recent(self, limit: int, *, since: datetime | None = None, until: datetime | None = None,
+               without_tag: str | None = None) -> list[Memory]:
+        """The ``limit`` most recently updated visible memories created in [since, until]."""
+        query = ListQuery(
+            without_tag=None if without_tag is None else check_tag(without_tag),
+            since_us=None if since is None else to_us(check_time(since, "since")),
+            until_us=None if until is None else to_us(check_time(until, "until")),
+            limit=clamp_max_results(limit),
+            newest_first=True,
+        )
+        return list(self._backend.list(self.id, query, self._store.now()))
 
     def search(self, query: str, max_results: int = 10) -> list[Hit]:
         if not isinstance(query, str):

@@ -100,8 +100,9 @@ def search_results(hits: Iterable[Hit], query: str) -> dict[str, Any]:
     return {"results": [search_entry(h) for h in hits], "query": query}
 
 
-def listing(memories: Iterable[Memory]) -> dict[str, Any]:
-    return {"memories": [list_entry(m) for m in memories]}
+def listing(memories: Iterable[Memory], next_cursor: str | None = None) -> dict[str, Any]:
+    """``memory_list``'s page; ``next_cursor`` is ``null`` on the last page (see ``stratamem.paging``)."""
+    return {"memories": [list_entry(m) for m in memories], "next_cursor": next_cursor}
 
 
 def deleted(key: str) -> dict[str, Any]:
@@ -156,5 +157,9 @@ def dumps(shape: Any) -> str:
     (possible only in echoed input such as a query) becomes ``?`` so the text
     always encodes as UTF-8.
     """
-    text = json.dumps(shape, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+    return printable(json.dumps(shape, ensure_ascii=False, separators=(", ", ": "), allow_nan=False))
+
+
+def printable(text: str) -> str:
+    """``text`` with any lone surrogate (echoed undecodable input) replaced by ``?``: always valid UTF-8."""
     return text.encode("utf-8", "replace").decode("utf-8")

@@ -28,7 +28,7 @@ from .storage.base import Backend, SessionRecord
 from .storage.turn_rows import TranscriptMessage, UsageRecord
 from .storage.sqlite import SQLiteBackend
 from .text import Analyzer
-from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id
+from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id, check_id, check_peers, check_time
 
 if TYPE_CHECKING:
     from .policy.engine import Policy
@@ -127,7 +127,9 @@ class Store:
         """
         agent_id = check_agent_id(agent_id)
         level = None if clearance is None else Level.parse(clearance)
-        record = self.backend.open_session(agent_id, session_id, level, _peers(peers), self.now(), owner)
+        if session_id is not None:
+            session_id = check_id(session_id, "session id")
+        record = self.backend.open_session(agent_id, session_id, level, check_peers(peers), self.now(), owner)
         return Session(self, record.id)
 
     def set_session_limits(
@@ -141,7 +143,7 @@ class Store:
         if not isinstance(session_id, str):
             raise ValidationError("session id must be a string")
         level = None if clearance is None else Level.parse(clearance)
-        return self.backend.set_session_limits(session_id, level, _peers(peers), self.now())
+        return self.backend.set_session_limits(session_id, level, check_peers(peers), self.now())
 
     # operator actions -------------------------------------------------------
     def purge(self, before: datetime, agent_id: str | None = None) -> PurgeResult:
@@ -155,8 +157,9 @@ class Store:
         ``remaining`` then says what holds them and how to finish, and a
         ``RuntimeWarning`` says the same. Purge never blocks the store behind a reader.
         """
-        if not isinstance(before, datetime) or before.tzinfo is None:
-            raise ValidationError("before must be a timezone-aware datetime")
+        before = check_time(before, "before")
+        if agent_id is not None:
+            agent_id = check_agent_id(agent_id)
         now = self.now()
         messages_before, usage_before = self.retention.cutoffs(before, now)
         messages, usage = self.backend.purge_turns(messages_before, usage_before, agent_id, now)
@@ -181,6 +184,8 @@ class Store:
         return self.backend.usage_records(None, agent_id, since, until, max(1, min(int(limit), 100_000)))
 
     def export(self, agent_id: str | None = None) -> Iterator[Memory]:
+        if agent_id is not None:
+            agent_id = check_agent_id(agent_id)
         return self.backend.export(agent_id, self.now())
 
     def import_memories(self, memories: Iterable[Memory], *, scan: bool = True, policy: "Policy | None" = None) -> int:
@@ -214,7 +219,8 @@ class Store:
         from a sequence number; otherwise ``limit`` takes the newest events
         (``before`` pages backwards).
         """
-        return self.backend.audit_events(AuditQuery(Level.parse(clearance), owner, lineage_id, after, before, limit))
+        return self.backend.audit_events(AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after,
+                                                    before, limit))
 
     def audit_page(
         self,
@@ -228,7 +234,8 @@ class Store:
     ) -> tuple[list[AuditEvent], bool]:
         """One bounded page of :meth:`audit_events` and whether more exist (continue with ``after=``
         the last sequence when paging forward, ``before=`` the first when paging back from the newest)."""
-        return read_page(self.backend, AuditQuery(Level.parse(clearance), owner, lineage_id, after, before, limit))
+        return read_page(self.backend, AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before,
+                                                   limit))
 
     def audit(self, draft: AuditDraft) -> AuditEvent:
         """Append an event (policy decisions and other runtime records)."""
@@ -264,12 +271,8 @@ class Store:
         self.close()
 
 
-def _peers(peers: Sequence[str] | None) -> tuple[str, ...] | None:
-    if peers is None:
-        return None
-    if isinstance(peers, str):
-        raise ValidationError("peers must be a list of agent ids, not one string")
-    return tuple(dict.fromkeys(check_agent_id(p) for p in peers))
+def _lineage(lineage_id: object) -> str | None:
+    return None if lineage_id is None else check_id(lineage_id, "lineage id")
 
 
 def open_store(url: str | None = None, **options) -> Store:

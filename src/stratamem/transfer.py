@@ -16,7 +16,7 @@ from typing import IO, Any
 from .errors import ValidationError
 from .levels import Level
 from .models import Memory
-from .validation import check_agent_id, check_category, check_content, check_key, check_tags
+from .validation import check_agent_id, check_category, check_content, check_id, check_key, check_tags, parse_time
 
 MAX_REPORTED_ERRORS = 20
 
@@ -28,15 +28,7 @@ def dump_lines(records: Iterable[Any]) -> Iterator[str]:
 
 
 def _time(value: object, field: str) -> datetime:
-    if not isinstance(value, str):
-        raise ValidationError(f"{field} must be an ISO 8601 time")
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValidationError(f"{field} is not an ISO 8601 time: {value[:40]!r}") from None
-    if moment.tzinfo is None:
-        raise ValidationError(f"{field} must carry a timezone")
-    return moment.astimezone(UTC)
+    return parse_time(value, field, naive_is_utc=False)
 
 
 def parse_line(text: str, max_content_bytes: int) -> Memory:
@@ -44,6 +36,8 @@ def parse_line(text: str, max_content_bytes: int) -> Memory:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValidationError(f"not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValidationError("not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise ValidationError("each line must be a JSON object")
     missing = [f for f in ("key", "content", "level", "agent_id") if f not in data]
@@ -53,11 +47,9 @@ def parse_line(text: str, max_content_bytes: int) -> Memory:
     updated = _time(data["updated_at"], "updated_at") if data.get("updated_at") else None
     created = created or updated or datetime.now(UTC)
     session_id = data.get("session_id")
-    if session_id is not None and not isinstance(session_id, str):
-        raise ValidationError("session_id must be a string or null")
-    lineage = data.get("lineage_id") or str(uuid.uuid4())
-    if not isinstance(lineage, str):
-        raise ValidationError("lineage_id must be a string")
+    if session_id is not None:
+        session_id = check_id(session_id, "session_id")
+    lineage = check_id(data.get("lineage_id") or str(uuid.uuid4()), "lineage_id")
     return Memory(
         key=check_key(data["key"]),
         content=check_content(data["content"], max_content_bytes),

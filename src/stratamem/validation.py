@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from .errors import ValidationError
 
@@ -18,6 +18,10 @@ DEFAULT_MAX_CONTENT_BYTES = 64 * 1024
 MAX_TAGS = 64
 MAX_TAG_CHARS = 128
 MAX_CATEGORY_CHARS = 64
+MAX_ID_CHARS = 128
+MAX_REASON_CHARS = 1000
+# A century: long enough for "keep forever", short enough that now + ttl is always a valid datetime.
+MAX_TTL_SECONDS = 100 * 366 * 24 * 3600
 BUILTIN_CATEGORIES = ("core", "daily", "conversation")
 
 
@@ -38,6 +42,8 @@ def check_key(key: object) -> str:
         raise ValidationError("key must be a string")
     if not key:
         raise ValidationError("key must not be empty")
+    if not key.strip():
+        raise ValidationError("key must not be blank (only spaces)")
     if len(key) > MAX_KEY_CHARS:
         raise ValidationError(f"key is {len(key)} characters long; the limit is {MAX_KEY_CHARS}")
     if _has_control(key):
@@ -58,6 +64,16 @@ def check_content(content: object, max_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -
     return content
 
 
+def check_tag(tag: object) -> str:
+    """One tag, as stored or as a filter."""
+    if not isinstance(tag, str):
+        raise ValidationError(f"tags must be strings, got {type(tag).__name__}")
+    if not tag or len(tag) > MAX_TAG_CHARS or _has_control(tag):
+        raise ValidationError(f"each tag must be 1 to {MAX_TAG_CHARS} characters without control characters")
+    _encodable(tag, "tag")
+    return tag
+
+
 def check_tags(tags: object) -> tuple[str, ...]:
     if tags is None:
         return ()
@@ -65,17 +81,10 @@ def check_tags(tags: object) -> tuple[str, ...]:
         raise ValidationError("tags must be a list of strings")
     out: list[str] = []
     for tag in tags:
-        if not isinstance(tag, str):
-            raise ValidationError(f"tags must be strings, got {type(tag).__name__}")
-        if not tag or len(tag) > MAX_TAG_CHARS or _has_control(tag):
-            raise ValidationError(
-                f"each tag must be 1 to {MAX_TAG_CHARS} characters without control characters"
-            )
-        _encodable(tag, "tag")
-        if tag not in out:
+        if check_tag(tag) not in out:
             out.append(tag)
-    if len(out) > MAX_TAGS:
-        raise ValidationError(f"at most {MAX_TAGS} tags per memory")
+        if len(out) > MAX_TAGS:  # inside the loop: a huge iterable is refused without reading it all
+            raise ValidationError(f"at most {MAX_TAGS} tags per memory")
     return tuple(out)
 
 
@@ -102,14 +111,74 @@ def check_ttl(ttl: object) -> float | None:
         raise ValidationError("ttl must be a number of seconds or a timedelta")
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValidationError("ttl must be a positive, finite duration")
+    if seconds > MAX_TTL_SECONDS:
+        raise ValidationError(f"ttl is longer than the limit of {MAX_TTL_SECONDS} seconds (100 years)")
     return seconds
 
 
+def check_id(value: object, what: str) -> str:
+    """An identifier (agent, session, lineage): 1 to 128 visible characters, valid UTF-8."""
+    if (not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS
+            or _has_control(value)):
+        raise ValidationError(f"{what} must be 1 to {MAX_ID_CHARS} characters, not blank, "
+                              "without control characters")
+    _encodable(value, what)
+    return value
+
+
 def check_agent_id(agent_id: object) -> str:
-    if not isinstance(agent_id, str) or not agent_id or len(agent_id) > 128 or _has_control(agent_id):
-        raise ValidationError("agent id must be 1 to 128 characters without control characters")
-    _encodable(agent_id, "agent id")
-    return agent_id
+    return check_id(agent_id, "agent id")
+
+
+def check_peers(peers: object) -> tuple[str, ...] | None:
+    """A list of agent ids (a bare string is refused: it is not a list of one); ``None`` stays ``None``."""
+    if peers is None:
+        return None
+    if isinstance(peers, (str, bytes)) or not isinstance(peers, Iterable):
+        raise ValidationError("peers must be a list of agent ids")
+    return tuple(dict.fromkeys(check_agent_id(p) for p in peers))
+
+
+def check_text(value: object, what: str, max_chars: int = MAX_REASON_CHARS) -> str:
+    """Free text kept in records (an escalation's reason or source): a bounded, valid UTF-8 string."""
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be a string")
+    if len(value) > max_chars:
+        raise ValidationError(f"{what} is {len(value)} characters long; the limit is {max_chars}")
+    _encodable(value, what)
+    return value
+
+
+def parse_time(value: object, what: str, *, naive_is_utc: bool = True) -> datetime:
+    """An ISO 8601 time as an aware UTC datetime, or ValidationError.
+
+    Offsets can push a valid local time outside the representable range
+    (``0001-01-01T00:00+14:00``); that is a bad value, not a crash.
+    """
+    if not isinstance(value, str):
+        raise ValidationError(f"{what} must be an ISO 8601 time string")
+    text = value.strip()
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValidationError(f"{what} must be an ISO 8601 time such as 2025-03-01T00:00:00Z") from None
+    if moment.tzinfo is None:
+        if not naive_is_utc:
+            raise ValidationError(f"{what} must carry a timezone")
+        moment = moment.replace(tzinfo=UTC)
+    return check_time(moment, what)
+
+
+def check_time(moment: object, what: str) -> datetime:
+    """A timezone-aware datetime that converts to UTC and to epoch microseconds."""
+    if not isinstance(moment, datetime) or moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValidationError(f"{what} must be a timezone-aware datetime")
+    try:
+        utc = moment.astimezone(UTC)
+        utc.timestamp()
+    except (OverflowError, ValueError, OSError):
+        raise ValidationError(f"{what} is outside the representable range of times") from None
+    return utc
 
 
 def clamp_max_results(value: object, default: int = 10) -> int:

@@ -35,7 +35,7 @@ def test_quarantined_write_is_stored_but_withheld(session):
     assert json.loads(tool(session, "memory_get", key="tip")) == {"found": False, "key": "tip"}
     assert [r["key"] for r in json.loads(tool(session, "memory_search", query="attacker"))["results"]] == ["clean"]
     assert [m["key"] for m in json.loads(tool(session, "memory_list"))["memories"]] == ["clean"]
-    assert json.loads(tool(session, "memory_list", tag="ops")) == {"memories": []}
+    assert json.loads(tool(session, "memory_list", tag="ops")) == {"memories": [], "next_cursor": None}
     assert "curl" not in tool(session, "memory_recall", query="attacker")
     assert "curl" not in tool(session, "memory_recall")
     assert "curl" not in tool(session, "memory_export")
@@ -60,7 +60,7 @@ def test_the_model_cannot_set_or_filter_by_the_reserved_tag(session):
     text = tool(session, "memory_save", key="k", content="x", tags=[QUARANTINE_TAG])
     assert json.loads(text)["error"]["code"] == "VALIDATION_ERROR"
     tool(session, "memory_save", key="tip", content=POISON)
-    assert json.loads(tool(session, "memory_list", tag=QUARANTINE_TAG)) == {"memories": []}
+    assert json.loads(tool(session, "memory_list", tag=QUARANTINE_TAG)) == {"memories": [], "next_cursor": None}
 
 
 def test_quarantined_memory_can_still_be_deleted(session):

@@ -39,7 +39,7 @@ def test_five_tools_round_trip(store):
     assert [m["key"] for m in listed["memories"]] == ["user-name"]
     assert set(listed["memories"][0]) == {"key", "content", "classification", "tags", "updated_at"}
     assert call(s, "memory_list", tag="personal") == listed
-    assert call(s, "memory_list", tag="work") == {"memories": []}
+    assert call(s, "memory_list", tag="work") == {"memories": [], "next_cursor": None}
 
     assert call(s, "memory_delete", key="user-name") == {"deleted": True, "key": "user-name"}
     assert call(s, "memory_get", key="user-name") == {"found": False, "key": "user-name"}

@@ -86,6 +86,8 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise ValidationError("the request body is not valid JSON") from None
+    except RecursionError:
+        raise ValidationError("the request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise ValidationError("the request body must be a JSON object")
     return data
@@ -189,8 +191,10 @@ class RestApi:
 
     @endpoint
     async def list_memories(self, request: Request) -> Response:
-        tag = request.query_params.get("tag")
-        return await self._tool(request, "memory_list", {} if tag is None else {"tag": tag})
+        """One page (``?limit=``, default 50, at most 200; ``?cursor=`` from the previous page's next_cursor)."""
+        args: dict[str, Any] = {name: request.query_params.get(name) for name in ("tag", "cursor")}
+        args["limit"] = _count(request.query_params.get("limit"))
+        return await self._tool(request, "memory_list", {k: v for k, v in args.items() if v is not None})
 
     @endpoint
     async def search_get(self, request: Request) -> Response:

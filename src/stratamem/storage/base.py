@@ -18,6 +18,7 @@ from typing import Protocol
 from ..audit import AuditDraft
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
+from ..paging import ListQuery, Page
 from ..text import Analyzer
 from .audit_query import AuditQuery
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
@@ -68,7 +69,7 @@ class Backend(Protocol):
     # memories, always as seen by one session
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory: ...
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None: ...
-    def list(self, session_id: str, tag: str | None, now: datetime) -> list[Memory]: ...
+    def list(self, session_id: str, query: ListQuery, now: datetime) -> Page: ...
     def search(
         self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime
     ) -> list[Hit]: ...

@@ -16,7 +16,9 @@ from collections.abc import Sequence
 
 import psycopg
 
-from .. import ranking
+from .. import paging, ranking
+from ..paging import ListQuery, Page
+from . import listing as list_sql
 from ..models import Hit, Memory
 from . import pruning
 from .base import SessionRecord
@@ -63,13 +65,12 @@ def get(conn: psycopg.Connection, scope: Scope, key: str) -> Memory | None:
     return row_to_memory(row) if row else None
 
 
-def listing(conn: psycopg.Connection, scope: Scope, tag: str | None) -> list[Memory]:
-    sql = f"SELECT {D_COLUMNS} FROM memories d WHERE {scope.visible}"
-    params = dict(scope.params)
-    if tag is not None:
-        sql += " AND d.tags::jsonb @> jsonb_build_array(%(tag)s::text)"
-        params["tag"] = tag
-    return [row_to_memory(r) for r in conn.execute(sql + f" ORDER BY {scope.rank}, d.key", params)]
+def listing(conn: psycopg.Connection, scope: Scope, query: ListQuery) -> Page:
+    """One page of the visible view (filters, cursor and LIMIT in SQL; see ``storage.listing``)."""
+    where, order, extra = list_sql.listing_sql(list_sql.POSTGRES, query, tuple(scope.agents), scope.rank)
+    rows = conn.execute(f"SELECT {D_COLUMNS} FROM memories d WHERE {scope.visible}" + where + order,
+                        {**scope.params, **extra}).fetchall()
+    return paging.paged([row_to_memory(r) for r in rows], query.limit)
 
 
 def recent(conn: psycopg.Connection, scope: Scope, limit: int) -> list[Hit]:

@@ -53,6 +53,7 @@ from ..errors import (
 )
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
+from ..paging import ListQuery, Page
 from ..text import Analyzer
 from . import pg_index, pg_search, pg_sessions, pg_turns
 from .audit_query import AuditQuery, audit_sql, descending
@@ -379,9 +380,10 @@ class PostgresBackend:
         return self._observe(session_id, now, "get", lambda conn, scope: pg_search.get(conn, scope, key),
                              lambda found: [found] if found else [], lambda found: {"found": found is not None})
 
-    def list(self, session_id: str, tag: str | None, now: datetime) -> MemoryList:
-        return self._observe(session_id, now, "list", lambda conn, scope: pg_search.listing(conn, scope, tag),
-                             lambda found: found, lambda found: {"count": len(found), "tag_filter": tag is not None})
+    def list(self, session_id: str, query: ListQuery, now: datetime) -> Page:
+        return self._observe(session_id, now, "list", lambda conn, scope: pg_search.listing(conn, scope, query),
+                             lambda found: found, lambda found: {"count": len(found),
+                                                                 "tag_filter": query.tag is not None})
 
     def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime) -> HitList:
         def reader(conn: psycopg.Connection, scope: pg_search.Scope) -> HitList:

@@ -28,7 +28,9 @@ from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..private import create_private_file, match_sidecars
 from ..text import Analyzer
-from . import pruning, sqlite_checkpoint, sqlite_sessions, sqlite_turns
+from .. import paging
+from ..paging import ListQuery, Page
+from . import listing, pruning, sqlite_checkpoint, sqlite_sessions, sqlite_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .turn_rows import COPIED as TURN_TABLES
@@ -575,18 +577,15 @@ class SQLiteBackend:
                                               levels=sqlite_turns.levels_of(prepared)), now)
         return count
 
-    def list(self, session_id: str, tag: str | None, now: datetime) -> list[Memory]:
+    def list(self, session_id: str, query: ListQuery, now: datetime) -> Page:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
             scope = _Scope(record, to_us(now))
+            where, order, extra = listing.listing_sql(listing.SQLITE, query, scope.agents, scope.rank)
             sql = f"SELECT {MEMORY_COLUMNS.replace('id,', 'd.id,', 1)} FROM memories d WHERE {scope.visible}"
-            params = dict(scope.params)
-            if tag is not None:
-                sql += " AND EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = :tag)"
-                params["tag"] = tag
-            rows = conn.execute(sql + f" ORDER BY {scope.rank}, d.key", params).fetchall()
-        found = [row_to_memory(r) for r in rows]
-        self._audit_read(record, "list", found, now, {"count": len(found), "tag_filter": tag is not None})
+            rows = conn.execute(sql + where + order, {**scope.params, **extra}).fetchall()
+        found = paging.paged([row_to_memory(r) for r in rows], query.limit)
+        self._audit_read(record, "list", found, now, {"count": len(found), "tag_filter": query.tag is not None})
         return found
 
     def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime) -> list[Hit]:

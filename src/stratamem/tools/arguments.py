@@ -10,12 +10,21 @@ level/agent arguments never reach here (the policy layer strips them).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
 from ..policy.scanner import RESERVED_TAG_PREFIX
-from ..validation import check_category, check_content, check_key, check_tags, clamp_max_results
+from ..paging import DEFAULT_PAGE_SIZE, decode_cursor, page_size
+from ..validation import (
+    check_category,
+    check_content,
+    check_key,
+    check_tags,
+    check_text,
+    clamp_max_results,
+    parse_time,
+)
 from .specs import MAX_TEXT_CHARS, Param, ToolSpec
 
 
@@ -25,13 +34,16 @@ def _string(param: Param, value: object) -> str:
     return value
 
 
+def _encodable_text(param: Param, value: object) -> str:
+    """A string stored or compared in the store: lone surrogates cannot be, so they are refused here."""
+    return check_text(_string(param, value), param.name, MAX_TEXT_CHARS)
+
+
 def _text(param: Param, value: object) -> str:
     text = _string(param, value)
     if not text:
         raise ValidationError(f"{param.name} must not be empty")
-    if len(text) > MAX_TEXT_CHARS:
-        raise ValidationError(f"{param.name} is {len(text)} characters long; the limit is {MAX_TEXT_CHARS}")
-    return text
+    return _encodable_text(param, text)
 
 
 def _tags(param: Param, value: object) -> tuple[str, ...]:
@@ -44,14 +56,12 @@ def _tags(param: Param, value: object) -> tuple[str, ...]:
 
 
 def _time(param: Param, value: object) -> datetime:
-    text = _string(param, value).strip()
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValidationError(
-            f"{param.name} must be an ISO 8601 time such as 2025-03-01T00:00:00Z"
-        ) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return parse_time(_string(param, value), param.name)
+
+
+def _cursor(param: Param, value: object) -> str:
+    decode_cursor(value)  # a malformed cursor is a VALIDATION_ERROR here, before anything runs
+    return _string(param, value)
 
 
 def _count(param: Param, value: object) -> int:
@@ -66,6 +76,8 @@ CHECKS: dict[str, Callable[[Param, object], Any]] = {
     "text": _text,
     "category": lambda p, v: check_category(v),
     "count": _count,
+    "page": lambda p, v: page_size(v, default=p.default or DEFAULT_PAGE_SIZE),
+    "cursor": _cursor,
     "time": _time,
 }
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
+from ..paging import DEFAULT_PAGE_SIZE, MAX_CURSOR_CHARS, MAX_PAGE_SIZE
 from ..validation import MAX_CATEGORY_CHARS, MAX_KEY_CHARS, MAX_TAG_CHARS, MAX_TAGS
 
 TRIGGERFISH = "triggerfish"
@@ -27,7 +28,7 @@ class Param:
     """One argument. ``kind`` selects both its JSON Schema and its check."""
 
     name: str
-    kind: str  # key | content | tags | query | text | category | count | time
+    kind: str  # key | content | tags | query | text | category | count | page | cursor | time
     description: str
     required: bool = False
     default: Any = None
@@ -65,6 +66,10 @@ def _kind_schema(param: Param) -> dict[str, Any]:
         return {"type": "string", "minLength": 1, "maxLength": MAX_CATEGORY_CHARS}
     if kind == "count":
         return {"type": "integer", "minimum": 1, "maximum": 100}
+    if kind == "page":
+        return {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE}
+    if kind == "cursor":
+        return {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR_CHARS}
     if kind == "time":
         return {"type": "string", "format": "date-time"}
     raise ValueError(f"unknown parameter kind {kind!r}")
@@ -91,6 +96,8 @@ _LEVEL_NOTE = (
 )
 _ERRORS = 'On failure returns {"error": {"code": "VALIDATION_ERROR" | "NOT_FOUND" | "POLICY_BLOCKED" | ' \
           '"STORAGE_ERROR", "message": "..."}}.'
+_PAGE = (f"Memories per page, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE}).",
+         "The next_cursor of the previous page, to continue after it; omit for the first page.")
 _KEY = "Short, descriptive, unique identifier of the memory, e.g. 'user-name' or 'project-deadline'."
 
 TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
@@ -134,10 +141,16 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_list",
         TRIGGERFISH,
-        "List all memories accessible at the session's current security level, optionally only "
-        "those carrying an exact tag. Returns {\"memories\": [{\"key\", \"content\", \"classification\", "
-        "\"tags\", \"updated_at\"}]}. " + _ERRORS,
-        (Param("tag", "text", "Only list memories with exactly this tag."),),
+        "List the memories accessible at the session's current security level, one page at a time "
+        f"({DEFAULT_PAGE_SIZE} by default, ordered by key), optionally only those carrying an exact tag. "
+        "Returns {\"memories\": [{\"key\", \"content\", \"classification\", \"tags\", \"updated_at\"}], "
+        "\"next_cursor\": \"...\" | null}; when next_cursor is not null more memories exist: call again "
+        "with cursor set to it. Prefer memory_search to find something specific. " + _ERRORS,
+        (
+            Param("tag", "text", "Only list memories with exactly this tag."),
+            Param("limit", "page", _PAGE[0], default=DEFAULT_PAGE_SIZE),
+            Param("cursor", "cursor", _PAGE[1]),
+        ),
     ),
     ToolSpec(
         "memory_delete",
@@ -198,14 +211,18 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
         "memory_export",
         ZEROCLAW,
         "Export the memories accessible at the session's current security level, optionally "
-        "filtered. Returns 'Exported N memories:' followed by one JSON object per line (JSON Lines) "
-        "with key, content, classification, tags, category, agent_id, session_id, created_at, "
-        "updated_at; or 'No memories found.'. " + _ZC_ERRORS,
+        f"filtered, one page at a time ({DEFAULT_PAGE_SIZE} by default, ordered by key). Returns "
+        "'Exported N memories:' followed by one JSON object per line (JSON Lines) with key, content, "
+        "classification, tags, category, agent_id, session_id, created_at, updated_at; or 'No memories "
+        "found.'. When more exist, a last line 'more: use cursor=<cursor>' says how to get the next "
+        "page (same filters, cursor=<cursor>). " + _ZC_ERRORS,
         (
             Param("category", "category", "Only memories in this category."),
             Param("session_id", "text", "Only memories saved by this session id."),
             Param("since", "time", "Only memories created at or after this time (ISO 8601)."),
             Param("until", "time", "Only memories created at or before this time (ISO 8601)."),
+            Param("limit", "page", _PAGE[0], default=DEFAULT_PAGE_SIZE),
+            Param("cursor", "cursor", _PAGE[1]),
         ),
     ),
     ToolSpec(

@@ -12,8 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import shapes
+from ..policy.scanner import QUARANTINE_TAG
 from ..session import Session
-from .visibility import shown, shown_hits, shown_memories, with_quarantine
+from .visibility import shown, shown_hits, with_quarantine
 
 Handler = Callable[[Session, dict[str, Any], bool], Any]
 
@@ -33,7 +34,8 @@ def memory_search(session: Session, args: dict[str, Any], quarantine: bool) -> d
 
 
 def memory_list(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
-    return shapes.listing(shown_memories(session.list(tag=args["tag"])))
+    page = session.list(tag=args["tag"], limit=args["limit"], cursor=args["cursor"], without_tag=QUARANTINE_TAG)
+    return shapes.listing(page, page.next_cursor)
 
 
 def memory_delete(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:

@@ -21,9 +21,5 @@ def shown(memory: Memory | None) -> Memory | None:
     return None if memory is None or is_quarantined(memory.tags) else memory
 
 
-def shown_memories(memories: Iterable[Memory]) -> list[Memory]:
-    return [m for m in memories if not is_quarantined(m.tags)]
-
-
 def shown_hits(hits: Iterable[Hit]) -> list[Hit]:
     return [h for h in hits if not is_quarantined(h.memory.tags)]

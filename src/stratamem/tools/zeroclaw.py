@@ -26,11 +26,14 @@ from typing import Any
 from .. import shapes
 from ..errors import NotFound, ValidationError
 from ..models import Memory
+from ..paging import MAX_PAGE_SIZE
+from ..policy.scanner import QUARANTINE_TAG
 from ..session import Session
-from .visibility import shown_hits, shown_memories, with_quarantine
+from .visibility import shown_hits, with_quarantine
 
 NO_MEMORIES = "No memories found."
 RECENT_QUERIES = ("", "*")
+MORE_PREFIX = "more: use cursor="
 FILTER_WINDOW = 100  # matches considered when a query is combined with a time range
 
 Handler = Callable[[Session, dict[str, Any], bool], str]
@@ -57,11 +60,14 @@ def recall_text(entries: Sequence[tuple[Memory, float | None]]) -> str:
     return "\n".join(lines)
 
 
-def export_text(memories: Sequence[Memory]) -> str:
+def export_text(memories: Sequence[Memory], next_cursor: str | None = None) -> str:
+    """The export listing; a last ``more: use cursor=<c>`` line when another page exists."""
     if not memories:
         return NO_MEMORIES
     lines = [f"Exported {len(memories)} memories:"]
     lines.extend(shapes.dumps(shapes.export_record(m)) for m in memories)
+    if next_cursor is not None:
+        lines.append(f"{MORE_PREFIX}{next_cursor}")
     return "\n".join(lines)
 
 
@@ -88,9 +94,8 @@ def memory_recall(session: Session, args: dict[str, Any], quarantine: bool) -> s
     _check_range(since, until)
     timed = since is not None or until is not None
     if query.strip() in RECENT_QUERIES:
-        if timed:
-            memories = [m for m in shown_memories(session.list()) if in_range(m, since, until)]
-            memories.sort(key=lambda m: (-m.updated_at.timestamp(), m.key))
+        if timed:  # the time range and the limit are applied in the store, newest first
+            memories = session.recent(limit, since=since, until=until, without_tag=QUARANTINE_TAG)
         else:
             memories = [h.memory for h in shown_hits(session.search("", max_results=limit))]
         return recall_text([(m, None) for m in memories[:limit]])
@@ -110,14 +115,9 @@ def memory_forget(session: Session, args: dict[str, Any], quarantine: bool) -> s
 def memory_export(session: Session, args: dict[str, Any], quarantine: bool) -> str:
     since, until = args["since"], args["until"]
     _check_range(since, until)
-    memories = [
-        m
-        for m in shown_memories(session.list())
-        if (args["category"] is None or m.category == args["category"])
-        and (args["session_id"] is None or m.session_id == args["session_id"])
-        and in_range(m, since, until)
-    ]
-    return export_text(memories)
+    page = session.list(limit=args["limit"], cursor=args["cursor"], category=args["category"],
+                        saved_by=args["session_id"], since=since, until=until, without_tag=QUARANTINE_TAG)
+    return export_text(page, page.next_cursor)
 
 
 def memory_purge(session: Session, args: dict[str, Any], quarantine: bool) -> str:
@@ -129,11 +129,13 @@ def memory_purge(session: Session, args: dict[str, Any], quarantine: bool) -> st
     """
     target = args["session_id"]
     record = session.record
-    victims = [
-        m.key
-        for m in session.list()
-        if m.agent_id == record.agent_id and m.level == record.taint and m.session_id == target
-    ]
+    victims: list[str] = []
+    cursor: str | None = None
+    while True:  # page through the store's filtered view instead of loading every memory
+        page = session.list(limit=MAX_PAGE_SIZE, cursor=cursor, saved_by=target)
+        victims += [m.key for m in page if m.agent_id == record.agent_id and m.level == record.taint]
+        if (cursor := page.next_cursor) is None:
+            break
     purged = 0
     for key in victims:
         if session.taint != record.taint:
