@@ -88,6 +88,11 @@ def _run(ctx: Context, action: Callable[[], None]) -> None:
             ctx._store.close()
 
 
+def _given(first: str | None, second: str | None) -> str | None:
+    """The first option that was given at all (an empty string counts as given)."""
+    return first if first is not None else second
+
+
 def _one_line(text: str, width: int = 100) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 3] + "..."
@@ -449,8 +454,9 @@ def mcp(ctx: Context, mcp_agent, clearance, peers, mcp_taint, mcp_session, profi
     """Serve the memory tools over MCP stdio, for one operator-chosen session."""
     from .server import run_mcp
 
-    flags = {"agent": mcp_agent or ctx.agent, "clearance": clearance, "peers": peers,
-             "taint": mcp_taint or ctx.taint, "session": mcp_session or ctx.session_id,
+    # an explicit empty value ("--agent ''") is kept, so validation refuses it instead of defaulting
+    flags = {"agent": _given(mcp_agent, ctx.agent), "clearance": clearance, "peers": peers,
+             "taint": _given(mcp_taint, ctx.taint), "session": _given(mcp_session, ctx.session_id),
              "profile": profile, "read_only": read_only}
     _run(ctx, lambda: run_mcp(ctx.db or default_url(), flags, config_path))
 

@@ -59,6 +59,22 @@ def sqlite_path(url: str) -> str:
     return url
 
 
+def check_url(url: object) -> str:
+    """A store URL or path that the backends can open: text, no NUL, encodable for the OS or the server."""
+    if not isinstance(url, str):
+        raise ValidationError("the store URL must be a string")
+    if "\x00" in url:
+        raise ValidationError("the store URL must not contain a NUL character")
+    try:
+        if url.startswith(("postgresql://", "postgres://")):
+            url.encode("utf-8")
+        else:
+            os.fsencode(url)  # a path from a shell may hold undecodable bytes (surrogateescape)
+    except UnicodeEncodeError:
+        raise ValidationError("the store URL is not valid text for this system") from None
+    return url
+
+
 class Store:
     """The operator's handle on one memory store."""
 
@@ -74,7 +90,13 @@ class Store:
         retention: Retention | None = None,
         observers: Iterable[Callable] = (),
     ) -> None:
-        self.url = url or default_url()
+        self.url = check_url(url or default_url())
+        if isinstance(languages, str):
+            raise ValidationError("languages must be a list of language names, e.g. ['english']")
+        if isinstance(max_content_bytes, bool) or not isinstance(max_content_bytes, int) or max_content_bytes < 1:
+            raise ValidationError("max_content_bytes must be a positive integer")
+        if not isinstance(synchronous, str):
+            raise ValidationError("synchronous must be NORMAL or FULL")
         self.retention = retention if retention is not None else Retention()
         if not isinstance(self.retention, Retention):
             raise ValidationError("retention must be a stratamem.retention.Retention")

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from .mcp_tools import server_version
 
 LEVEL = {"type": "string", "enum": ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"]}
@@ -56,9 +57,11 @@ SCHEMAS: dict[str, Any] = {
     "SearchResults": _obj(["results", "query"], query={"type": "string"}, results={"type": "array", "items": _obj(
         ["key", "content", "classification", "tags", "score"], key={"type": "string"},
         content={"type": "string"}, classification=LEVEL, tags=TAGS, score={"type": "number"})}),
-    "Listing": _obj(["memories"], memories={"type": "array", "items": _obj(
+    "Listing": _obj(["memories", "next_cursor"], memories={"type": "array", "items": _obj(
         ["key", "content", "classification", "tags", "updated_at"], key={"type": "string"},
-        content={"type": "string"}, classification=LEVEL, tags=TAGS, updated_at=TIME)}),
+        content={"type": "string"}, classification=LEVEL, tags=TAGS, updated_at=TIME)},
+        next_cursor={"type": ["string", "null"], "description": "Pass as ?cursor= for the next page; "
+                     "null on the last page."}),
     "Deleted": _obj(["deleted", "key"], deleted={"const": True}, key={"type": "string"}),
     "AuditEvents": _obj(["events"], events={"type": "array", "items": _obj(
         ["seq", "time", "operation", "taint", "outcome"], seq={"type": "integer"}, time=TIME,
@@ -137,8 +140,11 @@ def document() -> dict[str, Any]:
         f"{s}/reset": {"post": _op("A new session at PUBLIC for the same agent (the only way down)",
                                    ("201", "The new session", _ref("Session")), params=[SID])},
         f"{s}/memories": {
-            "get": _op("memory_list: the visible memories", ("200", "Memories", _ref("Listing")),
-                       params=[SID, _query("tag", {"type": "string"}, "Only memories with exactly this tag")]),
+            "get": _op("memory_list: one page of the visible memories", ("200", "Memories", _ref("Listing")),
+                       params=[SID, _query("tag", {"type": "string"}, "Only memories with exactly this tag"),
+                               _query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE,
+                                                "default": DEFAULT_PAGE_SIZE}, "Memories per page"),
+                               _query("cursor", {"type": "string"}, "next_cursor of the previous page")]),
             "post": _op("memory_save at the session's live taint", ("200", "Saved", _ref("Saved")),
                         body="MemorySave", params=[SID], errors=("400", "401", W, "404", "503")),
         },

@@ -61,6 +61,11 @@ def _first(*values: Any) -> Any:
     return next((v for v in values if v is not None and v != ()), None)
 
 
+def _default(value: Any, default: Any) -> Any:
+    """``default`` only when nothing was given: an explicit empty value is refused later, not replaced."""
+    return default if value is None else value
+
+
 def resolve_settings(
     flags: Mapping[str, Any],
     env: Mapping[str, str] | None = None,
@@ -94,7 +99,7 @@ def resolve_settings(
     taint = pick("taint")
     clearance = pick("clearance")
     return StdioSettings(
-        agent=pick("agent") or "main",
+        agent=_default(pick("agent"), "main"),
         clearance=Level.parse(clearance) if clearance is not None else None,
         peers=peers,
         taint=Level.parse(taint) if taint is not None else None,
