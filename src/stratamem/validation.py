@@ -106,10 +106,12 @@ def check_ttl(ttl: object) -> float | None:
     if isinstance(ttl, timedelta):
         seconds = ttl.total_seconds()
     elif isinstance(ttl, (int, float)) and not isinstance(ttl, bool):
+        if isinstance(ttl, int) and ttl > MAX_TTL_SECONDS:  # float() of a huge int would overflow
+            ttl = math.inf
         seconds = float(ttl)
     else:
         raise ValidationError("ttl must be a number of seconds or a timedelta")
-    if not math.isfinite(seconds) or seconds <= 0:
+    if math.isnan(seconds) or seconds <= 0:
         raise ValidationError("ttl must be a positive, finite duration")
     if seconds > MAX_TTL_SECONDS:
         raise ValidationError(f"ttl is longer than the limit of {MAX_TTL_SECONDS} seconds (100 years)")
