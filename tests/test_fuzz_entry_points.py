@@ -422,3 +422,21 @@ def test_import_lines_reported_in_the_issue(tmp_path):
     assert result.exit_code == 2
     for number in range(1, 7):
         assert f"line {number}:" in result.output
+
+
+def test_rest_bodies_reported_in_the_issue(rest):
+    """Deep nesting was an HTTP 500 (RecursionError); lone surrogates were a 500 (UnicodeEncodeError)."""
+    client, session_id = rest
+    memories = f"/v1/sessions/{session_id}/memories"
+    cases = [
+        ("POST", memories, b'{"key": "k", "content": "c", "tags": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
+        ("POST", "/v1/sessions", b'{"clearance": ' + b"{\"a\": " * 50_000 + b"1" + b"}" * 50_000 + b"}"),
+        ("POST", memories, b'{"key": "k", "content": "c", "tags": ["\\ud800"]}'),
+        ("POST", f"/v1/sessions/{session_id}/escalate", b'{"level": "INTERNAL", "reason": "\\udfff"}'),
+        ("PUT", memories + "/%20%20%20", b'{"content": "blank key"}'),
+    ]
+    for method, path, body in cases:
+        answer = client.request(method, path, content=body)
+        assert answer.status_code == 400, (path, answer.text)
+        assert answer.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert client.get(memories).json() == {"memories": [], "next_cursor": None}
