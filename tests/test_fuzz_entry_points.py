@@ -440,3 +440,12 @@ def test_rest_bodies_reported_in_the_issue(rest):
         assert answer.status_code == 400, (path, answer.text)
         assert answer.json()["error"]["code"] == "VALIDATION_ERROR"
     assert client.get(memories).json() == {"memories": [], "next_cursor": None}
+
+
+def test_a_deeply_nested_tool_result_is_cut_as_text():
+    """The turn helper's tool-result bound parsed JSON without a depth guard (RecursionError)."""
+    from stratamem.turn.tool_results import truncate_tool_message
+
+    deep = "[" * 100_000 + "]" * 100_000
+    cut = truncate_tool_message(deep, 100)
+    assert cut.startswith("[") and len(cut) < 1000

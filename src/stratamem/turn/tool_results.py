@@ -102,7 +102,7 @@ def truncate_tool_message(text: str, max_chars: int) -> str:
         return text
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a hostile tool result nested too deeply is plain text
         data = None
     if isinstance(data, dict) and "tool_call_id" in data and isinstance(data.get("content"), str):
         if len(data["content"]) <= max_chars:
