@@ -67,9 +67,8 @@ def get(conn: psycopg.Connection, scope: Scope, key: str) -> Memory | None:
 
 def listing(conn: psycopg.Connection, scope: Scope, query: ListQuery) -> Page:
     """One page of the visible view (filters, cursor and LIMIT in SQL; see ``storage.listing``)."""
-    where, order, extra = list_sql.listing_sql(list_sql.POSTGRES, query, tuple(scope.agents), scope.rank)
-    rows = conn.execute(f"SELECT {D_COLUMNS} FROM memories d WHERE {scope.visible}" + where + order,
-                        {**scope.params, **extra}).fetchall()
+    sql, extra = list_sql.listing_sql(list_sql.POSTGRES, query, tuple(scope.agents), scope.visible)
+    rows = conn.execute(sql, {**scope.params, **extra}).fetchall()
     return paging.paged([row_to_memory(r) for r in rows], query.limit)
 
 

@@ -581,9 +581,8 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
             scope = _Scope(record, to_us(now))
-            where, order, extra = listing.listing_sql(listing.SQLITE, query, scope.agents, scope.rank)
-            sql = f"SELECT {MEMORY_COLUMNS.replace('id,', 'd.id,', 1)} FROM memories d WHERE {scope.visible}"
-            rows = conn.execute(sql + where + order, {**scope.params, **extra}).fetchall()
+            sql, extra = listing.listing_sql(listing.SQLITE, query, scope.agents, scope.visible)
+            rows = conn.execute(sql, {**scope.params, **extra}).fetchall()
         found = paging.paged([row_to_memory(r) for r in rows], query.limit)
         self._audit_read(record, "list", found, now, {"count": len(found), "tag_filter": query.tag is not None})
         return found
