@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import ValidationError
 from .levels import Level
 from .models import Hit, Memory, TaintEvent
-from .storage.base import MemoryDraft, SessionRecord
 from .paging import ListQuery, Page, decode_cursor
+from .storage.base import MemoryDraft, SessionRecord
 from .storage.rows import to_us
 from .validation import (
     check_category,
@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 
 MAX_QUERY_CHARS = 100_000
 MAX_LIST_LIMIT = 100_000  # a Python caller's page; the surfaces' pages are far smaller (paging.MAX_PAGE_SIZE)
+
+
+def _micros(moment: object, what: str) -> int | None:
+    """A time filter as the store compares it (epoch microseconds), or None when not given."""
+    return None if moment is None else to_us(check_time(moment, what))
 
 
 class Session:
@@ -147,8 +152,8 @@ class Session:
             without_tag=None if without_tag is None else check_tag(without_tag),
             category=None if category is None else check_category(category),
             saved_by=None if saved_by is None else check_id(saved_by, "session id"),
-            since_us=None if since is None else to_us(check_time(since, "since")),
-            until_us=None if until is None else to_us(check_time(until, "until")),
+            since_us=_micros(since, "since"),
+            until_us=_micros(until, "until"),
             limit=limit,
             after=cursor,
         )
@@ -156,11 +161,11 @@ class Session:
 
     def recent(self, limit: int, *, since: datetime | None = None, until: datetime | None = None,
                without_tag: str | None = None) -> list[Memory]:
-        """The ``limit`` most recently updated visible memories created in [since, until]."""
+        """The ``limit`` (clamped to 1..100) most recently updated visible memories created in [since, until]."""
         query = ListQuery(
             without_tag=None if without_tag is None else check_tag(without_tag),
-            since_us=None if since is None else to_us(check_time(since, "since")),
-            until_us=None if until is None else to_us(check_time(until, "until")),
+            since_us=_micros(since, "since"),
+            until_us=_micros(until, "until"),
             limit=clamp_max_results(limit),
             newest_first=True,
         )

@@ -11,7 +11,11 @@ Output formats (documented choices where ZeroClaw leaves room):
   filter on ``created_at``; with a query, they filter the best 100 matches.
 - ``memory_forget`` -> ``Forgot memory: <key>`` / ``No memory found with key: <key>``
 - ``memory_export`` -> ``Exported N memories:`` then one JSON object per line
-  (``stratamem.shapes.export_record``), or ``No memories found.``.
+  (``stratamem.shapes.export_record``), or ``No memories found.``. One page
+  (``limit``, default 50, at most 200, ordered by agent then key; filters run
+  in the store); when more exist a last line ``more: use cursor=<cursor>``.
+- ``memory_recall`` with only since/until: the newest ``limit`` memories
+  created in the range, selected in the store.
 - ``memory_purge`` -> ``Purged N memories from session '<id>'``.
 
 Errors (bad arguments, refusals) use the JSON error shape, like every profile.
