@@ -165,19 +165,25 @@ def test_invisible_records_change_nothing_observable(backend, tmp_path, data):
     assert_noninterference(backend, tmp_path, data)
 
 
-def assert_noninterference(backend, tmp_path, data) -> None:
-    """Replay a scenario into two stores (with and without hidden records) and compare every read."""
-    taint, steps, queries = data
+def replay(backend, tmp_path, data) -> tuple[World, World]:
+    """A scenario replayed into two stores: without and with the hidden records (caller closes both)."""
+    taint, steps, _ = data
     plain = World(backend, tmp_path, taint)
     noisy = World(backend, tmp_path, taint)
+    for index, (where, op) in enumerate(steps):
+        noisy.apply(op, index)
+        if where == "visible":
+            plain.apply(op, index)
+    for world in (plain, noisy):
+        world.at_step(len(steps))
+    return plain, noisy
+
+
+def assert_noninterference(backend, tmp_path, data) -> None:
+    """Replay a scenario into two stores (with and without hidden records) and compare every read."""
+    plain, noisy = replay(backend, tmp_path, data)
     try:
-        for index, (where, op) in enumerate(steps):
-            noisy.apply(op, index)
-            if where == "visible":
-                plain.apply(op, index)
-        for world in (plain, noisy):
-            world.at_step(len(steps))
-        assert plain.observe(queries) == noisy.observe(queries)
+        assert plain.observe(data[2]) == noisy.observe(data[2])
     finally:
         plain.store.close()
         noisy.store.close()
