@@ -29,7 +29,7 @@ from .private import private_writer
 from .session import Session
 from .store import Store, default_url
 from .transfer import dump_lines, read_records
-from .validation import parse_time
+from .validation import check_id, parse_time
 
 UNEXPECTED = "unexpected internal failure"
 
@@ -52,6 +52,8 @@ class Context:
         # A resume keeps the session's own clearance and peers (never the CLI's defaults), and its agent
         # when --agent is not given.
         agent = self.agent
+        if self.session_id is not None:
+            check_id(self.session_id, "session id")  # before the lookup below reaches the store
         if agent is None and self.session_id:
             try:
                 agent = self.store().backend.session_record(self.session_id).agent_id

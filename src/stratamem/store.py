@@ -91,8 +91,7 @@ class Store:
         observers: Iterable[Callable] = (),
     ) -> None:
         self.url = check_url(url or default_url())
-        if isinstance(languages, str):
-            raise ValidationError("languages must be a list of language names, e.g. ['english']")
+        languages = _languages(languages)
         if isinstance(max_content_bytes, bool) or not isinstance(max_content_bytes, int) or max_content_bytes < 1:
             raise ValidationError("max_content_bytes must be a positive integer")
         if not isinstance(synchronous, str):
@@ -291,6 +290,15 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _languages(languages: object) -> tuple[str, ...]:
+    if isinstance(languages, (str, bytes)) or not isinstance(languages, Iterable):
+        raise ValidationError("languages must be a list of language names, e.g. ['english']")
+    names = tuple(languages)
+    if not all(isinstance(name, str) for name in names):
+        raise ValidationError("languages must be a list of language names, e.g. ['english']")
+    return names
 
 
 def _lineage(lineage_id: object) -> str | None:
