@@ -229,3 +229,20 @@ def test_expired_memories_are_not_counted_as_more(store):
     store.clock.advance(5)
     page = s.list(limit=1)
     assert [m.key for m in page] == ["a"] and page.next_cursor is None
+
+
+def test_autonomous_origins_page_without_conversation_memories(store):
+    """A cron read pages in the store without conversation memories (the scoped session once lacked paging)."""
+    s = store.session()
+    start = store.now()
+    s.save("a-conv", "chat", category="conversation")
+    fill(s, 3)
+    page = json.loads(execute(s, "memory_list", {"limit": 2}, origin="cron"))
+    assert [m["key"] for m in page["memories"]] == ["k0000", "k0001"] and page["next_cursor"]
+    rest = json.loads(execute(s, "memory_list", {"cursor": page["next_cursor"]}, origin="cron"))
+    assert [m["key"] for m in rest["memories"]] == ["k0002"] and rest["next_cursor"] is None
+    recalled = execute(s, "memory_recall", {"since": start.isoformat(), "limit": 10}, origin="cron")
+    assert "a-conv" not in recalled and recalled.startswith("Found 3 memories:")
+    exported = execute(s, "memory_export", {}, origin="cron")
+    assert "a-conv" not in exported and exported.startswith("Exported 3 memories:")
+    assert "a-conv" in execute(s, "memory_export", {})

@@ -68,6 +68,7 @@ class ListQuery:
     tag: str | None = None
     without_tag: str | None = None
     category: str | None = None
+    without_category: str | None = None
     saved_by: str | None = None
     since_us: int | None = None
     until_us: int | None = None

@@ -60,8 +60,12 @@ class ScopedSession:
         found = self._session.get(key)
         return found if found is None or self._keep(found) else None
 
-    def list(self, tag: str | None = None) -> list[Memory]:
-        return [m for m in self._session.list(tag) if self._keep(m)]
+    def list(self, *args: Any, **options: Any) -> list[Memory]:
+        """The session's listing without conversation memories, left out in the store so pages stay exact."""
+        return self._session.list(*args, without_category=CONVERSATION, **options)
+
+    def recent(self, *args: Any, **options: Any) -> list[Memory]:
+        return self._session.recent(*args, without_category=CONVERSATION, **options)
 
     def search(self, query: str, max_results: int = 10) -> Sequence[Hit]:
         limit = max_results if isinstance(max_results, int) and not isinstance(max_results, bool) else 10

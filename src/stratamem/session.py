@@ -131,6 +131,7 @@ class Session:
         since: datetime | None = None,
         until: datetime | None = None,
         without_tag: str | None = None,
+        without_category: str | None = None,
     ) -> Page:
         """The visible, shadowed view in (agent order, key) order, filtered in the store.
 
@@ -151,6 +152,7 @@ class Session:
             tag=None if tag is None else check_tag(tag),
             without_tag=None if without_tag is None else check_tag(without_tag),
             category=None if category is None else check_category(category),
+            without_category=None if without_category is None else check_category(without_category),
             saved_by=None if saved_by is None else check_id(saved_by, "session id"),
             since_us=_micros(since, "since"),
             until_us=_micros(until, "until"),
@@ -160,10 +162,11 @@ class Session:
         return self._backend.list(self.id, query, self._store.now())
 
     def recent(self, limit: int, *, since: datetime | None = None, until: datetime | None = None,
-               without_tag: str | None = None) -> list[Memory]:
+               without_tag: str | None = None, without_category: str | None = None) -> list[Memory]:
         """The ``limit`` (clamped to 1..100) most recently updated visible memories created in [since, until]."""
         query = ListQuery(
             without_tag=None if without_tag is None else check_tag(without_tag),
+            without_category=None if without_category is None else check_category(without_category),
             since_us=_micros(since, "since"),
             until_us=_micros(until, "until"),
             limit=clamp_max_results(limit),

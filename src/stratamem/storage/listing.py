@@ -44,6 +44,7 @@ def _filters(dialect: Dialect, query: ListQuery) -> tuple[list[str], dict[str, o
         ("f_tag", query.tag, dialect.has_tag),
         ("f_without", query.without_tag, "NOT " + dialect.has_tag),
         ("f_category", query.category, "d.category = {p}"),
+        ("f_without_category", query.without_category, "d.category <> {p}"),
         ("f_saved_by", query.saved_by, "d.session_id = {p}"),
         ("f_since", query.since_us, "d.created_us >= {p}"),
         ("f_until", query.until_us, "d.created_us <= {p}"),
