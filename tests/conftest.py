@@ -26,14 +26,15 @@ class FakeClock:
 
 def backend_urls(tmp_path) -> dict[str, str]:
     """One URL per backend; PostgreSQL URLs name a new schema, so each is an empty, isolated store."""
-    urls = {"sqlite-memory": ":memory:", "sqlite-file": str(tmp_path / "memory.db")}
+    urls = {"sqlite-memory": ":memory:", "sqlite-file": str(tmp_path / "memory.db"),
+            "markdown": f"markdown://{tmp_path / 'markdown'}"}
     if "postgres" in BACKENDS:
         urls["postgres"] = pg_server.fresh_url()
     return urls
 
 
 # PostgreSQL runs whenever it can: the embedded server wheel (or STRATAMEM_TEST_PG) is installed.
-BACKENDS = ["sqlite-memory", "sqlite-file"] + (["postgres"] if pg_server.available() else [])
+BACKENDS = ["sqlite-memory", "sqlite-file", "markdown"] + (["postgres"] if pg_server.available() else [])
 
 
 def fresh_store(backend: str, tmp_dir, **options) -> sm.Store:
@@ -45,6 +46,10 @@ def fresh_store(backend: str, tmp_dir, **options) -> sm.Store:
         import tempfile
 
         return sm.open_store(tempfile.mkstemp(suffix=".db", dir=tmp_dir)[1], **options)
+    if backend == "markdown":
+        import tempfile
+
+        return sm.open_store("markdown://" + tempfile.mkdtemp(dir=tmp_dir), **options)
     return sm.open_store(":memory:", **options)
 
 
@@ -57,6 +62,8 @@ def make_store(request, tmp_path):
     def factory(**options) -> sm.Store:
         if request.param == "sqlite-file":
             url = str(tmp_path / f"memory-{next(counter)}.db")
+        elif request.param == "markdown":
+            url = f"markdown://{tmp_path / f'markdown-{next(counter)}'}"
         else:
             url = backend_urls(tmp_path)[request.param]
         options.setdefault("clock", FakeClock())

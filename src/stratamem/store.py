@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
 
 import platformdirs
 
@@ -55,7 +56,8 @@ def sqlite_path(url: str) -> str:
     if url.startswith("sqlite:///"):
         return "/" + url.removeprefix("sqlite:///").lstrip("/")
     if "://" in url:
-        raise ValidationError(f"unsupported store URL {url!r}; use a path, sqlite:///path, :memory: or postgresql://")
+        raise ValidationError(
+            f"unsupported store URL {url!r}; use a path, sqlite:///path, :memory:, markdown:///dir or postgresql://")
     return url
 
 
@@ -73,6 +75,35 @@ def check_url(url: object) -> str:
     except UnicodeEncodeError:
         raise ValidationError("the store URL is not valid text for this system") from None
     return url
+
+
+MARKDOWN_SCHEME = "markdown://"
+_MARKDOWN_OPTIONS = {"scan_interval": float, "max_file_bytes": int}
+
+
+def markdown_location(url: str) -> tuple[str, dict]:
+    """``markdown:///abs/dir`` (or ``markdown://relative/dir``), with optional ``?scan_interval=S&max_file_bytes=N``."""
+    rest = url.removeprefix(MARKDOWN_SCHEME)
+    path, _, query = rest.partition("?")
+    if not path:
+        raise ValidationError("a markdown:// URL names a directory, e.g. markdown:///home/me/memory")
+    options: dict = {}
+    for name, values in parse_qs(query, keep_blank_values=True).items():
+        if name not in _MARKDOWN_OPTIONS:
+            raise ValidationError(f"unknown markdown store option {name!r}; options are {', '.join(_MARKDOWN_OPTIONS)}")
+        try:
+            options[name] = _MARKDOWN_OPTIONS[name](values[-1])
+        except ValueError:
+            raise ValidationError(f"markdown store option {name} must be a number") from None
+        if not options[name] >= 0:
+            raise ValidationError(f"markdown store option {name} must not be negative")
+    return path, options
+
+
+def _synchronous(value: str) -> str:
+    if not isinstance(value, str) or value.upper() not in ("NORMAL", "FULL"):
+        raise ValidationError("synchronous must be NORMAL or FULL")
+    return value.upper()
 
 
 class Store:
@@ -108,6 +139,12 @@ class Store:
         self.clock = clock
         if backend is not None:
             self.backend = backend
+        elif self.url.startswith(MARKDOWN_SCHEME):
+            from .storage.markdown import MarkdownBackend
+
+            path, options = markdown_location(self.url)
+            self.backend = MarkdownBackend(path, self.analyzer, clock=self.now, synchronous=_synchronous(synchronous),
+                                           max_content_bytes=max_content_bytes, **options)
         elif self.url.startswith(("postgresql://", "postgres://")):
             from .storage.postgres import PostgresBackend  # optional extra
 
@@ -119,9 +156,7 @@ class Store:
                     make_private_dirs(Path(path).parent)
                 except OSError as exc:
                     raise StorageError(f"cannot create the directory for {path}: {exc}") from exc
-            if synchronous.upper() not in ("NORMAL", "FULL"):
-                raise ValidationError("synchronous must be NORMAL or FULL")
-            self.backend = SQLiteBackend(path, self.analyzer, synchronous=synchronous.upper())
+            self.backend = SQLiteBackend(path, self.analyzer, synchronous=_synchronous(synchronous))
 
     def now(self) -> datetime:
         return self.clock()

@@ -1,0 +1,339 @@
+"""The Markdown backend: memory content in Markdown files people can read, edit, grep and keep in git.
+
+``<dir>/<agent>/<LEVEL>/...md`` hold every live memory version (layout and
+format: ``md_format``). Everything else — sessions, taint, the audit chain,
+the search index, soft-deleted versions until purge, and whatever other
+features keep in the SQLite backend — lives in the sidecar
+``<dir>/.stratamem/index.db``, a plain ``SQLiteBackend`` this class composes.
+Every operation runs on the sidecar; this class keeps the files and the
+sidecar saying the same thing:
+
+- Writes (save, delete, import, purge, restore) take the directory lock
+  (``flock``), apply pending hand edits, run on the sidecar (one transaction),
+  then render the files they touched. Triggers on ``memories`` record which
+  files a transaction touched in ``md_dirty`` *inside that transaction*, so a
+  process killed between the commit and the file writes leaves a note the next
+  opener (under the lock) finishes: nothing is lost or half-written.
+- Hand edits are found by a cheap scan (size and mtime per file, then a hash)
+  on open, before every write, and before reads at most every
+  ``scan_interval`` seconds; ``md_reconcile`` applies them as audited operator acts.
+- Without a sidecar, opening rebuilds it from the files (sessions and audit
+  start empty: they never lived in the files).
+
+Methods this class does not define go to the sidecar unchanged, so features
+added to the SQLite backend work here too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+
+from ..audit import AuditDraft
+from ..errors import StorageError
+from ..levels import Level
+from ..models import Hit, Memory, PurgeResult
+from ..private import make_private_dirs
+from ..text import Analyzer
+from . import md_files, md_format as fmt, md_reconcile
+from .base import MemoryDraft, SessionRecord
+from .rows import MEMORY_COLUMNS, from_us, row_to_memory
+from .sqlite import SQLiteBackend
+
+log = logging.getLogger("stratamem.markdown")
+
+DAY_US = 86_400_000_000
+_DAY = f"CASE WHEN {{r}}.category IN ('daily', 'conversation') THEN ({{r}}.created_us - (({{r}}.created_us % {DAY_US}) + {DAY_US}) % {DAY_US}) / {DAY_US} ELSE 0 END"
+_MARK = "INSERT OR IGNORE INTO md_dirty VALUES ({r}.agent_id, {r}.level, {r}.category, " + _DAY + ");"
+SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS md_files (path TEXT PRIMARY KEY, agent_id TEXT NOT NULL, level INTEGER NOT NULL, "
+    "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, hash TEXT NOT NULL, status TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS md_dirty (agent_id TEXT NOT NULL, level INTEGER NOT NULL, category TEXT NOT NULL, "
+    "day INTEGER NOT NULL, PRIMARY KEY (agent_id, level, category, day)) WITHOUT ROWID",
+    "CREATE TRIGGER IF NOT EXISTS md_dirty_insert AFTER INSERT ON memories BEGIN "
+    + _MARK.format(r="NEW") + " END",
+    "CREATE TRIGGER IF NOT EXISTS md_dirty_update AFTER UPDATE OF agent_id, key, level, content, tags, category, "
+    "session_id, created_us, updated_us, lineage_id, expires_us, deleted_us ON memories BEGIN "
+    + _MARK.format(r="OLD") + " " + _MARK.format(r="NEW") + " END",
+    "CREATE TRIGGER IF NOT EXISTS md_dirty_delete AFTER DELETE ON memories BEGIN " + _MARK.format(r="OLD") + " END",
+]
+
+
+class MarkdownBackend:
+    """Implements ``storage.base.Backend`` on a directory of Markdown files plus a SQLite sidecar."""
+
+    def __init__(
+        self,
+        root: str,
+        analyzer: Analyzer,
+        *,
+        clock: Callable[[], datetime],
+        synchronous: str = "NORMAL",
+        max_content_bytes: int = 64 * 1024,
+        max_file_bytes: int = md_files.DEFAULT_MAX_FILE_BYTES,
+        scan_interval: float = 1.0,
+    ) -> None:
+        try:
+            make_private_dirs(root)
+            self.root = os.path.realpath(root)
+            make_private_dirs(os.path.join(self.root, md_files.SIDECAR_DIR))
+            self._lock = md_files.DirLock(os.path.join(self.root, md_files.SIDECAR_DIR, "lock"))
+        except OSError as exc:
+            raise StorageError(f"cannot open the Markdown store at {root}: {exc}") from exc
+        self.analyzer = analyzer
+        self.clock = clock
+        self.max_content_bytes = max_content_bytes
+        self.max_file_bytes = max_file_bytes
+        self.scan_interval = scan_interval
+        self.problems: list[dict] = []
+        self._reported: set[tuple] = set()
+        self._last_scan = float("-inf")
+        with self._lock.held():
+            self.db = SQLiteBackend(os.path.join(self.root, md_files.SIDECAR_DIR, "index.db"), analyzer,
+                                    synchronous=synchronous)
+            with self.db._errors(), self.db._tx(write=True) as conn:
+                for statement in SCHEMA:
+                    conn.execute(statement)
+            md_files.sweep_temporaries(self.root)
+            self._settle()
+
+    def __getattr__(self, name: str):
+        if name == "db":
+            raise AttributeError(name)
+        return getattr(self.db, name)
+
+    # ------------------------------------------------------------------ keeping files and sidecar together
+
+    def rescan(self) -> list[dict]:
+        """Apply hand edits now; returns the problems this scan found (file, line, error)."""
+        before = len(self.problems)
+        with self._lock.held():
+            self._settle()
+        return self.problems[before:]
+
+    def _settle(self) -> None:
+        """Finish any interrupted render, then apply hand edits and render what they changed (lock held)."""
+        self._render()
+        restore = self._reconcile()
+        self._render(restore)
+        self._last_scan = time.monotonic()
+
+    def _fresh(self) -> None:
+        """Before a read: apply hand edits if the last scan is older than ``scan_interval``."""
+        if time.monotonic() - self._last_scan >= self.scan_interval:
+            with self._lock.held():
+                self._settle()
+
+    def _report(self, problem: md_files.FileProblem, level: Level | None) -> AuditDraft | None:
+        key = (problem.path, problem.line, problem.reason)
+        if key in self._reported:
+            return None
+        self._reported.add(key)
+        self.problems.append(problem.as_dict())
+        log.warning("markdown store: %s", problem)
+        return AuditDraft("markdown.error", taint=level if level is not None else Level.RESTRICTED,
+                          outcome="error", detail=problem.as_dict())
+
+    def _reconcile(self) -> set[str]:
+        walk = md_files.walk(self.root)
+        drafts = [d for p in walk.problems if (d := self._report(p, None))]
+        with self.db._errors(), self.db._tx(write=False) as conn:
+            known = {r[0]: r[1:] for r in conn.execute(
+                "SELECT path, agent_id, level, size, mtime_ns, hash, status FROM md_files")}
+        stats, parsed, errors, removed = [], [], [], {}
+        for rel, (size, mtime) in walk.files.items():
+            old = known.get(rel)
+            if old is not None and (old[2], old[3]) == (size, mtime):
+                continue
+            place = fmt.place_of(rel)
+            agent = walk.agent_names[place.agent_dir]
+            try:
+                text, digest = md_files.read_text(self.root, rel, self.max_file_bytes)
+            except md_files.FileProblem as exc:
+                errors.append((rel, agent, place.level, size, mtime, "", exc))
+                continue
+            if old is not None and old[4] == digest:
+                stats.append((rel, agent, int(place.level), size, mtime, digest, old[5]))
+                continue
+            try:
+                sections = fmt.parse_file(text, self.max_content_bytes)
+            except fmt.FormatError as exc:
+                errors.append((rel, agent, place.level, size, mtime, digest,
+                               md_files.FileProblem(rel, exc.reason, exc.line)))
+                continue
+            parsed.append((md_reconcile.Parsed(rel, agent, place, sections), size, mtime, digest))
+        for rel, row in known.items():
+            if rel not in walk.files:
+                removed[rel] = (row[0], Level(row[1]))
+        if not (stats or parsed or errors or removed or drafts):
+            return set()
+        now = self.clock()
+        with self.db._errors(), self.db._tx(write=True) as conn:
+            outcome = md_reconcile.apply(self.db, conn, [p for p, *_ in parsed], removed, now)
+            for rel, agent, level, size, mtime, digest, problem in errors:
+                stats.append((rel, agent, int(level), size, mtime, digest, "error"))
+                if d := self._report(problem, level):
+                    drafts.append(d)
+            for p, size, mtime, digest in parsed:
+                status = "error" if p.rel in outcome.bad else "ok"
+                stats.append((p.rel, p.agent, int(p.place.level), size, mtime, digest, status))
+            for problem in outcome.problems:
+                level = next((p.place.level for p, *_ in parsed if p.rel == problem.path), None)
+                level = removed[problem.path][1] if problem.path in removed else level
+                if d := self._report(problem, level):
+                    drafts.append(d)
+            conn.executemany("DELETE FROM md_files WHERE path = ?", [(rel,) for rel in removed])
+            conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
+            for draft in [*drafts, *outcome.drafts]:
+                self.db._append(conn, draft, now)
+        return outcome.restore
+
+    def _render(self, extra: Iterable[str] = ()) -> None:
+        """Write every file the sidecar marked as touched (and ``extra`` ones) from the sidecar's rows."""
+        with self.db._errors(), self.db._tx(write=False) as conn:
+            marks = conn.execute("SELECT agent_id, level, category, day FROM md_dirty").fetchall()
+            groups: dict[str, tuple[str, Level, list[Memory]]] = {}
+            for agent, level, category, day in marks:
+                rel = fmt.file_for(fmt.encode_segment(agent), Level(level), category, from_us(day * DAY_US))
+                if rel not in groups:
+                    groups[rel] = (agent, Level(level), self._group(conn, agent, level, category, day))
+            for rel in extra:
+                if rel not in groups:
+                    groups[rel] = self._group_of_file(conn, rel)
+            known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime_ns, hash FROM md_files")}
+        if not groups:
+            return
+        stats, gone = [], []
+        for rel, (agent, level, memories) in sorted(groups.items()):
+            result = self._write_file(rel, agent, level, memories, known.get(rel))
+            if result is None:
+                gone.append((rel,))
+            else:
+                stats.append((rel, agent, int(level), *result, "ok"))
+        with self.db._errors(), self.db._tx(write=True) as conn:
+            conn.executemany("DELETE FROM md_dirty WHERE agent_id = ? AND level = ? AND category = ? AND day = ?",
+                             marks)
+            conn.executemany("DELETE FROM md_files WHERE path = ?", gone)
+            conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
+
+    @staticmethod
+    def _group(conn, agent: str, level: int, category: str, day: int) -> list[Memory]:
+        sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
+        if category in fmt.DAILY_CATEGORIES:
+            rows = conn.execute(sql + "AND category IN ('daily', 'conversation') AND created_us >= ? "
+                                "AND created_us < ?", (agent, level, day * DAY_US, (day + 1) * DAY_US))
+        else:
+            rows = conn.execute(sql + "AND category = ?", (agent, level, category))
+        return [row_to_memory(r) for r in rows]
+
+    def _group_of_file(self, conn, rel: str) -> tuple[str, Level, list[Memory]]:
+        row = conn.execute("SELECT agent_id, level FROM md_files WHERE path = ?", (rel,)).fetchone()
+        agent, level = row[0], Level(row[1])
+        rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? "
+                            "AND deleted_us IS NULL", (agent, int(level)))
+        return agent, level, [m for r in rows if md_reconcile.file_of(m := row_to_memory(r)) == rel]
+
+    def _write_file(self, rel: str, agent: str, level: Level, memories: list[Memory],
+                    known: tuple | None) -> tuple[int, int, str] | None:
+        """Render one file; a version on disk the store has not read (a bad hand edit) is set aside first."""
+        title = fmt.place_of(rel).default_category or (memories[0].category if memories else "")
+        if title == "daily":
+            title = rel.rsplit("/", 1)[-1][:-3]
+        text = fmt.render_file(agent, level, title, memories) if memories else None
+        digest = md_files.digest_of(text) if text is not None else None
+        try:
+            on_disk = md_files.stat_of(self.root, rel)
+            if on_disk is not None and (known is None or tuple(known[:2]) != on_disk):
+                try:
+                    _, disk_digest = md_files.read_text(self.root, rel, self.max_file_bytes)
+                except md_files.FileProblem:
+                    disk_digest = None
+                if disk_digest is not None and disk_digest == digest:
+                    return (*on_disk, digest)
+                if disk_digest is None or known is None or disk_digest != known[2]:
+                    kept = md_files.set_aside(self.root, rel)
+                    self._report(md_files.FileProblem(rel, f"an unread version was kept as {kept}"), level)
+            if text is None:
+                md_files.remove(self.root, rel)
+                return None
+            folder = rel.split("/", 1)[0]
+            if folder.startswith(fmt.LONG_PREFIX) and md_files.stat_of(self.root, f"{folder}/{fmt.AGENT_FILE}") is None:
+                md_files.write_agent_file(self.root, folder, agent)
+            size, mtime = md_files.write_atomic(self.root, rel, text)
+        except OSError as exc:
+            raise StorageError(f"cannot write {rel} in the Markdown store: {exc}") from exc
+        return size, mtime, digest
+
+    # ------------------------------------------------------------------ the protocol
+
+    def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
+        with _Writing(self):
+            return self.db.save(session_id, draft, now)
+
+    def delete(self, session_id: str, key: str, now: datetime) -> Memory:
+        with _Writing(self):
+            return self.db.delete(session_id, key, now)
+
+    def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
+        with _Writing(self):
+            return self.db.import_memories(memories, now)
+
+    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
+        with _Writing(self):
+            return self.db.purge(before, agent_id, now)
+
+    def restore(self, rows: Iterable[tuple[str, dict]]) -> int:
+        with _Writing(self):
+            return self.db.restore(rows)
+
+    def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
+        self._fresh()
+        return self.db.get(session_id, key, now)
+
+    def list(self, session_id: str, tag: str | None, now: datetime) -> list[Memory]:
+        self._fresh()
+        return self.db.list(session_id, tag, now)
+
+    def search(self, session_id: str, terms, limit: int, now: datetime) -> list[Hit]:
+        self._fresh()
+        return self.db.search(session_id, terms, limit, now)
+
+    def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
+        self._fresh()
+        return self.db.export(agent_id, now)
+
+    def dump(self) -> Iterator[tuple[str, dict]]:
+        self._fresh()
+        return self.db.dump()
+
+    def open_session(self, agent_id, session_id, clearance, peers, now) -> SessionRecord:
+        return self.db.open_session(agent_id, session_id, clearance, peers, now)
+
+    def close(self) -> None:
+        self.db.close()
+        self._lock.close()
+
+
+class _Writing:
+    """A write: the directory lock, pending hand edits first, then the change, then its files."""
+
+    def __init__(self, backend: MarkdownBackend) -> None:
+        self.backend = backend
+        self.held = backend._lock.held()
+
+    def __enter__(self) -> None:
+        self.held.__enter__()
+        try:
+            self.backend._settle()
+        except BaseException:
+            self.held.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.backend._render()
+        finally:
+            self.held.__exit__(*exc)

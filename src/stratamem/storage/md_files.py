@@ -1,0 +1,301 @@
+"""The Markdown store's file system access: confined walking, bounded reading, atomic writing, the lock.
+
+Nothing here follows a symbolic link: the walk refuses them, and every open
+goes component by component from the store directory with ``O_NOFOLLOW``
+relative to the parent's descriptor, so a link planted (or swapped in) anywhere
+under the directory can never make the store read or write outside it.
+Writes go to a private temporary file in the same folder, are fsynced, renamed
+over the old file, and the folder is fsynced: a killed process leaves either
+the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import stat
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from ..levels import Level
+from ..private import DIR_MODE, FILE_MODE
+from . import md_format as fmt
+
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+TMP_MARK = ".stratamem-tmp-"
+SIDECAR_DIR = ".stratamem"
+
+
+class FileProblem(Exception):
+    """A file or folder the store will not read; ``line`` when the problem has one."""
+
+    def __init__(self, path: str, message: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {message}")
+        self.path, self.line, self.reason = path, line, message
+
+    def as_dict(self) -> dict:
+        return {"file": self.path, "line": self.line, "error": self.reason}
+
+
+@dataclass
+class Walk:
+    """What a walk found: memory files with (size, mtime_ns), and what it refused."""
+
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    problems: list[FileProblem] = field(default_factory=list)
+    agent_names: dict[str, str] = field(default_factory=dict)  # agent folder -> agent id
+
+
+def _entries(path: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def walk(root: str, max_agent_file: int = 4096) -> Walk:
+    """Every memory file under ``root`` by the layout of ``md_format``; hidden names are skipped."""
+    found = Walk()
+    for agent in _entries(root):
+        if agent.name.startswith("."):
+            continue
+        if agent.is_symlink():
+            found.problems.append(FileProblem(agent.name, "symbolic link refused"))
+            continue
+        if not agent.is_dir(follow_symlinks=False):
+            continue
+        name = agent_name(root, agent.name, max_agent_file)
+        if name is None:
+            found.problems.append(FileProblem(agent.name, "folder name is not an encoded agent id (see README)"))
+            continue
+        found.agent_names[agent.name] = name
+        for level in _entries(agent.path):
+            rel = f"{agent.name}/{level.name}"
+            if level.name.startswith("."):
+                continue
+            if level.is_symlink():
+                found.problems.append(FileProblem(rel, "symbolic link refused"))
+            elif not level.is_dir(follow_symlinks=False):
+                if level.name.endswith(".md"):
+                    found.problems.append(FileProblem(rel, "memory files belong in a level folder"))
+            elif level.name not in Level.__members__:
+                found.problems.append(FileProblem(rel, f"unknown level folder; levels are {', '.join(Level.__members__)}"))
+            else:
+                _walk_level(level.path, rel, found)
+    return found
+
+
+def _walk_level(path: str, rel: str, found: Walk) -> None:
+    for entry in _entries(path):
+        sub = f"{rel}/{entry.name}"
+        if entry.name.startswith("."):
+            continue
+        if entry.is_symlink():
+            found.problems.append(FileProblem(sub, "symbolic link refused"))
+        elif entry.is_dir(follow_symlinks=False) and entry.name == fmt.DAILY_DIR:
+            for day in _entries(entry.path):
+                day_rel = f"{sub}/{day.name}"
+                if day.name.startswith(".") or not day.name.endswith(".md"):
+                    continue
+                if day.is_symlink():
+                    found.problems.append(FileProblem(day_rel, "symbolic link refused"))
+                elif day.is_file(follow_symlinks=False):
+                    _record(day, day_rel, found)
+        elif entry.is_file(follow_symlinks=False) and entry.name.endswith(".md"):
+            _record(entry, sub, found)
+
+
+def _record(entry: os.DirEntry, rel: str, found: Walk) -> None:
+    try:
+        fmt.place_of(rel)
+    except Exception as exc:  # noqa: BLE001 - reported, never raised
+        found.problems.append(FileProblem(rel, str(exc)))
+        return
+    st = entry.stat(follow_symlinks=False)
+    found.files[rel] = (st.st_size, st.st_mtime_ns)
+
+
+def agent_name(root: str, folder: str, limit: int = 4096) -> str | None:
+    """The agent id an agent folder stands for (long names: its ``.agent`` file), None if it is not one."""
+    if not folder.startswith(fmt.LONG_PREFIX):
+        return fmt.decode_segment(folder)
+    try:
+        name = read_bytes(root, f"{folder}/{fmt.AGENT_FILE}", limit).decode("utf-8").strip()
+    except (FileProblem, UnicodeDecodeError):
+        return None
+    return name if name and fmt.encode_segment(name) == folder else None
+
+
+@contextmanager
+def _parent_fd(root: str, parts: list[str], create: bool) -> Iterator[int]:
+    """A descriptor of the folder ``parts`` under ``root``, opened without following any link."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts:
+            made = False
+            if create:
+                try:
+                    os.mkdir(part, DIR_MODE, dir_fd=fd)
+                    made = True
+                except FileExistsError:
+                    pass
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+            if made:
+                os.fchmod(fd, DIR_MODE)  # exactly 0700, whatever the umask
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_bytes(root: str, rel: str, max_bytes: int) -> bytes:
+    """A regular file's bytes, at most ``max_bytes``; ``FileProblem`` for links, specials and huge files."""
+    parts = rel.split("/")
+    try:
+        with _parent_fd(root, parts[:-1], create=False) as dir_fd:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except FileNotFoundError:
+        raise FileProblem(rel, "file disappeared while being read") from None
+    except OSError as exc:
+        raise FileProblem(rel, f"cannot open ({exc.strerror}; symbolic links are refused)") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileProblem(rel, "not a regular file")
+        if info.st_size > max_bytes:
+            raise FileProblem(rel, f"file is {info.st_size} bytes; the limit is {max_bytes}")
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > max_bytes:
+                raise FileProblem(rel, f"file grew past the limit of {max_bytes} bytes while being read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_text(root: str, rel: str, max_bytes: int) -> tuple[str, str]:
+    """(text, sha256) of a memory file; non-UTF-8 is a ``FileProblem`` naming the line."""
+    data = read_bytes(root, rel, max_bytes)
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        return data.decode("utf-8"), digest
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise FileProblem(rel, f"not UTF-8 text (byte {exc.start})", line) from None
+
+
+def digest_of(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write_atomic(root: str, rel: str, text: str) -> tuple[int, int]:
+    """Replace ``rel`` with ``text`` (0600, folders 0700) atomically and durably; returns (size, mtime_ns)."""
+    parts = rel.split("/")
+    data = text.encode("utf-8")
+    with _parent_fd(root, parts[:-1], create=True) as dir_fd:
+        tmp = f".{parts[-1]}{TMP_MARK}{uuid.uuid4().hex}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE, dir_fd=dir_fd)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.rename(tmp, parts[-1], src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            os.unlink(tmp, dir_fd=dir_fd)
+            raise
+        os.fsync(dir_fd)
+    return info.st_size, info.st_mtime_ns
+
+
+def write_agent_file(root: str, folder: str, agent: str) -> None:
+    """Long agent folders name their agent in ``.agent`` (written once)."""
+    if folder.startswith(fmt.LONG_PREFIX):
+        write_atomic(root, f"{folder}/{fmt.AGENT_FILE}", agent + "\n")
+
+
+def remove(root: str, rel: str) -> None:
+    """Remove a file that holds no memory any more (durably); a missing file is fine."""
+    parts = rel.split("/")
+    try:
+        with _parent_fd(root, parts[:-1], create=False) as dir_fd:
+            os.unlink(parts[-1], dir_fd=dir_fd)
+            os.fsync(dir_fd)
+    except FileNotFoundError:
+        return
+
+
+def set_aside(root: str, rel: str) -> str:
+    """Keep a file the store is about to replace but cannot read (a bad hand edit): ``<file>.conflict-<time>``."""
+    parts = rel.split("/")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    kept = f"{parts[-1]}.conflict-{stamp}"
+    with _parent_fd(root, parts[:-1], create=False) as dir_fd:
+        os.rename(parts[-1], kept, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        os.fsync(dir_fd)
+    return "/".join([*parts[:-1], kept])
+
+
+def stat_of(root: str, rel: str) -> tuple[int, int] | None:
+    try:
+        info = os.lstat(os.path.join(root, rel))
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns) if stat.S_ISREG(info.st_mode) else None
+
+
+def sweep_temporaries(root: str) -> None:
+    """Delete temporary files a killed writer left behind (only ours: they carry ``TMP_MARK``)."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = [d for d in dirnames if d != SIDECAR_DIR]
+        for name in filenames:
+            if TMP_MARK in name:
+                try:
+                    os.unlink(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+
+
+class DirLock:
+    """One writer at a time on a store directory: ``flock`` across processes, a lock within this one.
+
+    ``flock`` belongs to the open file, so two stores opened on one directory
+    in the same process exclude each other too. Re-entrant per thread.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        self._local = threading.RLock()
+        self._depth = 0
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        with self._local:
+            if self._depth == 0:
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        with self._local:
+            os.close(self._fd)
