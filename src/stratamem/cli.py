@@ -9,7 +9,7 @@ codes: 0 ok, 1 not found, 2 usage or validation, 3 storage, 4 policy.
 from __future__ import annotations
 
 import itertools
-
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -27,9 +27,10 @@ from .policy.gate import gated_save
 from .policy.redact import redact_secrets
 from .private import private_writer
 from .session import Session
+from .md_transfer import export_markdown, read_markdown
 from .store import Store, default_url
 from .transfer import dump_lines, read_records
-from .validation import check_id, parse_time
+from .validation import check_agent_id, check_id, parse_time
 
 UNEXPECTED = "unexpected internal failure"
 
@@ -101,7 +102,7 @@ def _one_line(text: str, width: int = 100) -> str:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", envvar="STRATAMEM_DB", help="Store URL: a path, sqlite:///abs.db, :memory: or postgresql://")
+@click.option("--db", envvar="STRATAMEM_DB", help="Store URL: a path, sqlite:///abs.db, :memory:, markdown:///dir or postgresql://")
 @click.option("--agent", help="Agent id (default: main).")
 @click.option("--taint", help="Raise the session's taint to this level first.")
 @click.option("--session", "session_id", help="Resume this session id (its taint persists).")
@@ -369,16 +370,41 @@ def _target(ctx: Context, target: str | None) -> str:
     return chosen
 
 
+def _choices(values: str | None, parse: Callable[[str], Any]) -> set | None:
+    return {parse(v.strip()) for v in values.split(",") if v.strip()} if values else None
+
+
 @cli.command("export")
-@click.argument("file", required=False, type=click.Path(dir_okay=False, writable=True))
+@click.argument("file", required=False, type=click.Path(writable=True))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown"]), default="jsonl", show_default=True,
+              help="markdown: FILE is a directory, written in the Markdown store's layout.")
+@click.option("--agents", help="Only these agents (comma-separated; default: --agent, or all).")
+@click.option("--levels", help="Only these levels (comma-separated; default: all).")
 @click.pass_obj
-def export_(ctx: Context, file: str | None) -> None:
-    """Write every live memory (all levels), then transcripts and usage, as JSON Lines (operator)."""
+def export_(ctx: Context, file: str | None, fmt: str, agents: str | None, levels: str | None) -> None:
+    """Write every live memory (all levels), then transcripts and usage, as JSON Lines to FILE or stdout;
+    or the memories as Markdown to a directory (operator)."""
 
     def action() -> None:
         store = ctx.store()
-        lines = itertools.chain(dump_lines(store.export(agent_id=ctx.agent)),
-                                dump_lines(store.export_turns(agent_id=ctx.agent)))
+        chosen_agents = _choices(agents, check_agent_id)
+        chosen_levels = _choices(levels, Level.parse)
+        only = next(iter(chosen_agents)) if chosen_agents and len(chosen_agents) == 1 else None
+        agent = only if chosen_agents else ctx.agent
+        memories = (m for m in store.export(agent_id=agent) if (not chosen_agents or m.agent_id in chosen_agents)
+                    and (not chosen_levels or m.level in chosen_levels))
+        if fmt == "markdown":
+            if file is None:
+                raise ValidationError("export --format markdown needs a directory")
+            count = export_markdown(memories, file)
+            ctx.emit({"exported": count}, f"exported {count} memories to {file}")
+            return
+        if file is not None and os.path.isdir(file):
+            raise ValidationError(f"{file} is a directory; JSON Lines go to a file (or use --format markdown)")
+        turns = (t for t in store.export_turns(agent_id=agent)
+                 if (not chosen_agents or t.agent_id in chosen_agents)
+                 and (not chosen_levels or t.level in chosen_levels))
+        lines = itertools.chain(dump_lines(memories), dump_lines(turns))
         if file is None:
             for line in lines:
                 click.echo(line, nl=False)
@@ -394,15 +420,21 @@ def export_(ctx: Context, file: str | None) -> None:
 
 
 @cli.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("file", type=click.Path(exists=True, allow_dash=True))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown"]), default="jsonl", show_default=True,
+              help="markdown: FILE is a directory in the Markdown store's layout.")
 @click.option("--no-scan", is_flag=True, help="Skip the policy gate (poisoning scanner): only for trusted files.")
 @click.pass_obj
-def import_(ctx: Context, file: str, no_scan: bool) -> None:
-    """Import JSON Lines, levels kept; one bad or poisoned line imports nothing (operator)."""
+def import_(ctx: Context, file: str, fmt: str, no_scan: bool) -> None:
+    """Import JSON Lines or a Markdown directory, levels kept; one bad or poisoned line or file imports nothing (operator)."""
 
     def action() -> None:
         store = ctx.store()
-        if file == "-":
+        if fmt == "markdown":
+            memories = read_markdown(file, store.max_content_bytes, store.now())
+        elif os.path.isdir(file):
+            raise ValidationError(f"{file} is a directory; use --format markdown to import one")
+        elif file == "-":
             stream = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape")
             memories, turns = read_records(stream, store.max_content_bytes)
         else:

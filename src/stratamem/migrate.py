@@ -20,11 +20,22 @@ from pathlib import Path
 
 from .audit import operator_draft
 from .errors import StorageError, ValidationError
-from .store import Store, sqlite_path
+from .store import MARKDOWN_SCHEME, Store, markdown_location, sqlite_path
 
 
 def _is_postgres(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
+
+
+def _kind(url: str) -> str:
+    return "postgresql" if _is_postgres(url) else "markdown" if url.startswith(MARKDOWN_SCHEME) else "sqlite"
+
+
+def _sqlite_file(url: str) -> str:
+    """The SQLite file that holds a store's meta: the store itself, or a Markdown store's sidecar."""
+    if url.startswith(MARKDOWN_SCHEME):
+        return str(Path(markdown_location(url)[0]) / ".stratamem" / "index.db")
+    return sqlite_path(url)
 
 
 def stored_languages(url: str) -> tuple[str, ...] | None:
@@ -49,7 +60,7 @@ def stored_languages(url: str) -> tuple[str, ...] | None:
         except psycopg.Error as exc:
             raise StorageError(f"cannot read the source store: {exc}") from exc
     else:
-        path = sqlite_path(url)
+        path = _sqlite_file(url)
         if path == ":memory:":
             return None
         try:
@@ -64,7 +75,10 @@ def stored_languages(url: str) -> tuple[str, ...] | None:
 
 
 def _check_source(url: str) -> None:
-    if not _is_postgres(url):
+    if url.startswith(MARKDOWN_SCHEME):
+        if not Path(markdown_location(url)[0]).is_dir():
+            raise ValidationError(f"no store to migrate from at {url!r}")
+    elif not _is_postgres(url):
         path = sqlite_path(url)
         if path == ":memory:" or not Path(path).exists():
             raise ValidationError(f"no store to migrate from at {url!r}")
@@ -104,7 +118,7 @@ def migrate(from_url: str, to_url: str, *, languages: Sequence[str] | None = Non
             raise StorageError(f"the copied audit log does not verify (first bad sequence {bad})")
         target.audit(operator_draft("migrate", detail={
             "rows": copied,
-            "from": "postgresql" if _is_postgres(from_url) else "sqlite",
+            "from": _kind(from_url),
             "tables": {table: n for table, n in sorted(sent.items()) if table != "meta"},
         }))
         return copied

@@ -137,7 +137,7 @@ class MarkdownBackend:
         return AuditDraft("markdown.error", taint=level if level is not None else Level.RESTRICTED,
                           outcome="error", detail=problem.as_dict())
 
-    def _reconcile(self) -> set[str]:
+    def _reconcile(self) -> dict[str, tuple[str, Level]]:
         walk = md_files.walk(self.root)
         drafts = [d for p in walk.problems if (d := self._report(p, None))]
         with self.db._errors(), self.db._tx(write=False) as conn:
@@ -169,7 +169,7 @@ class MarkdownBackend:
             if rel not in walk.files:
                 removed[rel] = (row[0], Level(row[1]))
         if not (stats or parsed or errors or removed or drafts):
-            return set()
+            return {}
         now = self.clock()
         with self.db._errors(), self.db._tx(write=True) as conn:
             outcome = md_reconcile.apply(self.db, conn, [p for p, *_ in parsed], removed, now)
@@ -189,9 +189,9 @@ class MarkdownBackend:
             conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
             for draft in [*drafts, *outcome.drafts]:
                 self.db._append(conn, draft, now)
-        return outcome.restore
+        return {rel: removed[rel] for rel in outcome.restore}
 
-    def _render(self, extra: Iterable[str] = ()) -> None:
+    def _render(self, extra: dict[str, tuple[str, Level]] | None = None) -> None:
         """Write every file the sidecar marked as touched (and ``extra`` ones) from the sidecar's rows."""
         with self.db._errors(), self.db._tx(write=False) as conn:
             marks = conn.execute("SELECT agent_id, level, category, day FROM md_dirty").fetchall()
@@ -200,10 +200,10 @@ class MarkdownBackend:
                 rel = fmt.file_for(fmt.encode_segment(agent), Level(level), category, from_us(day * DAY_US))
                 if rel not in groups:
                     groups[rel] = (agent, Level(level), self._group(conn, agent, level, category, day))
-            for rel in extra:
+            for rel, (agent, level) in (extra or {}).items():
                 if rel not in groups:
-                    groups[rel] = self._group_of_file(conn, rel)
-            known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime_ns, hash FROM md_files")}
+                    groups[rel] = (agent, level, self._group_of_file(conn, rel, agent, level))
+            known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime_ns, hash, status FROM md_files")}
         if not groups:
             return
         stats, gone = [], []
@@ -229,12 +229,11 @@ class MarkdownBackend:
             rows = conn.execute(sql + "AND category = ?", (agent, level, category))
         return [row_to_memory(r) for r in rows]
 
-    def _group_of_file(self, conn, rel: str) -> tuple[str, Level, list[Memory]]:
-        row = conn.execute("SELECT agent_id, level FROM md_files WHERE path = ?", (rel,)).fetchone()
-        agent, level = row[0], Level(row[1])
+    @staticmethod
+    def _group_of_file(conn, rel: str, agent: str, level: Level) -> list[Memory]:
         rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? "
                             "AND deleted_us IS NULL", (agent, int(level)))
-        return agent, level, [m for r in rows if md_reconcile.file_of(m := row_to_memory(r)) == rel]
+        return [m for r in rows if md_reconcile.file_of(m := row_to_memory(r)) == rel]
 
     def _write_file(self, rel: str, agent: str, level: Level, memories: list[Memory],
                     known: tuple | None) -> tuple[int, int, str] | None:
@@ -246,14 +245,15 @@ class MarkdownBackend:
         digest = md_files.digest_of(text) if text is not None else None
         try:
             on_disk = md_files.stat_of(self.root, rel)
-            if on_disk is not None and (known is None or tuple(known[:2]) != on_disk):
+            unread = known is None or known[3] != "ok"
+            if on_disk is not None and (unread or tuple(known[:2]) != on_disk):
                 try:
                     _, disk_digest = md_files.read_text(self.root, rel, self.max_file_bytes)
                 except md_files.FileProblem:
                     disk_digest = None
                 if disk_digest is not None and disk_digest == digest:
                     return (*on_disk, digest)
-                if disk_digest is None or known is None or disk_digest != known[2]:
+                if disk_digest is None or unread or disk_digest != known[2]:
                     kept = md_files.set_aside(self.root, rel)
                     self._report(md_files.FileProblem(rel, f"an unread version was kept as {kept}"), level)
             if text is None:
