@@ -246,6 +246,8 @@ class MarkdownBackend:
         try:
             on_disk = md_files.stat_of(self.root, rel)
             unread = known is None or known[3] != "ok"
+            if not unread and on_disk is not None and tuple(known[:2]) == on_disk and known[2] == digest:
+                return (*on_disk, digest)  # the file already says exactly this
             if on_disk is not None and (unread or tuple(known[:2]) != on_disk):
                 try:
                     _, disk_digest = md_files.read_text(self.root, rel, self.max_file_bytes)

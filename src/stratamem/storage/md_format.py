@@ -36,6 +36,7 @@ content holding headings round-trips exactly; the body ends with one blank line.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -126,6 +127,7 @@ class Place:
     default_category: str | None
 
 
+@functools.lru_cache(maxsize=65536)
 def place_of(rel: str) -> Place:
     """Parse a relative path of the layout; ``ValidationError`` says what is wrong with it."""
     parts = rel.split("/")
