@@ -30,7 +30,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from ..audit import AuditDraft
 from ..errors import StorageError
