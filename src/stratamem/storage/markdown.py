@@ -46,6 +46,7 @@ from .sqlite import SQLiteBackend
 log = logging.getLogger("stratamem.markdown")
 
 DAY_US = 86_400_000_000
+SECTION_CACHE_CHARS = 32 * 1024 * 1024
 _DAY = f"CASE WHEN {{r}}.category IN ('daily', 'conversation') THEN ({{r}}.created_us - (({{r}}.created_us % {DAY_US}) + {DAY_US}) % {DAY_US}) / {DAY_US} ELSE 0 END"
 _MARK = "INSERT OR IGNORE INTO md_dirty VALUES ({r}.agent_id, {r}.level, {r}.category, " + _DAY + ");"
 SCHEMA = [
@@ -91,6 +92,8 @@ class MarkdownBackend:
         self.problems: list[dict] = []
         self._reported: set[tuple] = set()
         self._last_scan = float("-inf")
+        self._sections: dict[tuple, str] = {}
+        self._cached = 0
         with self._lock.held():
             self.db = SQLiteBackend(os.path.join(self.root, md_files.SIDECAR_DIR, "index.db"), analyzer,
                                     synchronous=synchronous)
@@ -195,7 +198,7 @@ class MarkdownBackend:
         """Write every file the sidecar marked as touched (and ``extra`` ones) from the sidecar's rows."""
         with self.db._errors(), self.db._tx(write=False) as conn:
             marks = conn.execute("SELECT agent_id, level, category, day FROM md_dirty").fetchall()
-            groups: dict[str, tuple[str, Level, list[Memory]]] = {}
+            groups: dict[str, tuple[str, Level, list[tuple]]] = {}
             for agent, level, category, day in marks:
                 rel = fmt.file_for(fmt.encode_segment(agent), Level(level), category, from_us(day * DAY_US))
                 if rel not in groups:
@@ -220,28 +223,43 @@ class MarkdownBackend:
             conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
 
     @staticmethod
-    def _group(conn, agent: str, level: int, category: str, day: int) -> list[Memory]:
+    def _group(conn, agent: str, level: int, category: str, day: int) -> list[tuple]:
         sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
         if category in fmt.DAILY_CATEGORIES:
             rows = conn.execute(sql + "AND category IN ('daily', 'conversation') AND created_us >= ? "
                                 "AND created_us < ?", (agent, level, day * DAY_US, (day + 1) * DAY_US))
         else:
             rows = conn.execute(sql + "AND category = ?", (agent, level, category))
-        return [row_to_memory(r) for r in rows]
+        return rows.fetchall()
 
     @staticmethod
-    def _group_of_file(conn, rel: str, agent: str, level: Level) -> list[Memory]:
+    def _group_of_file(conn, rel: str, agent: str, level: Level) -> list[tuple]:
         rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? "
                             "AND deleted_us IS NULL", (agent, int(level)))
-        return [m for r in rows if md_reconcile.file_of(m := row_to_memory(r)) == rel]
+        return [r for r in rows if md_reconcile.file_of(row_to_memory(r)) == rel]
 
-    def _write_file(self, rel: str, agent: str, level: Level, memories: list[Memory],
+    def _render_rows(self, agent: str, level: Level, title: str, rows: list[tuple]) -> str:
+        """A file's text; each section's text is kept by its row, so a save re-renders one section, not all."""
+        parts = []
+        for row in sorted(rows, key=lambda r: (r[8] if r[6] in fmt.DAILY_CATEGORIES else 0, r[2])):
+            text = self._sections.get(row)
+            if text is None:
+                text = fmt.render_section(row_to_memory(row))
+                self._cached += len(text)
+                if self._cached > SECTION_CACHE_CHARS:
+                    self._sections.clear()
+                    self._cached = len(text)
+                self._sections[row] = text
+            parts.append(text)
+        return fmt.header(agent, level, title) + "".join(parts)
+
+    def _write_file(self, rel: str, agent: str, level: Level, memories: list[tuple],
                     known: tuple | None) -> tuple[int, int, str] | None:
         """Render one file; a version on disk the store has not read (a bad hand edit) is set aside first."""
-        title = fmt.place_of(rel).default_category or (memories[0].category if memories else "")
+        title = fmt.place_of(rel).default_category or (memories[0][6] if memories else "")
         if title == "daily":
             title = rel.rsplit("/", 1)[-1][:-3]
-        text = fmt.render_file(agent, level, title, memories) if memories else None
+        text = self._render_rows(agent, level, title, memories) if memories else None
         digest = md_files.digest_of(text) if text is not None else None
         try:
             on_disk = md_files.stat_of(self.root, rel)
