@@ -107,3 +107,8 @@ def test_layout_paths():
     assert fmt.place_of("a/RESTRICTED/memory/2026-01-01.md").default_category == "daily"
     with pytest.raises(Exception, match="unknown level folder"):
         fmt.place_of("a/SECRET/MEMORY.md")
+
+
+def test_a_file_an_editor_turned_to_crlf_still_parses():
+    sections = fmt.parse_file("## k\r\n\r\n- category: notes\r\n- tags: a, b\r\n\r\nbody\r\n", 1000)
+    assert [(s.key, s.category, s.tags, s.content) for s in sections] == [("k", "notes", ("a", "b"), "body\r")]

@@ -314,11 +314,11 @@ def _parse_section(lines: list[str], start: int, end: int, max_content_bytes: in
     except ValidationError as exc:
         raise FormatError(line_no, exc.message) from None
     i = start + 1
-    if i < end and lines[i] == "":
+    if i < end and lines[i] in ("", "\r"):  # "\r": a file an editor turned to CRLF
         i += 1
     fields: dict[str, tuple[str, int]] = {}
     while i < end:
-        match = _META.fullmatch(lines[i])
+        match = _META.fullmatch(lines[i].removesuffix("\r"))
         if not match or match[1] not in FIELDS:
             if fields and lines[i].startswith("- ") and match:
                 raise FormatError(i + 1, f"unknown field {match[1]!r}; fields are {', '.join(FIELDS)}")
@@ -327,7 +327,7 @@ def _parse_section(lines: list[str], start: int, end: int, max_content_bytes: in
             raise FormatError(i + 1, f"field {match[1]!r} given twice")
         fields[match[1]] = (match[2] or "", i + 1)
         i += 1
-    if fields and i < end and lines[i] == "":
+    if fields and i < end and lines[i] in ("", "\r"):
         i += 1
     body_lines = [ln[1:] if _ESCAPED.match(ln) and ln.startswith("\\") else ln for ln in lines[i:end]]
     # The raw text up to the next heading (or the end) ends with the body, a newline and one blank line.
