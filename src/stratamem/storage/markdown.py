@@ -206,9 +206,13 @@ class MarkdownBackend:
             for rel, (agent, level) in (extra or {}).items():
                 if rel not in groups:
                     groups[rel] = (agent, level, self._group_of_file(conn, rel, agent, level))
-            known = {r[0]: r[1:] for r in conn.execute("SELECT path, size, mtime_ns, hash, status FROM md_files")}
-        if not groups:
-            return
+            if not groups:
+                return
+            known = {}
+            for rel in groups:
+                row = conn.execute("SELECT size, mtime_ns, hash, status FROM md_files WHERE path = ?", (rel,)).fetchone()
+                if row is not None:
+                    known[rel] = row
         stats, gone = [], []
         for rel, (agent, level, memories) in sorted(groups.items()):
             result = self._write_file(rel, agent, level, memories, known.get(rel))
