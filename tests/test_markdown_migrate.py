@@ -26,7 +26,7 @@ def build(url: str) -> tuple[sm.Store, dict[str, str]]:
     a.delete("gone")
     a.save("brief", "expires quickly", ttl=1)
     store.session("b").save("peer", "a note from b, las canciones", category="notes/odd")
-    conf = store.session("a", clearance=sm.Level.CONFIDENTIAL)
+    conf = store.session("a", clearance=sm.Level.CONFIDENTIAL, peers=("b",))
     conf.escalate(sm.Level.CONFIDENTIAL, "payroll reason")
     conf.save("plans", "confidential plans: the merger")
     conf.save("salary", "confidential salary figures")

@@ -39,7 +39,7 @@ from ..models import Hit, Memory, PurgeResult
 from ..private import make_private_dirs
 from ..text import Analyzer
 from . import md_files, md_format as fmt, md_reconcile
-from .base import MemoryDraft, SessionRecord
+from .base import MemoryDraft
 from .rows import MEMORY_COLUMNS, from_us, row_to_memory
 from .sqlite import SQLiteBackend
 
@@ -332,9 +332,6 @@ class MarkdownBackend:
     def dump(self) -> Iterator[tuple[str, dict]]:
         self._fresh()
         return self.db.dump()
-
-    def open_session(self, agent_id, session_id, clearance, peers, now) -> SessionRecord:
-        return self.db.open_session(agent_id, session_id, clearance, peers, now)
 
     def close(self) -> None:
         self.db.close()
