@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
-from ..audit import AuditDraft
+from ..audit import AuditDraft, operator_draft
 from ..errors import StorageError
 from ..levels import Level
 from ..models import Hit, Memory, PurgeResult
@@ -137,8 +137,7 @@ class MarkdownBackend:
         self._reported.add(key)
         self.problems.append(problem.as_dict())
         log.warning("markdown store: %s", problem)
-        return AuditDraft("markdown.error", taint=level if level is not None else Level.RESTRICTED,
-                          outcome="error", detail=problem.as_dict())
+        return operator_draft("markdown.error", outcome="error", detail=problem.as_dict())
 
     def _reconcile(self) -> dict[str, tuple[str, Level]]:
         walk = md_files.walk(self.root)

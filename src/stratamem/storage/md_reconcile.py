@@ -24,7 +24,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..audit import AuditDraft
+from ..audit import AuditDraft, operator_draft
 from ..levels import Level
 from ..models import Memory
 from . import md_format as fmt
@@ -106,8 +106,8 @@ def apply(backend, conn: sqlite3.Connection, parsed: list[Parsed], removed: dict
                 backend._remove_live(conn, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us)
                 note(holder, memory, "deleted")
                 if moved and moved[0] != level:
-                    out.drafts.append(AuditDraft(
-                        "markdown.move", agent_id=agent, taint=max(level, moved[0]), keys=(key,),
+                    out.drafts.append(operator_draft(
+                        "markdown.move", agent_id=agent, keys=(key,),
                         levels=(level, moved[0]), lineage_ids=(memory.lineage_id,),
                         detail={"from": holder, "to": moved[1]}))
             elif holder in removed:
@@ -118,9 +118,8 @@ def apply(backend, conn: sqlite3.Connection, parsed: list[Parsed], removed: dict
                                              "written back from the index (remove sections to delete memories)"))
     for rel, entry in sorted(per_file.items()):
         agent, level = removed.get(rel) or next((p.agent, p.place.level) for p in parsed if p.rel == rel)
-        out.drafts.append(AuditDraft(
-            "markdown.edit", agent_id=agent, taint=max(entry["levels"], default=level),
-            keys=tuple(entry["keys"]), levels=tuple(entry["levels"]), lineage_ids=tuple(entry["lineage"]),
+        out.drafts.append(operator_draft(
+            "markdown.edit", agent_id=agent, keys=tuple(entry["keys"]), levels=tuple(entry["levels"]), lineage_ids=tuple(entry["lineage"]),
             detail={"file": rel, "saved": entry["saved"], "deleted": entry["deleted"]}))
     return out
 
