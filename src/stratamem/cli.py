@@ -431,7 +431,7 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool) -> None:
     def action() -> None:
         store = ctx.store()
         if fmt == "markdown":
-            memories = read_markdown(file, store.max_content_bytes, store.now())
+            memories, turns = read_markdown(file, store.max_content_bytes, store.now()), []
         elif os.path.isdir(file):
             raise ValidationError(f"{file} is a directory; use --format markdown to import one")
         elif file == "-":

@@ -21,7 +21,8 @@ def test_tool_calls_emit_scrubbed_bounded_events(store) -> None:
     assert [c.success for c in calls] == [True, True, True, False] and calls[-1].error == "not_found"
     assert all(c.duration_ms >= 0 for c in calls) and calls[0].origin == "mcp"
     stores = log.of_type(MemoryStore)
-    backend = "postgresql" if "Postgres" in type(store.backend).__name__ else "sqlite"
+    kind = type(store.backend).__name__
+    backend = "postgresql" if "Postgres" in kind else "markdown" if "Markdown" in kind else "sqlite"
     assert [(s.key, s.category, s.backend) for s in stores] == [("k", "core", backend), ("z", "daily", backend)]
     (recall,) = log.of_type(MemoryRecall)
     assert recall.entry_count == 1 and recall.origin == "rest" and "sk-abcdef" not in recall.query_summary

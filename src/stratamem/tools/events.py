@@ -30,6 +30,8 @@ SEARCHES = ("memory_search", "memory_recall")
 
 def backend_name(session: "Session") -> str:
     name = type(session.store.backend).__name__.lower()
+    if "markdown" in name:
+        return "markdown"
     return "postgresql" if "postgres" in name else "sqlite" if "sqlite" in name else name
 
 
