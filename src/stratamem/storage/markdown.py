@@ -104,9 +104,18 @@ class MarkdownBackend:
             self._settle()
 
     def __getattr__(self, name: str):
+        """Everything else is the sidecar's; its public methods see hand edits first, like every read here."""
         if name == "db":
             raise AttributeError(name)
-        return getattr(self.db, name)
+        attr = getattr(self.db, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+
+        def fresh(*args, **kwargs):
+            self._fresh()
+            return attr(*args, **kwargs)
+
+        return fresh
 
     # ------------------------------------------------------------------ keeping files and sidecar together
 
@@ -312,21 +321,21 @@ class MarkdownBackend:
         with _Writing(self):
             return self.db.restore(rows)
 
-    def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
+    def get(self, *args, **kwargs) -> Memory | None:
         self._fresh()
-        return self.db.get(session_id, key, now)
+        return self.db.get(*args, **kwargs)
 
-    def list(self, session_id: str, tag: str | None, now: datetime) -> list[Memory]:
+    def list(self, *args, **kwargs):
         self._fresh()
-        return self.db.list(session_id, tag, now)
+        return self.db.list(*args, **kwargs)
 
-    def search(self, session_id: str, terms, limit: int, now: datetime) -> list[Hit]:
+    def search(self, *args, **kwargs) -> list[Hit]:
         self._fresh()
-        return self.db.search(session_id, terms, limit, now)
+        return self.db.search(*args, **kwargs)
 
-    def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
+    def export(self, *args, **kwargs) -> Iterator[Memory]:
         self._fresh()
-        return self.db.export(agent_id, now)
+        return self.db.export(*args, **kwargs)
 
     def dump(self) -> Iterator[tuple[str, dict]]:
         self._fresh()
