@@ -10,10 +10,10 @@ the change it records.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from ..audit import AuditDraft
 from ..levels import Level
@@ -22,6 +22,11 @@ from ..paging import ListQuery, Page
 from ..text import Analyzer
 from .audit_query import AuditQuery
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
+
+if TYPE_CHECKING:
+    from .console_sql import Dialect, Runner
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,12 @@ class Backend(Protocol):
     ) -> tuple[int, int]: ...
     def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]: ...
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int: ...
+
+    # the operator console: a reader from ``console_sql`` run in one read
+    # transaction that may see every row (it applies the clearance itself), and
+    # restoring a soft-deleted version (row ``ref``) at or below ``clearance``
+    def console_read(self, reader: Callable[[Runner, Dialect], T]) -> T: ...
+    def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory: ...
 
     # audit
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent: ...

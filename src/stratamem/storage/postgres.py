@@ -55,7 +55,7 @@ from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
 from ..text import Analyzer
-from . import pg_index, pg_search, pg_sessions, pg_turns
+from . import pg_console, pg_index, pg_search, pg_sessions, pg_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .pg_connect import (
@@ -498,6 +498,13 @@ class PostgresBackend:
             "INSERT INTO meta (name, value) VALUES ('purge_unerased', %s) "
             "ON CONFLICT (name) DO UPDATE SET value = excluded.value", ("1" if remaining else "0",)))
         return PurgeResult(count, not remaining, remaining)
+
+    def console_read(self, reader):
+        """Run a ``console_sql`` reader in one operator snapshot (the operator console's views)."""
+        return pg_console.read(self, reader)
+
+    def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
+        return pg_console.restore(self, ref, clearance, actor, now)
 
     def _vacuum(self, tables: str = "memories, postings, term_stats") -> str:
         """Rewrite the tables that held purged content, so its bytes leave the table and index files.

@@ -30,7 +30,7 @@ from ..private import create_private_file, match_sidecars
 from ..text import Analyzer
 from .. import paging
 from ..paging import ListQuery, Page
-from . import listing, pruning, sqlite_checkpoint, sqlite_sessions, sqlite_turns
+from . import listing, pruning, sqlite_checkpoint, sqlite_console, sqlite_sessions, sqlite_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .turn_rows import COPIED as TURN_TABLES
@@ -93,6 +93,8 @@ CREATE INDEX IF NOT EXISTS memories_shadowable
     ON memories(agent_id) WHERE shadowable = 1 AND deleted_us IS NULL;
 CREATE INDEX IF NOT EXISTS memories_deleted
     ON memories(deleted_us) WHERE deleted_us IS NOT NULL;
+CREATE INDEX IF NOT EXISTS memories_console
+    ON memories(agent_id, key, level DESC, id);
 CREATE TABLE IF NOT EXISTS postings (
     term TEXT NOT NULL,
     memory_id INTEGER NOT NULL,
@@ -783,6 +785,13 @@ class SQLiteBackend:
             self._append(conn, operator_draft("import", detail={"count": len(prepared)},
                                           levels=tuple(sorted({m.level for m, _, _ in prepared}))), now)
         return len(prepared)
+
+    def console_read(self, reader):
+        """Run a ``console_sql`` reader in one read transaction (the operator console's views)."""
+        return sqlite_console.read(self, reader)
+
+    def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
+        return sqlite_console.restore(self, ref, clearance, actor, now)
 
     # ------------------------------------------------------------------ whole-store copy
 

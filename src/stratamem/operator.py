@@ -1,0 +1,187 @@
+"""An operator's view of a store at one clearance: what the console shows, bounded, audited.
+
+The console is an operator tool, so it reads across agents; but like a
+session it is opened at a clearance and never returns, counts or orders by
+anything above it (the queries in ``storage/console_sql.py`` take the
+clearance and apply it in SQL, on both backends). Opening the view and every
+read it makes append an audit event at the view's clearance, naming the
+operator; the events carry keys, levels and lineage ids, never content.
+
+Searches and deletes do not bypass the session path: they run in a real
+session of the agent concerned, raised to the clearance (or to the record's
+level for a delete) with an audited escalation whose source names the
+operator, so ranking, shadowing, the policy gate and the audit are the same
+as an agent's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from .audit import AuditDraft
+from .errors import NotFound, PolicyBlocked, ValidationError
+from .levels import Level
+from .models import Memory
+from .session import Session
+from .storage import console_sql
+from .storage.console_sql import AgentSummary, AuditRow, ConsoleRecord, MemoryQuery, SessionSummary
+from .validation import check_agent_id, check_key
+
+EXPORT_PAGE = console_sql.MAX_PAGE
+
+
+@dataclass(frozen=True, slots=True)
+class PlaygroundHit:
+    """A search hit with its score and the query terms (stemmed) that it matched."""
+
+    memory: Memory
+    score: float
+    matched: tuple[str, ...]
+
+
+class OperatorView:
+    """The store as an operator sees it at ``clearance``; construct with :meth:`open`."""
+
+    def __init__(self, store, clearance: Level, actor: str) -> None:
+        self.store = store
+        self.clearance = Level.parse(clearance)
+        self.actor = actor
+        self._sessions: dict[tuple[str, Level], str] = {}
+
+    @classmethod
+    def open(cls, store, clearance: Level | str, actor: str) -> "OperatorView":
+        """Open a view; the opening itself is audited at the chosen clearance."""
+        view = cls(store, Level.parse(clearance), actor)
+        view._audit("console.open", None, (), detail={"clearance": view.clearance.name})
+        return view
+
+    # audit --------------------------------------------------------------------
+    def _audit(self, op: str, agent: str | None, memories: Sequence[Memory], **detail: object) -> None:
+        extra = detail.pop("detail", {})
+        self.store.audit(AuditDraft(
+            op, None, agent, self.clearance, tuple(m.key for m in memories), tuple(m.level for m in memories),
+            tuple(m.lineage_id for m in memories), detail={"by": self.actor, **extra, **detail}))
+
+    def _read(self, reader):
+        return self.store.backend.console_read(reader)
+
+    # reads --------------------------------------------------------------------
+    def agents(self, after: str | None = None, limit: int = 100) -> list[AgentSummary]:
+        found = self._read(lambda run, d: console_sql.agents(run, d, self.clearance, after, limit))
+        self._audit("console.agents", None, (), count=len(found))
+        return found
+
+    def memories(self, query: MemoryQuery) -> list[ConsoleRecord]:
+        if query.clearance != self.clearance:
+            raise ValidationError("the query's clearance differs from the view's")
+        if query.status not in console_sql.STATUSES:
+            raise ValidationError(f"status must be one of {', '.join(console_sql.STATUSES)}")
+        now = self.store.now()
+        found = self._read(lambda run, d: console_sql.memories(run, d, query, now))
+        self._audit("console.memories", query.agent_id, [r.memory for r in found], count=len(found))
+        return found
+
+    def query(self, agent_id: str, **filters) -> MemoryQuery:
+        return MemoryQuery(self.clearance, check_agent_id(agent_id), **filters)
+
+    def versions(self, agent_id: str, key: str) -> list[ConsoleRecord]:
+        agent, key = check_agent_id(agent_id), check_key(key)
+        now = self.store.now()
+        found = self._read(lambda run, d: console_sql.versions(run, d, self.clearance, agent, key, now))
+        self._audit("console.versions", agent, [r.memory for r in found], count=len(found))
+        return found
+
+    def record(self, ref: int) -> ConsoleRecord:
+        """One version by ref; NOT_FOUND when missing or above the clearance (indistinguishable)."""
+        now = self.store.now()
+        found = self._read(lambda run, d: console_sql.record(run, d, self.clearance, ref, now))
+        if found is None:
+            raise NotFound(f"no record {ref} at or below {self.clearance.name}")
+        self._audit("console.record", found.memory.agent_id, [found.memory])
+        return found
+
+    def lineage(self, ref: int, before: int | None = None, limit: int = 50) -> tuple[ConsoleRecord, list[AuditRow]]:
+        """A record and the audit events that name its lineage id (reads and writes), newest first."""
+        found = self.record(ref)
+        rows = self._read(lambda run, d: console_sql.audit(run, d, self.clearance, before, limit,
+                                                            lineage=found.memory.lineage_id))
+        return found, rows
+
+    def sessions(self, agent_id: str | None = None, after: tuple[int, str] | None = None,
+                 limit: int = 50) -> list[SessionSummary]:
+        agent = check_agent_id(agent_id) if agent_id is not None else None
+        found = self._read(lambda run, d: console_sql.sessions(run, d, self.clearance, agent, after, limit))
+        self._audit("console.sessions", agent, (), count=len(found))
+        return found
+
+    def audit_log(self, before: int | None = None, limit: int = 50, session_id: str | None = None) -> list[AuditRow]:
+        rows = self._read(lambda run, d: console_sql.audit(run, d, self.clearance, before, limit, session=session_id))
+        self._audit("console.audit", None, (), count=len(rows))
+        return rows
+
+    def verify(self) -> int | None:
+        bad = self.store.verify_audit()
+        self._audit("console.verify", None, (), intact=bad is None)
+        return bad
+
+    # a real session of an agent, raised by the operator -------------------------
+    def session_at(self, agent_id: str, level: Level) -> Session:
+        """A session of ``agent_id`` at taint ``level`` (<= the clearance), opened and raised on the record."""
+        agent = check_agent_id(agent_id)
+        if level > self.clearance:
+            raise PolicyBlocked(f"{level.name} is above this console's clearance {self.clearance.name}")
+        cached = self._sessions.get((agent, level))
+        if cached is not None:
+            return Session(self.store, cached)
+        session = self.store.session(agent, clearance=level)
+        if level > Level.PUBLIC:
+            session.escalate(level, f"operator console opened at {self.clearance.name}",
+                             source=f"console:{self.actor}")
+        self._sessions[(agent, level)] = session.id
+        return session
+
+    def search(self, agent_id: str, query: str, max_results: int = 10) -> list[PlaygroundHit]:
+        """Search as ``agent_id`` would at the console's clearance, with the matched terms of each hit."""
+        if not isinstance(query, str):
+            raise ValidationError("query must be a string")
+        session = self.session_at(agent_id, self.clearance)
+        hits = session.search(query, max_results)
+        analyzer = self.store.analyzer
+        wanted = set(analyzer.query_terms(query[:10_000])) if query.strip() not in ("", "*") else set()
+        out = []
+        for hit in hits:
+            terms, _ = analyzer.document_terms(hit.memory.key, hit.memory.content, hit.memory.tags)
+            out.append(PlaygroundHit(hit.memory, hit.score, tuple(sorted(wanted & set(terms)))))
+        return out
+
+    # operator actions ---------------------------------------------------------
+    def restore(self, ref: int) -> Memory:
+        return self.store.backend.restore_deleted(ref, self.clearance, self.actor, self.store.now())
+
+    def purge(self, before: datetime, agent_id: str | None = None) -> int:
+        """Hard-delete old soft-deleted/expired records; it touches every level, so it needs RESTRICTED."""
+        if self.clearance != Level.RESTRICTED:
+            raise PolicyBlocked("purge removes records of every level; open the console at RESTRICTED to purge")
+        agent = check_agent_id(agent_id) if agent_id is not None else None
+        return self.store.purge(before, agent)
+
+    def export(self, agent_id: str) -> Iterator[Memory]:
+        """Every live version of one agent within the clearance, a page at a time; audited with its count."""
+        query = self.query(agent_id, status="live", limit=EXPORT_PAGE)
+        now = self.store.now()
+        count = 0
+        try:
+            while True:
+                page = self._read(lambda run, d, q=query: console_sql.memories(run, d, q, now))
+                for record in page:
+                    count += 1
+                    yield record.memory
+                if len(page) < EXPORT_PAGE:
+                    return
+                last = page[-1]
+                query = self.query(agent_id, status="live", limit=EXPORT_PAGE,
+                                   after=(last.memory.key, int(last.memory.level), last.ref))
+        finally:
+            self._audit("console.export", query.agent_id, (), count=count)
