@@ -1,4 +1,4 @@
-"""The one ASGI application ``stratamem serve`` runs: MCP at /mcp, REST at /v1, docs.
+"""The one ASGI application ``stratamem serve`` runs: MCP at /mcp, REST at /v1, console at /ui, docs.
 
 Assembly only: authentication wraps everything, errors from routing (404,
 405) and anything unexpected come back in the CONTRACT's error shape, and
@@ -19,13 +19,15 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from .auth import BearerAuth
 from .mcp_http import McpEndpoint, http_resolver
 from .mcp_tools import build_mcp_server
-from .openapi import docs_page, document, document_text
+from . import ui
+from .console import ConsoleApi
+from .openapi import document, document_text
 from .responses import error_response, internal_error, json_text
 from .rest import RestApi
 from .mcp_turns import TurnMcpEndpoint, build_turn_server
@@ -92,13 +94,9 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
         security_settings=transport_security(host, allowed_hosts),
     )
     openapi_text = document_text()
-    docs_html = docs_page(document())
 
     async def openapi_json(request: Request) -> Response:
         return json_text(openapi_text)
-
-    async def docs(request: Request) -> Response:
-        return HTMLResponse(docs_html)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -110,12 +108,13 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
         *RestApi(state).routes(),
         Route("/mcp-turns", TurnMcpEndpoint(turn_manager)),
         *TurnApi(state, ops).routes(),
+        *ConsoleApi(state).routes(),
         Route("/openapi.json", openapi_json, methods=["GET"]),
-        Route("/docs", docs, methods=["GET"]),
+        *ui.routes(document()),
     ]
     return Starlette(
         routes=routes,
-        middleware=[Middleware(BearerAuth, principals=state.principals)],
+        middleware=[Middleware(ui.SecurityHeaders), Middleware(BearerAuth, principals=state.principals)],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )

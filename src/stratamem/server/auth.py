@@ -6,8 +6,9 @@ nowhere else. The scope also gets the MCP SDK's ``AuthenticatedUser`` so the
 SDK's own check — an ``mcp-session-id`` answers only the credential that
 created it — applies on ``/mcp`` as well.
 
-Only the health probe and the API description are reachable without a
-token; they reveal nothing about any memory.
+Only the health probe, the API description and docs, and the console's
+page and files (``/ui``: it asks for a token before it reads anything) are
+reachable without a token; they reveal nothing about any memory.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from .principals import Principal, Principals
 from .responses import unauthenticated
 
 PRINCIPAL_KEY = "stratamem.principal"
-PUBLIC_PATHS = frozenset({"/v1/health", "/openapi.json", "/docs"})
+PUBLIC_PATHS = frozenset({"/v1/health", "/openapi.json", "/", "/favicon.ico"})
+PUBLIC_PREFIXES = ("/docs", "/ui")  # static pages and their files
 
 
 def bearer_token(headers: Headers) -> str | None:
@@ -50,7 +52,8 @@ class BearerAuth:
         self.principals = principals
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
         principal = self.principals.authenticate(bearer_token(Headers(scope=scope)))

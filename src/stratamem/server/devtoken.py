@@ -59,7 +59,8 @@ def dev_principal(token: str, agent: str = "main") -> Principal:
     """The single principal of a config-less server: the local user, as ``agent``, cleared for everything.
 
     It is the operator (the only user there is): it may use the sessions the
-    operator's own tools made (``stratamem mcp``, the CLI) and reads the whole audit log.
+    operator's own tools made (``stratamem mcp``, the CLI), reads the whole audit log
+    and signs in to the console at /ui.
     """
     return Principal(name=DEV_PRINCIPAL, agent=agent, clearance=Level.RESTRICTED, operator=True,
                      token_sha256=token_digest(token))

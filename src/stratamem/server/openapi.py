@@ -2,13 +2,11 @@
 
 Written by hand rather than generated so that the documented bodies are
 exactly the tools' JSON shapes (CONTRACT section 8), not a framework's
-rendering of them. ``/docs`` shows it with Swagger UI when the browser can
-load it, and always lists the endpoints as plain HTML.
+rendering of them. The ``/docs`` page that shows it is ``ui.py``.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -201,35 +199,6 @@ def document() -> dict[str, Any]:
         "security": [{"bearer": []}],
         "paths": paths,
     }
-
-
-_PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>stratamem API</title>
-<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css">
-<style>body{{font-family:system-ui,sans-serif;margin:0}} #plain{{margin:1.5em}} code{{font-size:0.95em}}</style>
-</head><body>
-<div id="swagger-ui"></div>
-<div id="plain"><h1>stratamem {version}</h1>
-<p>OpenAPI document: <a href="/openapi.json">/openapi.json</a>. MCP (streamable HTTP): <code>/mcp</code>.
-Every request except this page, <code>/openapi.json</code> and <code>/v1/health</code> needs
-<code>Authorization: Bearer &lt;token&gt;</code>.</p>
-<ul>{items}</ul></div>
-<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
-<script>if (window.SwaggerUIBundle) {{
-  SwaggerUIBundle({{url: "/openapi.json", dom_id: "#swagger-ui"}});
-  document.getElementById("plain").style.display = "none";
-}}</script>
-</body></html>
-"""
-
-
-def docs_page(doc: dict[str, Any]) -> str:
-    """Swagger UI when it loads; otherwise (offline) a plain list of the endpoints."""
-    items = "".join(
-        f"<li><code>{html.escape(method.upper())} {html.escape(path)}</code> — {html.escape(op['summary'])}</li>"
-        for path, ops in doc["paths"].items() for method, op in ops.items()
-    )
-    return _PAGE.format(version=html.escape(doc["info"]["version"]), items=items)
 
 
 def document_text() -> str:

@@ -45,6 +45,7 @@ def dev_principals(agent: str, host: str, port: int, home: Path | None = None) -
         f"stratamem serve: no --config given; {state} the local development token in {path} (mode 0600)\n"
         f"  it acts as agent {agent!r} with clearance RESTRICTED; for other agents or remote access use --config\n"
         f"  REST: curl -X POST -H \"Authorization: Bearer $(cat {path})\" {url}/v1/sessions\n"
+        f"  console: {url}/ui (sign in with that token)\n"
         f"  MCP:  {url}/mcp with the header 'Authorization: Bearer <the token in that file>'\n"
         f"  docs: {url}/docs",
         file=sys.stderr,
@@ -117,7 +118,7 @@ def serve(
             lifespan="on",
             timeout_graceful_shutdown=math.ceil(config.graceful_timeout),
         ))
-        print(f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, docs at /docs)",
+        print(f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, console at /ui, docs at /docs)",
               file=sys.stderr, flush=True)
         try:
             with _stop_signals_handled():

@@ -1,0 +1,286 @@
+"""The operator console's JSON API under ``/v1/console`` (the page itself is ``ui.py``).
+
+Sign-in: an operator token (``operator = true`` in the server config; the
+local development token is one) opens a console at a clearance it holds with
+``POST /v1/console/open``, which is audited and answers a console id. Every
+other call sends both the bearer token and ``X-Stratamem-Console: <id>``; the
+id is bound to the principal that opened it and expires (``CONSOLE_TTL``),
+after which the page asks to sign in again. Nothing rides in a URL or a
+cookie, so a cross-site page can neither read nor act (no CSRF surface).
+
+Every view is an :class:`stratamem.operator.OperatorView` call: bounded,
+paged, within the clearance, audited. Actions need ``{"confirm": true}`` in
+the body, on top of the page's own confirmation step.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from ..errors import NotFound, PolicyBlocked, StratamemError, ValidationError
+from ..levels import Level
+from ..operator import OperatorView
+from ..tools import execute
+from ..tools.specs import TRIGGERFISH
+from . import console_payloads as shapes
+from . import extensions
+from .auth import principal_of
+from .principals import Principal
+from .responses import from_tool_text, json_response
+from .rest import _int_param, endpoint, read_json
+from .state import ServerState, blocking
+
+CONSOLE_HEADER = "x-stratamem-console"
+CONSOLE_TTL = timedelta(hours=8)
+MAX_CONSOLES = 256
+MAX_BODY_BYTES = 64 * 1024
+MAX_FILTER_CHARS = 1000
+
+
+class SignInExpired(StratamemError):
+    """The console id is unknown, another principal's, or expired (answered 401)."""
+
+    code = "UNAUTHENTICATED"
+
+
+@dataclass
+class Console:
+    principal: str
+    view: OperatorView
+    expires: datetime
+
+
+def _text_param(request: Request, name: str) -> str | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return None
+    if len(value) > MAX_FILTER_CHARS:
+        raise ValidationError(f"{name} is longer than {MAX_FILTER_CHARS} characters")
+    return value
+
+
+def _confirmed(body: dict[str, Any]) -> None:
+    if body.get("confirm") is not True:
+        raise ValidationError('this action changes the store; send {"confirm": true} to perform it')
+
+
+class ConsoleApi:
+    """The ``/v1/console`` endpoints of one server; consoles live in memory until they expire."""
+
+    def __init__(self, state: ServerState, ttl: timedelta = CONSOLE_TTL) -> None:
+        self.state = state
+        self.ttl = ttl
+        self._consoles: OrderedDict[str, Console] = OrderedDict()
+
+    def routes(self) -> list[Route]:
+        c = "/v1/console"
+        return [
+            Route(f"{c}/open", self.open, methods=["POST"]),
+            Route(f"{c}/close", self.close, methods=["POST"]),
+            Route(f"{c}/agents", self.agents, methods=["GET"]),
+            Route(f"{c}/agents/{{agent}}/memories", self.memories, methods=["GET"]),
+            Route(f"{c}/agents/{{agent}}/versions", self.versions, methods=["GET"]),
+            Route(f"{c}/agents/{{agent}}/search", self.search, methods=["POST"]),
+            Route(f"{c}/agents/{{agent}}/export", self.export, methods=["GET"]),
+            Route(f"{c}/records/{{ref:int}}", self.record, methods=["GET"]),
+            Route(f"{c}/records/{{ref:int}}/delete", self.delete, methods=["POST"]),
+            Route(f"{c}/records/{{ref:int}}/restore", self.restore, methods=["POST"]),
+            Route(f"{c}/sessions", self.sessions, methods=["GET"]),
+            Route(f"{c}/audit", self.audit, methods=["GET"]),
+            Route(f"{c}/audit/verify", self.verify, methods=["POST"]),
+            Route(f"{c}/purge", self.purge, methods=["POST"]),
+            Route(f"{c}/usage", self.usage, methods=["GET"]),
+            Route(f"{c}/graph", self.graph, methods=["GET"]),
+        ]
+
+    # sign-in ------------------------------------------------------------------------------
+    @staticmethod
+    def _operator(request: Request) -> Principal:
+        principal = principal_of(request)
+        if not principal.operator:
+            raise PolicyBlocked("the console needs an operator token (operator = true in the server config)")
+        return principal
+
+    def _console(self, request: Request) -> Console:
+        principal = self._operator(request)
+        console = self._consoles.get(request.headers.get(CONSOLE_HEADER, ""))
+        if console is None or console.principal != principal.name or console.expires <= self.state.store.now():
+            raise SignInExpired("the console sign-in has expired or is unknown; sign in again")
+        return console
+
+    def view(self, request: Request) -> OperatorView:
+        return self._console(request).view
+
+    @endpoint
+    async def open(self, request: Request) -> Response:
+        principal = self._operator(request)
+        body = await read_json(request, MAX_BODY_BYTES)
+        clearance = Level.parse(body.get("clearance", principal.clearance.name))
+        if clearance > principal.clearance:
+            raise PolicyBlocked(f"clearance {clearance.name} is above this token's clearance "
+                                f"{principal.clearance.name}")
+        view = await blocking(OperatorView.open, self.state.store, clearance, principal.name)
+        console_id = secrets.token_urlsafe(24)
+        expires = self.state.store.now() + self.ttl
+        self._consoles[console_id] = Console(principal.name, view, expires)
+        while len(self._consoles) > MAX_CONSOLES:
+            self._consoles.popitem(last=False)
+        return json_response({"console": console_id, "principal": principal.name, "clearance": clearance.name,
+                              "max_clearance": principal.clearance.name, "expires_at": expires.isoformat(),
+                              "features": extensions.features(self.state.store)}, 201)
+
+    @endpoint
+    async def close(self, request: Request) -> Response:
+        self._console(request)
+        self._consoles.pop(request.headers.get(CONSOLE_HEADER, ""), None)
+        return json_response({"closed": True})
+
+    # views ----------------------------------------------------------------------------------
+    @endpoint
+    async def agents(self, request: Request) -> Response:
+        view = self.view(request)
+        limit = _int_param(request, "limit", 100, 1, 200)
+        found = await blocking(view.agents, _text_param(request, "after"), limit)
+        nxt = found[-1].agent_id if len(found) >= limit else None
+        return json_response({"agents": [shapes.agent(a) for a in found], "next": nxt})
+
+    @endpoint
+    async def memories(self, request: Request) -> Response:
+        view = self.view(request)
+        limit = _int_param(request, "limit", 50, 1, 200)
+        level = _text_param(request, "level")
+        query = view.query(
+            request.path_params["agent"], level=Level.parse(level) if level else None,
+            tag=_text_param(request, "tag"), category=_text_param(request, "category"),
+            text=_text_param(request, "text"), status=_text_param(request, "status") or "all",
+            after=shapes.decode_cursor(_text_param(request, "after"), (str, int, int)), limit=limit)
+        found = await blocking(view.memories, query)
+        return json_response(shapes.records_page(found, limit))
+
+    @endpoint
+    async def versions(self, request: Request) -> Response:
+        view = self.view(request)
+        key = request.query_params.get("key")
+        if key is None:
+            raise ValidationError("key is required")
+        found = await blocking(view.versions, request.path_params["agent"], key)
+        return json_response({"versions": [shapes.record(r) for r in found]})
+
+    @endpoint
+    async def record(self, request: Request) -> Response:
+        view = self.view(request)
+        before = _int_param(request, "before", 0, 0, 2**62) or None
+        limit = _int_param(request, "limit", 50, 1, 200)
+        found, rows = await blocking(view.lineage, request.path_params["ref"], before, limit)
+        return json_response({"record": shapes.record(found, full=True), "lineage": shapes.audit_page(rows, limit)})
+
+    @endpoint
+    async def search(self, request: Request) -> Response:
+        view = self.view(request)
+        body = await read_json(request, MAX_BODY_BYTES)
+        query = body.get("query", "")
+        max_results = body.get("max_results", 10)
+        hits = await blocking(view.search, request.path_params["agent"], query, max_results)
+        return json_response({"query": query, "results": [shapes.hit(h) for h in hits]})
+
+    @endpoint
+    async def sessions(self, request: Request) -> Response:
+        view = self.view(request)
+        limit = _int_param(request, "limit", 50, 1, 200)
+        after = shapes.decode_cursor(_text_param(request, "after"), (int, str))
+        found = await blocking(view.sessions, _text_param(request, "agent"), after, limit)
+        return json_response(shapes.sessions_page(found, limit))
+
+    @endpoint
+    async def audit(self, request: Request) -> Response:
+        view = self.view(request)
+        limit = _int_param(request, "limit", 50, 1, 200)
+        before = _int_param(request, "before", 0, 0, 2**62) or None
+        rows = await blocking(view.audit_log, before, limit, _text_param(request, "session"))
+        return json_response(shapes.audit_page(rows, limit))
+
+    @endpoint
+    async def verify(self, request: Request) -> Response:
+        bad = await blocking(self.view(request).verify)
+        return json_response({"intact": True} if bad is None else {"intact": False, "first_bad_seq": bad})
+
+    # actions ----------------------------------------------------------------------------------
+    @endpoint
+    async def delete(self, request: Request) -> Response:
+        """Soft-delete one version through the agent's own delete (policy gate and audit included)."""
+        view = self.view(request)
+        _confirmed(await read_json(request, MAX_BODY_BYTES))
+        principal = principal_of(request)
+
+        def act() -> str:
+            found = view.record(request.path_params["ref"])
+            if found.state in ("deleted", "expired"):
+                raise NotFound(f"record {found.ref} is already {found.state}")
+            session = view.session_at(found.memory.agent_id, found.memory.level)
+            text = execute(session, "memory_delete", {"key": found.memory.key},
+                           policy=self.state.policy_for(principal), profile=TRIGGERFISH, origin="console")
+            assert text is not None
+            return text
+
+        return from_tool_text(await blocking(act))
+
+    @endpoint
+    async def restore(self, request: Request) -> Response:
+        view = self.view(request)
+        _confirmed(await read_json(request, MAX_BODY_BYTES))
+        restored = await blocking(view.restore, request.path_params["ref"])
+        return json_response({"restored": True, **shapes.memory(restored, full=False)})
+
+    @endpoint
+    async def purge(self, request: Request) -> Response:
+        view = self.view(request)
+        body = await read_json(request, MAX_BODY_BYTES)
+        _confirmed(body)
+        raw = body.get("before")
+        try:
+            before = datetime.fromisoformat(raw) if isinstance(raw, str) else None
+        except ValueError:
+            before = None
+        if before is None or before.tzinfo is None:
+            raise ValidationError("before must be an ISO 8601 time with a timezone, e.g. 2026-01-01T00:00:00+00:00")
+        agent = body.get("agent") or None
+        purged = await blocking(view.purge, before, agent)
+        return json_response({"purged": purged, "before": before.isoformat()})
+
+    @endpoint
+    async def export(self, request: Request) -> Response:
+        """Every live version of one agent within the clearance, streamed as JSON Lines."""
+        view = self.view(request)
+        agent = request.path_params["agent"]
+        view.query(agent)  # checks the agent id before the stream starts
+        lines = view.export(agent)
+
+        def chunks() -> Iterator[bytes]:
+            for memory in lines:
+                yield (json.dumps(memory.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+
+        safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent)[:64] or "agent"
+        return StreamingResponse(chunks(), media_type="application/x-ndjson", headers={
+            "Content-Disposition": f'attachment; filename="stratamem-{safe}-{view.clearance.name}.jsonl"'})
+
+    # optional parts of a store -----------------------------------------------------------------
+    @endpoint
+    async def usage(self, request: Request) -> Response:
+        view = self.view(request)
+        return json_response(await blocking(extensions.usage, view, request.query_params))
+
+    @endpoint
+    async def graph(self, request: Request) -> Response:
+        view = self.view(request)
+        return json_response(await blocking(extensions.graph, view, request.query_params))
+
