@@ -15,7 +15,6 @@ the body, on top of the page's own confirmation step.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -32,6 +31,8 @@ from ..levels import Level
 from ..operator import OperatorView
 from ..tools import execute
 from ..tools.specs import TRIGGERFISH
+from ..transfer import dump_lines
+from ..validation import parse_time
 from . import console_payloads as shapes
 from . import extensions
 from .auth import principal_of
@@ -246,13 +247,7 @@ class ConsoleApi:
         view = self.view(request)
         body = await read_json(request, MAX_BODY_BYTES)
         _confirmed(body)
-        raw = body.get("before")
-        try:
-            before = datetime.fromisoformat(raw) if isinstance(raw, str) else None
-        except ValueError:
-            before = None
-        if before is None or before.tzinfo is None:
-            raise ValidationError("before must be an ISO 8601 time with a timezone, e.g. 2026-01-01T00:00:00+00:00")
+        before = parse_time(body.get("before"), "before", naive_is_utc=False)
         agent = body.get("agent") or None
         purged = await blocking(view.purge, before, agent)
         return json_response({"purged": purged, "before": before.isoformat()})
@@ -266,8 +261,8 @@ class ConsoleApi:
         lines = view.export(agent)
 
         def chunks() -> Iterator[bytes]:
-            for memory in lines:
-                yield (json.dumps(memory.to_dict(), ensure_ascii=False) + "\n").encode("utf-8")
+            for line in dump_lines(lines):
+                yield line.encode("utf-8")
 
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent)[:64] or "agent"
         return StreamingResponse(chunks(), media_type="application/x-ndjson", headers={

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..operator import OperatorView
 from ..session import Session
+from ..validation import parse_time
 
 MAX_USAGE_RECORDS = 100_000
 MAX_GRAPH_NODES = 200
@@ -41,15 +42,7 @@ def _unavailable(what: str) -> dict[str, Any]:
 
 def _time(params: Mapping[str, str], name: str) -> datetime | None:
     raw = params.get(name)
-    if not raw:
-        return None
-    try:
-        moment = datetime.fromisoformat(raw)
-    except ValueError:
-        raise ValidationError(f"{name} must be an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        raise ValidationError(f"{name} needs a timezone")
-    return moment
+    return parse_time(raw, name, naive_is_utc=False) if raw else None
 
 
 def usage(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:

@@ -1,0 +1,208 @@
+"""The operator view behind the console: states, versions, paging, restore, clearance, audit, on every backend."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import stratamem as sm
+from conftest import FakeClock
+from stratamem.errors import NotFound, PolicyBlocked, ValidationError
+from stratamem.operator import OperatorView
+from stratamem.storage.console_sql import MAX_PAGE
+
+
+def _seed(store: sm.Store) -> None:
+    s = store.session("a")
+    s.save("k", "public fact about coffee", tags=["pref"], category="daily")
+    s.save("temp", "expires soon", ttl=10)
+    s.save("gone", "deleted public note")
+    s.delete("gone")
+    s.escalate("CONFIDENTIAL", "payroll")
+    s.save("k", "confidential fact about payroll")
+    s.save("secret", "confidential only 100%_sure")
+    store.session("b").save("other", "agent b note")
+
+
+def _states(view: OperatorView, agent: str = "a", **filters) -> list[tuple[str, str, str]]:
+    return [(r.memory.key, r.memory.level.name, r.state) for r in view.memories(view.query(agent, **filters))]
+
+
+def test_states_versions_and_clearance(store, clock):
+    store.clock = clock
+    _seed(store)
+    clock.advance(60)  # "temp" expires
+    top = OperatorView.open(store, "RESTRICTED", "ops")
+    assert _states(top) == [("gone", "PUBLIC", "deleted"), ("k", "CONFIDENTIAL", "shown"), ("k", "PUBLIC", "shadowed"),
+                            ("secret", "CONFIDENTIAL", "shown"), ("temp", "PUBLIC", "expired")]
+    low = OperatorView.open(store, "INTERNAL", "ops")
+    # below CONFIDENTIAL the PUBLIC version is the one shown and nothing CONFIDENTIAL is returned or counted
+    assert _states(low) == [("gone", "PUBLIC", "deleted"), ("k", "PUBLIC", "shown"), ("temp", "PUBLIC", "expired")]
+    assert [(a.agent_id, a.live, a.deleted) for a in low.agents()] == [
+        ("a", {"PUBLIC": 2}, {"PUBLIC": 1}), ("b", {"PUBLIC": 1}, {})]
+    assert [(r.memory.level.name, r.state) for r in top.versions("a", "k")] == [
+        ("CONFIDENTIAL", "shown"), ("PUBLIC", "shadowed")]
+    assert [r.memory.level.name for r in low.versions("a", "k")] == ["PUBLIC"]
+    secret = next(r for r in top.memories(top.query("a")) if r.memory.key == "secret")
+    with pytest.raises(NotFound):
+        low.record(secret.ref)  # above the clearance answers like a missing record
+
+
+def test_filters(store):
+    _seed(store)
+    view = OperatorView.open(store, "RESTRICTED", "ops")
+    assert _states(view, tag="pref") == [("k", "PUBLIC", "shadowed")]
+    assert _states(view, category="daily") == [("k", "PUBLIC", "shadowed")]
+    assert _states(view, status="deleted") == [("gone", "PUBLIC", "deleted")]
+    assert [k for k, _, _ in _states(view, text="PAYROLL")] == ["k"]  # case-insensitive, key or content
+    assert [k for k, _, _ in _states(view, text="100%_")] == ["secret"]  # LIKE wildcards are literal
+    assert _states(view, text="%") == [("secret", "CONFIDENTIAL", "shown")]
+    assert [k for k, _, _ in _states(view, level=sm.Level.CONFIDENTIAL)] == ["k", "secret"]
+    with pytest.raises(ValidationError):
+        view.memories(view.query("a", status="bogus"))
+
+
+def test_pages_cover_everything_once(store):
+    s = store.session("a")
+    for i in range(23):
+        s.save(f"key-{i:02d}", f"content {i}")
+    s.escalate("INTERNAL", "x")
+    for i in range(0, 23, 2):
+        s.save(f"key-{i:02d}", f"internal {i}")
+    view = OperatorView.open(store, "RESTRICTED", "ops")
+    seen, after = [], None
+    while True:
+        page = view.memories(view.query("a", limit=5, after=after))
+        seen += [(r.memory.key, r.memory.level.name) for r in page]
+        if len(page) < 5:
+            break
+        last = page[-1]
+        after = (last.memory.key, int(last.memory.level), last.ref)
+    assert len(seen) == 35 and len(set(seen)) == 35
+    assert seen == sorted(seen, key=lambda kv: (kv[0], -sm.Level[kv[1]]))
+    assert len(view.memories(view.query("a", limit=10_000))) == 35  # clamped to MAX_PAGE, above 35
+
+
+def test_restore_puts_a_version_back_everywhere(store):
+    s = store.session("a")
+    s.save("k", "the blue whale is large")
+    s.delete("k")
+    assert s.search("whale") == []
+    view = OperatorView.open(store, "RESTRICTED", "ops")
+    ref = view.memories(view.query("a", status="deleted"))[0].ref
+    restored = view.restore(ref)
+    assert restored.key == "k" and restored.content == "the blue whale is large"
+    assert [h.memory.key for h in s.search("whale")] == ["k"]
+    assert s.get("k").content == "the blue whale is large"
+    events = [e for e in store.audit_events() if e.operation == "restore"]
+    assert len(events) == 1 and events[0].keys == ("k",) and events[0].detail == {"by": "ops"}
+    with pytest.raises(NotFound):
+        view.restore(ref)  # no longer deleted
+    # a live version at the same level blocks a restore of an older one
+    s.delete("k")
+    s.save("k", "a newer whale")
+    with pytest.raises(ValidationError):
+        view.restore(ref)
+    assert store.verify_audit() is None
+
+
+def test_restore_respects_the_clearance_and_shadowing(store):
+    s = store.session("a")
+    s.save("k", "public version")
+    s.escalate("CONFIDENTIAL", "x")
+    s.save("k", "confidential version")
+    s.delete("k")
+    top = OperatorView.open(store, "RESTRICTED", "ops")
+    ref = top.memories(top.query("a", status="deleted"))[0].ref
+    with pytest.raises(NotFound):
+        OperatorView.open(store, "INTERNAL", "ops").restore(ref)
+    top.restore(ref)
+    assert s.get("k").content == "confidential version"  # it shadows the PUBLIC one again
+    assert store.session("a").get("k").content == "public version"
+
+
+def test_opening_and_reading_are_audited_without_content(store):
+    _seed(store)
+    view = OperatorView.open(store, "CONFIDENTIAL", "ops")
+    view.memories(view.query("a"))
+    events = [e for e in store.audit_events() if e.operation.startswith("console.")]
+    assert [e.operation for e in events] == ["console.open", "console.memories"]
+    assert all(e.taint == sm.Level.CONFIDENTIAL and e.detail["by"] == "ops" for e in events)
+    assert "fact" not in repr(events)
+
+
+def test_search_playground_runs_as_the_agent_with_matched_terms(store):
+    _seed(store)
+    view = OperatorView.open(store, "INTERNAL", "ops")
+    hits = view.search("a", "coffee payroll facts")
+    assert [(h.memory.key, h.memory.level.name, h.matched) for h in hits] == [("k", "PUBLIC", ("coffe", "fact"))]
+    session = next(s for s in view.sessions("a") if s.history)
+    assert session.record.taint == sm.Level.INTERNAL and session.history[0].source == "console:ops"
+
+
+def test_purge_needs_restricted_and_export_pages(store):
+    s = store.session("a")
+    for i in range(MAX_PAGE + 30):
+        s.save(f"k{i:04d}", f"note {i}")
+    s.escalate("CONFIDENTIAL", "x")
+    s.save("hidden", "confidential")
+    internal = OperatorView.open(store, "INTERNAL", "ops")
+    exported = list(internal.export("a"))
+    assert len(exported) == MAX_PAGE + 30 and "hidden" not in {m.key for m in exported}
+    export_event = [e for e in store.audit_events() if e.operation == "console.export"][-1]
+    assert export_event.detail["count"] == MAX_PAGE + 30
+    with pytest.raises(PolicyBlocked):
+        internal.purge(store.now())
+    s.delete("hidden")
+    assert OperatorView.open(store, "RESTRICTED", "ops").purge(store.now() + timedelta(seconds=1)) == 1
+
+
+# noninterference: records above the clearance never change what the console answers ------------------
+
+ops = st.lists(st.tuples(st.sampled_from(["k1", "k2", "k3"]), st.sampled_from(["PUBLIC", "INTERNAL"]),
+                         st.booleans()), max_size=8)
+hidden = st.lists(st.tuples(st.sampled_from(["k1", "k2", "k9"]), st.booleans()), min_size=1, max_size=5)
+
+
+def _apply(store: sm.Store, visible, extra) -> None:
+    for key, level, delete in visible:
+        s = store.session("a")
+        s.escalate(level, "x")
+        s.save(key, f"{key} at {level}")
+        if delete:
+            s.delete(key)
+    for key, delete in extra:
+        s = store.session("a")
+        s.escalate("CONFIDENTIAL", "hidden")
+        s.save(key, f"{key} hidden")
+        if delete:
+            s.delete(key)
+
+
+def _answers(store: sm.Store):
+    view = OperatorView.open(store, "INTERNAL", "ops")
+    strip = lambda records: [(r.memory.key, r.memory.level, r.memory.content, r.state) for r in records]  # noqa: E731
+    return (
+        [(a.agent_id, a.live, a.deleted) for a in view.agents()],
+        strip(view.memories(view.query("a"))),
+        strip(view.memories(view.query("a", limit=2))),
+        [strip(view.versions("a", k)) for k in ("k1", "k2", "k9")],
+        [(s.record.agent_id, s.record.taint, len(s.history)) for s in view.sessions("a")],
+        [(h.memory.key, h.score, h.matched) for h in view.search("a", "k1 k2 k9 hidden")],
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(visible=ops, extra=hidden)
+def test_records_above_the_clearance_change_nothing(visible, extra):
+    plain, more = sm.open_store(":memory:", clock=FakeClock()), sm.open_store(":memory:", clock=FakeClock())
+    try:
+        _apply(plain, visible, [])
+        _apply(more, visible, extra)
+        assert _answers(plain) == _answers(more)
+    finally:
+        plain.close()
+        more.close()
