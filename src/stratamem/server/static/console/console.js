@@ -179,7 +179,13 @@
     if (!list.firstChild) list.append(el("li", {}, "No memories within " + state.clearance + "."));
     agentsNext = page.next;
     $("agents-more").hidden = !page.next;
-    if (!more && !state.agent && page.agents.length) await chooseAgent(page.agents[0].agent_id);
+    if (!more) {
+      // keep the agent being viewed when the console is reopened at another clearance
+      const names = page.agents.map((a) => a.agent_id);
+      const keep = names.includes(state.agent) ? state.agent : names[0];
+      state.agent = null;
+      if (keep) await chooseAgent(keep);
+    }
   }
   $("agents-more").addEventListener("click", guarded(() => loadAgents(true)));
 

@@ -1,0 +1,229 @@
+"""The console in a real browser: headless Chromium driven by Playwright against a real ``stratamem serve``.
+
+Skipped (with the reason) only when this machine has no Chromium; ``.ci/run``
+installs Debian's ``chromium`` so CI always runs these. The browser never
+downloads anything (no ``playwright install``): it is the system's binary,
+started with networking features off.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra)")
+CHROMIUM = os.environ.get("STRATAMEM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+if not CHROMIUM:
+    pytest.skip("no chromium on this machine (apt-get install -y chromium; .ci/run installs it)",
+                allow_module_level=True)
+
+from server_support import cli_env, free_port, start_serve  # noqa: E402
+
+import stratamem as sm  # noqa: E402
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+# The README's screenshot: STRATAMEM_CONSOLE_SCREENSHOT=docs/console.png pytest tests/server/test_console_browser.py
+SCREENSHOT_ENV = "STRATAMEM_CONSOLE_SCREENSHOT"
+XSS_SCRIPT = '<script>window.__pwned = 1; alert("script")</script>'
+XSS_IMG = '"><img src=x onerror="window.__pwned = 2; alert(1)">'
+
+
+def seed(db: Path) -> None:
+    """A small demo store: two agents, every level, shadowing, a deleted memory, hostile content."""
+    with sm.open_store(str(db)) as store:
+        main = store.session("main")
+        main.save("coffee", "Sam takes coffee black, no sugar", tags=["preference"])
+        main.save("editor", "Uses vim with a dark theme", tags=["preference", "tools"])
+        main.save("project", "Billing migration planned for Q3", category="daily")
+        main.save("xss-script", XSS_SCRIPT, tags=["<b>hostile</b>"])
+        main.save("xss-img", XSS_IMG)
+        main.save("rtl", "\u202etxet desrever\u200b with zero\u200dwidth", tags=["unicode"])
+        main.save("old-note", "Parking spot is B12")
+        main.delete("old-note")
+        main.escalate("INTERNAL", "read the team wiki", source="tool:wiki")
+        main.save("team", "Team standup moved to 9:30")
+        main.escalate("CONFIDENTIAL", "opened payroll.xlsx", source="tool:read_file")
+        main.save("project", "Billing migration blocked on the payroll audit")
+        main.save("salary-band", "Senior band tops at 185k")
+        research = store.session("researcher")
+        research.save("paper", "MaxScore pruning keeps exact top-k BM25")
+
+
+@pytest.fixture(scope="module")
+def console_server(tmp_path_factory) -> Iterator[tuple[str, str, Path]]:
+    tmp = tmp_path_factory.mktemp("console")
+    db = tmp / "memory.db"
+    seed(db)
+    port = free_port()
+    proc = start_serve(tmp, db, port, env=cli_env(tmp))
+    try:
+        token = (tmp / "home" / "server-token").read_text().strip()
+        yield f"http://127.0.0.1:{port}", token, db
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, console_server):
+    context = browser.new_context(viewport={"width": 1360, "height": 900})
+    page = context.new_page()
+    page.dialogs = []  # any alert/confirm/prompt is a failure: the console never uses them
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.set_default_timeout(20_000)
+    yield page
+    context.close()
+
+
+def sign_in(page, console_server, clearance: str = "RESTRICTED", token: str | None = None) -> None:
+    url, dev_token, _ = console_server
+    page.goto(url + "/")
+    page.fill("#token", token or dev_token)
+    page.select_option("#signin-clearance", clearance)
+    page.click("#signin-form button[type=submit]")
+
+
+def keys_shown(page) -> list[str]:
+    page.wait_for_selector("#memories tbody tr")
+    return page.locator("#memories tbody td.key").all_text_contents()
+
+
+def test_sign_in_refuses_a_bad_token_and_says_so(page, console_server):
+    sign_in(page, console_server, token="not-a-token-at-all")
+    page.wait_for_selector("#signin-error:not(:empty)")
+    assert "UNAUTHENTICATED" in page.text_content("#signin-error")
+    assert page.is_hidden("#app")
+
+
+def test_browse_and_clearance(page, console_server):
+    sign_in(page, console_server, "INTERNAL")
+    page.wait_for_selector("#agents li")
+    assert page.locator("#agents li .mono").all_text_contents() == ["main", "researcher"]
+    shown = keys_shown(page)
+    assert "salary-band" not in shown and "team" in shown
+    assert "Billing migration planned for Q3" in page.text_content("#memories tbody")
+    # the same console reopened at CONFIDENTIAL shows the CONFIDENTIAL memory and the shadowing
+    page.select_option("#clearance", "CONFIDENTIAL")
+    page.wait_for_selector("body[data-clearance=CONFIDENTIAL]", state="attached")
+    page.wait_for_selector("#memories td.key:text-is('salary-band')")
+    rows = page.locator("#memories tbody tr[data-ref]")
+    states = {(rows.nth(i).locator("td.key").text_content(), rows.nth(i).locator("td").nth(1).text_content(),
+               rows.nth(i).locator("td.state").text_content()) for i in range(rows.count())}
+    assert ("project", "CONFIDENTIAL", "shown") in states and ("project", "PUBLIC", "shadowed") in states
+    assert ("old-note", "PUBLIC", "deleted") in states
+    # filters
+    page.fill("#f-tag", "preference")
+    page.click("#filters button[type=submit]")
+    playwright_api.expect(page.locator("#memories tbody tr[data-ref]")).to_have_count(2)
+    assert sorted(keys_shown(page)) == ["coffee", "editor"]
+
+
+def test_hostile_memories_render_as_text(page, console_server):
+    sign_in(page, console_server)
+    page.wait_for_selector("#memories td.key:text-is('xss-img')")
+    for key, content in (("xss-script", XSS_SCRIPT), ("xss-img", XSS_IMG)):
+        page.click(f"#memories td.key:text-is('{key}')")
+        page.wait_for_selector(f"#detail h3 .mono:text-is('{key}')")
+        assert page.text_content("#detail pre.content") == content
+    assert page.text_content("#memories tbody").count("<b>hostile</b>") == 1
+    assert page.locator("img").count() == 0
+    assert page.locator("#memories script, #detail script").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    assert page.dialogs == []
+
+
+def test_search_playground_shows_scores_and_matched_terms(page, console_server):
+    sign_in(page, console_server, "CONFIDENTIAL")
+    page.wait_for_selector("#agents li")
+    page.click("#tabs button[data-view=search]")
+    page.fill("#search-agent", "main")
+    page.fill("#search-query", "what blocks the billing migration?")
+    page.click("#search-form button[type=submit]")
+    page.wait_for_selector("#results tbody td.key")
+    first = page.locator("#results tbody tr").first
+    assert first.locator("td.key").text_content() == "project"
+    assert float(first.locator("td.score").text_content()) > 0
+    assert set(first.locator("td").nth(2).text_content().split()) >= {"bill", "migrat"}
+
+
+def test_sessions_show_the_taint_history(page, console_server):
+    sign_in(page, console_server, "CONFIDENTIAL")
+    page.wait_for_selector("#agents li")
+    page.click("#tabs button[data-view=sessions]")
+    page.wait_for_selector("#sessions tbody tr")
+    text = page.text_content("#sessions tbody")
+    assert "opened payroll.xlsx" in text and "tool:read_file" in text and "PUBLIC → INTERNAL" in text
+
+
+def test_verify_chain_intact_then_broken(page, console_server):
+    _, _, db = console_server
+    sign_in(page, console_server)
+    page.wait_for_selector("#agents li")
+    page.click("#tabs button[data-view=audit]")
+    page.wait_for_selector("#audit tbody tr")
+    page.click("#verify")
+    page.wait_for_selector("#verify-result.ok")
+    assert page.text_content("#verify-result") == "Chain intact."
+    with sqlite3.connect(db) as conn:
+        original = conn.execute("SELECT outcome FROM audit WHERE seq = 3").fetchone()[0]
+        conn.execute("UPDATE audit SET outcome = 'edited' WHERE seq = 3")
+    try:
+        page.click("#verify")
+        page.wait_for_selector("#verify-result.error")
+        assert page.text_content("#verify-result") == "Chain BROKEN: first bad sequence 3."
+    finally:
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE audit SET outcome = ? WHERE seq = 3", (original,))
+
+
+def test_restore_a_deleted_memory(page, console_server):
+    sign_in(page, console_server)
+    page.wait_for_selector("#memories td.key:text-is('old-note')")
+    page.click("#memories td.key:text-is('old-note')")
+    page.click("#detail button[data-action=restore]")
+    page.wait_for_selector("#confirm:not([hidden])")
+    assert "old-note" in page.text_content("#confirm-text")
+    page.click("#confirm-yes")
+    page.wait_for_selector("#detail button[data-action=delete]")
+    row = page.locator("#memories tbody tr", has=page.locator("td.key:text-is('old-note')"))
+    assert row.locator("td.state").text_content() == "shown"
+    assert page.dialogs == []
+
+
+def test_optional_views_and_screenshot(page, console_server, tmp_path):
+    sign_in(page, console_server, "CONFIDENTIAL")
+    page.wait_for_selector("#memories td.key:text-is('salary-band')")
+    page.click("#tabs button[data-view=usage]")
+    page.wait_for_selector("#usage p, #usage table")
+    page.click("#tabs button[data-view=graph]")
+    page.click("#tabs button[data-view=memories]")
+    page.click("#memories td.key:text-is('project')")
+    page.wait_for_selector("#detail table.versions tbody tr")
+    shot = Path(os.environ.get(SCREENSHOT_ENV) or tmp_path / "console.png")
+    page.locator("header").scroll_into_view_if_needed()
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+
+
+def test_docs_render_offline(page, console_server):
+    url, _, _ = console_server
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(url + "/docs")
+    page.wait_for_selector(".swagger-ui .opblock")
+    assert all(r.startswith(url) or r.startswith("data:") for r in requests), requests
+
