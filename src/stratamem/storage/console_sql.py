@@ -205,25 +205,29 @@ def record(run: Runner, dialect: Dialect, clearance: Level, ref: int, now: datet
 
 
 def agents(run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int) -> list[AgentSummary]:
-    """Agents with records within the clearance, by name, with live and deleted counts per level."""
-    level = int(clearance)
-    start = after if after is not None else ""
-    names = [r[0] for r in run(dialect.sql(
-        "SELECT agent_id FROM part_stats WHERE level <= ? AND n > 0 AND agent_id > ? "
-        "UNION SELECT agent_id FROM memories WHERE deleted_us IS NOT NULL AND level <= ? AND agent_id > ? "
-        "ORDER BY 1 LIMIT ?"), [level, start, level, start, clamp(limit)])]
+    """Agents with records within the clearance, by name, with live and deleted counts per level.
+
+    Live counts come from ``part_stats``; deleted ones from the (small) set of
+    soft-deleted rows, through its partial index.
+    """
+    level, start = int(clearance), after if after is not None else ""
+    gone = run(dialect.sql("SELECT agent_id, level, count(*) FROM memories WHERE deleted_us IS NOT NULL "
+                           "AND level <= ? GROUP BY agent_id, level"), [level])
+    live_names = [r[0] for r in run(dialect.sql(
+        "SELECT DISTINCT agent_id FROM part_stats WHERE level <= ? AND n > 0 AND agent_id > ? "
+        "ORDER BY agent_id LIMIT ?"), [level, start, clamp(limit)])]
+    names = sorted({*live_names, *(r[0] for r in gone if r[0] > start)})[:clamp(limit)]
     if not names:
         return []
     marks = ", ".join("?" * len(names))
     live = run(dialect.sql(f"SELECT agent_id, level, n FROM part_stats WHERE agent_id IN ({marks}) "
                            "AND level <= ? AND n > 0"), [*names, level])
-    gone = run(dialect.sql(f"SELECT agent_id, level, count(*) FROM memories WHERE deleted_us IS NOT NULL "
-                           f"AND agent_id IN ({marks}) AND level <= ? GROUP BY agent_id, level"), [*names, level])
     out = {name: AgentSummary(name) for name in names}
     for agent, lv, n in live:
         out[agent].live[Level(lv).name] = int(n)
     for agent, lv, n in gone:
-        out[agent].deleted[Level(lv).name] = int(n)
+        if agent in out:
+            out[agent].deleted[Level(lv).name] = int(n)
     return list(out.values())
 
 
