@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import logging
 from collections.abc import AsyncIterator, Sequence
 
@@ -27,7 +28,8 @@ from .mcp_http import McpEndpoint, http_resolver
 from .mcp_tools import build_mcp_server
 from . import ui
 from .console import ConsoleApi
-from .openapi import document, document_text
+from .console_openapi import console_paths
+from .openapi import document
 from .responses import error_response, internal_error, json_text
 from .rest import RestApi
 from .mcp_turns import TurnMcpEndpoint, build_turn_server
@@ -93,7 +95,9 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
         json_response=True,
         security_settings=transport_security(host, allowed_hosts),
     )
-    openapi_text = document_text()
+    doc = document()
+    doc["paths"].update(console_paths())
+    openapi_text = json.dumps(doc, ensure_ascii=False)
 
     async def openapi_json(request: Request) -> Response:
         return json_text(openapi_text)
@@ -110,7 +114,7 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
         *TurnApi(state, ops).routes(),
         *ConsoleApi(state).routes(),
         Route("/openapi.json", openapi_json, methods=["GET"]),
-        *ui.routes(document()),
+        *ui.routes(doc),
     ]
     return Starlette(
         routes=routes,
