@@ -63,6 +63,11 @@ def test_filters(store):
     assert [k for k, _, _ in _states(view, level=sm.Level.CONFIDENTIAL)] == ["k", "secret"]
     with pytest.raises(ValidationError):
         view.memories(view.query("a", status="bogus"))
+    store.session("a").save("odd", "tags with wildcards", tags=["50%_off", "café", 'say "hi"'])
+    for tag in ("50%_off", "café", 'say "hi"'):
+        assert [k for k, _, _ in _states(view, tag=tag)] == ["odd"]
+    for near in ("50", "%", "CAFÉ", "say", "50x_off"):
+        assert _states(view, tag=near) == []
 
 
 def test_pages_cover_everything_once(store):

@@ -43,6 +43,7 @@ class Dialect:
     name: str
     tag_match: str  # SQL testing that d.tags (JSON text) holds the parameter
     like: str  # case-insensitive LIKE operator
+    deleted_hint: str = ""  # makes the planner read soft-deleted rows through their partial index
     decode: Callable[[str | None], str | None] = _unchanged
     encode: Callable[[str | None], str | None] = _unchanged
 
@@ -50,7 +51,8 @@ class Dialect:
         return text if self.name == "sqlite" else text.replace("?", "%s")
 
 
-SQLITE = Dialect("sqlite", "EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)", "LIKE")
+SQLITE = Dialect("sqlite", "EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)", "LIKE",
+                 deleted_hint="INDEXED BY memories_deleted")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,8 +163,9 @@ def memories(run: Runner, dialect: Dialect, q: MemoryQuery, now: datetime) -> li
         where.append("d.level = ?")
         params.append(int(q.level))
     if q.tag is not None:
-        where.append(dialect.tag_match)
-        params.append(q.tag)
+        # a cheap substring test of the stored JSON first (tags are stored as json.dumps), then the exact one
+        where.append(f"d.tags LIKE ? ESCAPE '\\' AND {dialect.tag_match}")
+        params += [_like_pattern(json.dumps(q.tag)), q.tag]
     if q.category is not None:
         where.append("d.category = ?")
         params.append(q.category)
@@ -211,8 +214,8 @@ def agents(run: Runner, dialect: Dialect, clearance: Level, after: str | None, l
     soft-deleted rows, through its partial index.
     """
     level, start = int(clearance), after if after is not None else ""
-    gone = run(dialect.sql("SELECT agent_id, level, count(*) FROM memories WHERE deleted_us IS NOT NULL "
-                           "AND level <= ? GROUP BY agent_id, level"), [level])
+    gone = run(dialect.sql(f"SELECT agent_id, level, count(*) FROM memories {dialect.deleted_hint} "
+                           "WHERE deleted_us IS NOT NULL AND level <= ? GROUP BY agent_id, level"), [level])
     live_names = [r[0] for r in run(dialect.sql(
         "SELECT DISTINCT agent_id FROM part_stats WHERE level <= ? AND n > 0 AND agent_id > ? "
         "ORDER BY agent_id LIMIT ?"), [level, start, clamp(limit)])]

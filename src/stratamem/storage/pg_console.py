@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-DIALECT = console_sql.Dialect("postgres", "d.tags::jsonb @> jsonb_build_array(?::text)", "ILIKE", dec, enc)
+DIALECT = console_sql.Dialect("postgres", "d.tags::jsonb @> jsonb_build_array(?::text)", "ILIKE",
+                              decode=dec, encode=enc)
 
 
 def read(backend: PostgresBackend, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:
