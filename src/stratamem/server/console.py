@@ -250,7 +250,8 @@ class ConsoleApi:
         before = parse_time(body.get("before"), "before", naive_is_utc=False)
         agent = body.get("agent") or None
         purged = await blocking(view.purge, before, agent)
-        return json_response({"purged": purged, "before": before.isoformat()})
+        return json_response({"purged": int(purged), "before": before.isoformat(),
+                              "erased": getattr(purged, "erased", True), "remaining": getattr(purged, "remaining", "")})
 
     @endpoint
     async def export(self, request: Request) -> Response:

@@ -415,7 +415,8 @@
       const scope = agent ? "agent " + agent : "every agent";
       if (!(await confirmAction("Purge for good every soft-deleted or expired record of " + scope + " older than " + before + "? This cannot be undone."))) return;
       const result = await api("POST", "/v1/console/purge", { confirm: true, before, agent: agent || null });
-      $("purge-result").textContent = "Purged " + result.purged + " record(s).";
+      $("purge-result").textContent = "Purged " + result.purged + " record(s)." +
+        (result.erased ? "" : " Their bytes are not erased from the files yet: " + result.remaining);
     })();
   });
 
