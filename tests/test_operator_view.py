@@ -114,6 +114,21 @@ def test_restore_puts_a_version_back_everywhere(store):
     assert store.verify_audit() is None
 
 
+def test_restore_retires_an_expired_version_in_its_place(store, clock):
+    store.clock = clock
+    s = store.session("a")
+    s.save("k", "kept for good")
+    s.delete("k")
+    s.save("k", "short lived", ttl=5)
+    clock.advance(10)
+    view = OperatorView.open(store, "RESTRICTED", "ops")
+    ref = next(r.ref for r in view.versions("a", "k") if r.memory.content == "kept for good")
+    view.restore(ref)
+    assert s.get("k").content == "kept for good"
+    assert [(r.memory.content, r.state) for r in view.versions("a", "k")] == [
+        ("kept for good", "shown"), ("short lived", "deleted")]
+
+
 def test_restore_respects_the_clearance_and_shadowing(store):
     s = store.session("a")
     s.save("k", "public version")

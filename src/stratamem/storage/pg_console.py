@@ -21,6 +21,7 @@ from ..levels import Level
 from ..models import Memory
 from . import console_sql, pg_index
 from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_memory
+from .rows import to_us
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,8 +55,12 @@ def restore(backend: PostgresBackend, ref: int, clearance: Level, actor: str, no
         if row is None:
             raise NotFound(f"no deleted record {ref} at or below {clearance.name}")
         mem_id, agent, key, level, content, tags = row[:6]
-        if conn.execute("SELECT 1 FROM memories WHERE agent_id = %s AND key = %s AND level = %s "
-                        "AND deleted_us IS NULL", (agent, key, level)).fetchone():
+        holder = conn.execute(
+            "SELECT id, agent_id, key, level, content, tags, length, expires_us FROM memories "
+            "WHERE agent_id = %s AND key = %s AND level = %s AND deleted_us IS NULL", (agent, key, level)).fetchone()
+        if holder is not None and holder[7] is not None and holder[7] <= to_us(now):
+            pg_index.remove_live(conn, backend.analyzer, [holder[:7]], deleted_us=holder[7])  # as a save retires it
+        elif holder is not None:
             raise ValidationError(f"a live version of {key!r} exists at {Level(level).name}; delete it first")
         terms, length = backend.analyzer.document_terms(key, dec(content), json.loads(tags))
         conn.execute("UPDATE memories SET deleted_us = NULL, length = %s WHERE id = %s", (length, mem_id))

@@ -16,7 +16,7 @@ from ..errors import NotFound, ValidationError
 from ..levels import Level
 from ..models import Memory
 from . import console_sql
-from .rows import MEMORY_COLUMNS, row_to_memory
+from .rows import MEMORY_COLUMNS, row_to_memory, to_us
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,8 +39,12 @@ def restore(backend: SQLiteBackend, ref: int, clearance: Level, actor: str, now:
         if row is None or row[12] is None:
             raise NotFound(f"no deleted record {ref} at or below {clearance.name}")
         mem_id, agent, key, level, content, tags = row[:6]
-        if conn.execute("SELECT 1 FROM memories WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL",
-                        (agent, key, level)).fetchone():
+        holder = conn.execute(
+            "SELECT id, agent_id, key, level, content, tags, length, expires_us FROM memories "
+            "WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL", (agent, key, level)).fetchone()
+        if holder is not None and holder[7] is not None and holder[7] <= to_us(now):
+            backend._remove_live(conn, holder[:7], deleted_us=holder[7])  # retired as a save would retire it
+        elif holder is not None:
             raise ValidationError(f"a live version of {key!r} exists at {Level(level).name}; delete it first")
         terms, length = backend.analyzer.document_terms(key, content, json.loads(tags))
         conn.execute("UPDATE memories SET deleted_us = NULL, length = ? WHERE id = ?", (length, mem_id))
