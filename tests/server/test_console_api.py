@@ -187,3 +187,15 @@ def test_pages_are_local_and_carry_security_headers(server):
         assert c.get("/docs/openapi-3.0.json").json()["openapi"] == "3.0.3"
         api = c.get("/v1/console/agents")
         assert api.status_code == 401 and api.headers["cache-control"] == "no-store"
+
+
+def test_an_edited_audit_row_is_shown_as_unreadable_and_verify_names_it(seeded, tmp_path):
+    import sqlite3
+
+    with seeded.client() as c:
+        h = _open(c)
+        with sqlite3.connect(tmp_path / "memory.db") as conn:
+            conn.execute("UPDATE audit SET levels = 'not json' WHERE seq = 2")
+        events = c.get("/v1/console/audit?limit=200", headers=h).json()["events"]
+        assert {"seq": 2, "unreadable": True} in events
+        assert c.post("/v1/console/audit/verify", headers=h).json() == {"intact": False, "first_bad_seq": 2}
