@@ -296,7 +296,7 @@ V4 = [
 
 # Version 5: the operator console pages one agent's versions by (key, level)
 # across every status, live and soft-deleted.
-V5 = ["CREATE INDEX memories_console ON memories (agent_id, key, level DESC, id)"]
+V5 = ["CREATE INDEX IF NOT EXISTS memories_console ON memories (agent_id, key, level DESC, id)"]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1), (2, V2), (3, V3), (4, V4), (5, V5)]
 LATEST = MIGRATIONS[-1][0]
