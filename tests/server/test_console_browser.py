@@ -24,6 +24,8 @@ if not CHROMIUM:
 
 from server_support import cli_env, free_port, start_serve  # noqa: E402
 
+import httpx2  # noqa: E402
+
 import stratamem as sm  # noqa: E402
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -53,6 +55,7 @@ def seed(db: Path) -> None:
         main.save("salary-band", "Senior band tops at 185k")
         research = store.session("researcher")
         research.save("paper", "MaxScore pruning keeps exact top-k BM25")
+        research.save("blob", "w" * 65536)  # one 64 KiB line
 
 
 @pytest.fixture(scope="module")
@@ -227,3 +230,29 @@ def test_docs_render_offline(page, console_server):
     page.wait_for_selector(".swagger-ui .opblock")
     assert all(r.startswith(url) or r.startswith("data:") for r in requests), requests
 
+
+
+def test_a_64k_line_stays_bounded_in_the_page(page, console_server):
+    sign_in(page, console_server)
+    page.click("#agents li[data-agent=researcher]")
+    page.wait_for_selector("#memories td.key:text-is('blob')")
+    row = page.locator("#memories tbody tr", has=page.locator("td.key:text-is('blob')"))
+    assert row.locator("td.content").text_content().endswith("… (65536 characters)")
+    assert row.bounding_box()["width"] <= 1360
+    row.click()
+    page.wait_for_selector("#detail pre.content")
+    assert len(page.text_content("#detail pre.content")) == 65536
+
+
+def test_an_ended_sign_in_returns_to_the_sign_in_page_and_says_why(page, console_server):
+    url, token, _ = console_server
+    with page.expect_response("**/v1/console/open") as opened:
+        sign_in(page, console_server)
+    console_id = opened.value.json()["console"]
+    page.wait_for_selector("#agents li")
+    headers = {"Authorization": f"Bearer {token}", "X-Stratamem-Console": console_id}
+    assert httpx2.post(url + "/v1/console/close", headers=headers).status_code == 200  # as if it had expired
+    page.click("#agents li[data-agent=researcher]")
+    page.wait_for_selector("#signin-error:not(:empty)")
+    assert "expired" in page.text_content("#signin-error") and page.is_hidden("#app")
+    assert page.input_value("#token") == ""
