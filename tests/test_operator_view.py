@@ -226,3 +226,20 @@ def test_records_above_the_clearance_change_nothing(visible, extra):
     finally:
         plain.close()
         more.close()
+
+
+def test_the_audit_views_follow_the_one_reading_rule(store):
+    _seed(store)
+    low = OperatorView.open(store, "CONFIDENTIAL", "ops")
+    rows = low.audit_log(limit=200)
+    # operator events (no session: console reads, purge, export...) count as RESTRICTED
+    assert rows and all(r.event.session_id is not None and r.event.taint <= sm.Level.CONFIDENTIAL for r in rows)
+    top = OperatorView.open(store, "RESTRICTED", "ops")
+    assert "console.open" in {r.event.operation for r in top.audit_log(limit=200)}
+    expected = [(e.seq, e.operation) for e in store.audit_events("CONFIDENTIAL", limit=200)][::-1]
+    assert [(r.seq, r.event.operation) for r in rows] == expected[:len(rows)]
+    record = next(r for r in low.memories(low.query("a")) if r.memory.key == "secret")
+    _, lineage = low.lineage(record.ref)
+    assert [r.event.operation for r in lineage] == ["save"]
+    page = low.audit_log(before=rows[-1].seq, limit=3)
+    assert [r.seq for r in page] == [e for e, _ in expected[len(rows):len(rows) + 3]]

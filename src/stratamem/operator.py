@@ -116,8 +116,9 @@ class OperatorView:
         self._audit("console.sessions", agent, (), count=len(found))
         return found
 
-    def audit_log(self, before: int | None = None, limit: int = 50, session_id: str | None = None) -> list[AuditRow]:
-        rows = self._read(lambda run, d: console_sql.audit(run, d, self.clearance, before, limit, session=session_id))
+    def audit_log(self, before: int | None = None, limit: int = 50) -> list[AuditRow]:
+        """The newest audit events the operator may read at the clearance (operator events need RESTRICTED)."""
+        rows = self._read(lambda run, d: console_sql.audit(run, d, self.clearance, before, limit))
         self._audit("console.audit", None, (), count=len(rows))
         return rows
 

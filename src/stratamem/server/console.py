@@ -207,7 +207,7 @@ class ConsoleApi:
         view = self.view(request)
         limit = _int_param(request, "limit", 50, 1, 200)
         before = _int_param(request, "before", 0, 0, 2**62) or None
-        rows = await blocking(view.audit_log, before, limit, _text_param(request, "session"))
+        rows = await blocking(view.audit_log, before, limit)
         return json_response(shapes.audit_page(rows, limit))
 
     @endpoint

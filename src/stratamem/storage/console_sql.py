@@ -21,6 +21,7 @@ from datetime import datetime
 
 from ..levels import Level
 from ..models import AuditEvent, Memory, TaintEvent
+from .audit_query import AuditQuery, audit_sql, descending
 from .base import SessionRecord
 from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
 
@@ -43,15 +44,17 @@ class Dialect:
     name: str
     tag_match: str  # SQL testing that d.tags (JSON text) holds the parameter
     like: str  # case-insensitive LIKE operator
+    lineage_match: str = ""  # tests a.lineage (JSON text) for the lineage id bound once as {ph}
     deleted_hint: str = ""  # makes the planner read soft-deleted rows through their partial index
     decode: Callable[[str | None], str | None] = _unchanged
-    encode: Callable[[str | None], str | None] = _unchanged
 
     def sql(self, text: str) -> str:
         return text if self.name == "sqlite" else text.replace("?", "%s")
 
 
 SQLITE = Dialect("sqlite", "EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)", "LIKE",
+                 lineage_match=("EXISTS (SELECT 1 FROM (SELECT {ph} AS v) p WHERE instr(a.lineage, p.v) > 0 "
+                                "AND EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = p.v))"),
                  deleted_hint="INDEXED BY memories_deleted")
 
 
@@ -266,20 +269,17 @@ AUDIT_COLUMNS = ("seq, at_us, session_id, agent_id, taint, operation, keys, leve
 
 
 def audit(run: Runner, dialect: Dialect, clearance: Level, before: int | None, limit: int,
-          lineage: str | None = None, session: str | None = None) -> list[AuditRow]:
-    """Audit rows within the clearance, newest first; rows that no longer parse are returned as such."""
-    where, params = ["a.taint <= ?"], [int(clearance)]
-    if before is not None:
-        where.append("a.seq < ?")
-        params.append(before)
-    if lineage is not None:
-        where.append("a.lineage LIKE ? ESCAPE '\\'")
-        params.append(_like_pattern(json.dumps(lineage)))
-    if session is not None:
-        where.append("a.session_id = ?")
-        params.append(dialect.encode(session))
-    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM audit a WHERE {' AND '.join(where)} "
-                           "ORDER BY a.seq DESC LIMIT ?"), [*params, clamp(limit)])
+          lineage: str | None = None) -> list[AuditRow]:
+    """Audit rows the operator may read at the clearance, newest first (the one rule of ``audit_query``).
+
+    Rows that no longer parse (edited in the database) are returned as such, so
+    the page can show where the log was touched instead of failing.
+    """
+    query = AuditQuery(clearance, None, lineage, None, before, clamp(limit))
+    where, params = audit_sql(query, "?", dialect.lineage_match)
+    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM audit a{where}"), params)
+    if not descending(query):
+        rows.reverse()
     out = []
     for row in rows:
         fields = list(row)
@@ -288,7 +288,5 @@ def audit(run: Runner, dialect: Dialect, clearance: Level, before: int | None, l
             event: AuditEvent | None = row_to_event(fields)
         except (ValueError, KeyError, TypeError):
             event = None
-        if lineage is not None and event is not None and lineage not in event.lineage_ids:
-            continue
         out.append(AuditRow(row[0], event))
     return out

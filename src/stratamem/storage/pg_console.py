@@ -20,7 +20,7 @@ from ..errors import NotFound, ValidationError
 from ..levels import Level
 from ..models import Memory
 from . import console_sql, pg_index
-from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_memory
+from .pg_rows import MEMORY_COLUMNS, dec, row_to_memory
 from .rows import to_us
 
 if TYPE_CHECKING:
@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-DIALECT = console_sql.Dialect("postgres", "d.tags::jsonb @> jsonb_build_array(?::text)", "ILIKE",
-                              decode=dec, encode=enc)
+DIALECT = console_sql.Dialect(
+    "postgres", "d.tags::jsonb @> jsonb_build_array(?::text)", "ILIKE", decode=dec,
+    lineage_match=("EXISTS (SELECT 1 FROM (SELECT {ph}::text AS v) p WHERE strpos(a.lineage, p.v) > 0 "
+                   "AND a.lineage::jsonb @> jsonb_build_array(p.v))"))
 
 
 def read(backend: PostgresBackend, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:
