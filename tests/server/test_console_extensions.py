@@ -1,0 +1,104 @@
+"""The usage and graph views over stores that have them (shapes as the ledger and graph branches define them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+
+import stratamem as sm
+from stratamem.operator import OperatorView
+from stratamem.server import extensions
+from stratamem.session import Session
+
+
+@dataclass
+class Usage:
+    session_id: str
+    agent_id: str
+    level: sm.Level
+    model: str
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    cost_usd: Decimal
+    time: datetime
+
+
+@dataclass
+class Node:
+    name: str
+    type: str
+    level: sm.Level
+    content: str
+    agent_id: str
+
+
+@dataclass
+class Edge:
+    source: str
+    target: str
+    relation: str
+    level: sm.Level
+
+
+@dataclass
+class Page:
+    nodes: tuple
+    edges: tuple
+    cursor: str | None
+    truncated: bool
+
+
+def test_without_them_the_views_say_not_available(store):
+    view = OperatorView.open(store, "RESTRICTED", "ops")
+    assert extensions.usage(view, {}) == {"available": False,
+                                          "reason": "the usage ledger is not available in this store"}
+    if not extensions.has_graph(store):
+        assert extensions.graph(view, {"agent": "a"})["available"] is False
+
+
+def test_usage_sums_per_day_and_model_within_the_clearance(store, monkeypatch):
+    day = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    records = [Usage("s", "a", sm.Level.PUBLIC, "m1", 10, 5, 0, Decimal("0.10"), day),
+               Usage("s", "a", sm.Level.INTERNAL, "m1", 20, 5, 0, Decimal("0.25"), day),
+               Usage("s", "a", sm.Level.RESTRICTED, "m1", 999, 999, 0, Decimal("9.99"), day)]
+    asked = {}
+
+    def usage(agent_id=None, since=None, until=None, limit=1000):
+        asked.update(agent=agent_id, since=since, limit=limit)
+        return records
+
+    monkeypatch.setattr(store, "usage", usage, raising=False)
+    view = OperatorView.open(store, "INTERNAL", "ops")
+    answer = extensions.usage(view, {"agent": "a", "since": "2026-03-01T00:00:00+00:00"})
+    assert answer == {"available": True, "rows": [{"day": "2026-03-01", "model": "m1", "cost_usd": "0.35",
+                                                   "input_tokens": 30, "output_tokens": 10, "calls": 2}]}
+    assert asked["agent"] == "a" and asked["since"] == datetime(2026, 3, 1, tzinfo=UTC)
+    with pytest.raises(sm.ValidationError):
+        extensions.usage(view, {"since": "yesterday"})
+
+
+def test_graph_reads_through_a_session_of_the_agent_at_the_clearance(store, monkeypatch):
+    seen = {}
+
+    class Graph:
+        def __init__(self, session):
+            self.session = session
+
+        def read(self, cursor=None, limit=200):
+            seen.update(taint=self.session.taint, agent=self.session.agent_id, cursor=cursor, limit=limit)
+            return Page((Node("<b>x</b>", "thing", sm.Level.PUBLIC, "c" * 1000, "a"),),
+                        (Edge("<b>x</b>", "y", "knows", sm.Level.INTERNAL),), "next-1", True)
+
+    monkeypatch.setattr(Session, "graph", lambda self: Graph(self), raising=False)
+    view = OperatorView.open(store, "INTERNAL", "ops")
+    answer = extensions.graph(view, {"agent": "a", "after": "c0"})
+    assert seen == {"taint": sm.Level.INTERNAL, "agent": "a", "cursor": "c0", "limit": 200}
+    assert answer["nodes"] == [{"name": "<b>x</b>", "type": "thing", "level": "PUBLIC", "content": "c" * 400,
+                                "agent_id": "a"}]
+    assert answer["edges"][0]["relation"] == "knows" and answer["next"] == "next-1" and answer["truncated"]
+    with pytest.raises(sm.ValidationError):
+        extensions.graph(view, {})
