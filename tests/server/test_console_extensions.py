@@ -12,6 +12,7 @@ import stratamem as sm
 from stratamem.operator import OperatorView
 from stratamem.server import extensions
 from stratamem.session import Session
+from stratamem.store import Store
 
 
 @dataclass
@@ -52,8 +53,9 @@ class Page:
     truncated: bool
 
 
-def test_without_them_the_views_say_not_available(store):
+def test_without_them_the_views_say_not_available(store, monkeypatch):
     view = OperatorView.open(store, "RESTRICTED", "ops")
+    monkeypatch.setattr(Store, "usage", None)  # a store without a ledger
     assert extensions.usage(view, {}) == {"available": False,
                                           "reason": "the usage ledger is not available in this store"}
     if not extensions.has_graph(store):
@@ -102,3 +104,19 @@ def test_graph_reads_through_a_session_of_the_agent_at_the_clearance(store, monk
     assert answer["edges"][0]["relation"] == "knows" and answer["next"] == "next-1" and answer["truncated"]
     with pytest.raises(sm.ValidationError):
         extensions.graph(view, {})
+
+
+def test_usage_from_the_real_ledger_within_the_clearance(store):
+    from stratamem.turn.costs import CostLedger
+
+    if not extensions.has_usage(store):
+        pytest.skip("this store has no usage ledger")
+    s = store.session("a")
+    CostLedger(s).record("model-x", 100, 20, cost_usd="0.50")
+    s.escalate("CONFIDENTIAL", "x")
+    CostLedger(s).record("model-x", 900, 90, cost_usd="4.00")
+    low = OperatorView.open(store, "INTERNAL", "ops")
+    rows = extensions.usage(low, {})["rows"]
+    assert [(r["model"], r["calls"], r["input_tokens"], r["cost_usd"]) for r in rows] == [("model-x", 1, 100, "0.50")]
+    high = OperatorView.open(store, "CONFIDENTIAL", "ops")
+    assert [(r["calls"], r["cost_usd"]) for r in extensions.usage(high, {"agent": "a"})["rows"]] == [(2, "4.50")]
