@@ -258,6 +258,31 @@ class Store:
         return read_page(self.backend, AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before,
                                                    limit))
 
+    def import_graph(self, path_or_lines, agent_id: str = "main", level: Level | str = Level.PUBLIC) -> tuple[int, int]:
+        """Import an MCP memory server ``memory.jsonl`` at an operator-chosen agent and level, all or nothing.
+
+        Returns (nodes created, edges created). Entities already present at that
+        level gain the observations they lack; nothing is written if any line is bad.
+        """
+        from .graph.mcp_memory import parse_lines
+        from .storage import graph_sql
+
+        agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
+        if isinstance(path_or_lines, (str, Path)):
+            try:
+                with open(path_or_lines, encoding="utf-8", errors="strict") as handle:
+                    lines = handle.read().split("\n")
+            except UnicodeDecodeError:
+                raise ValidationError("the file is not UTF-8 text") from None
+            except OSError as exc:
+                raise ValidationError(f"cannot read {path_or_lines}: {exc.strerror}") from None
+        else:
+            lines = list(path_or_lines)
+        entities, relations = parse_lines(lines, self.max_content_bytes)
+        now = self.now()
+        return self.backend.graph_operator(now, lambda gc: graph_sql.import_graph(
+            gc, self.analyzer, agent_id, chosen, entities, relations, now))
+
     def audit(self, draft: AuditDraft) -> AuditEvent:
         """Append an event (policy decisions and other runtime records)."""
         return self.backend.append_audit(draft, self.now())
