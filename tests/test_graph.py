@@ -263,3 +263,18 @@ def test_import_mcp_memory_file(store, tmp_path):
         store.import_graph(dangling, agent_id="a", level="internal")
     assert "line 2" in info.value.message
     assert s.graph.get("New") is None and s.graph.stats().nodes == 2
+
+
+def test_an_edge_vanishes_with_an_endpoint(store):
+    low = store.session("a")
+    low.graph.capture("A", "x")
+    low.graph.capture("B", "x")
+    high = store.session("a")
+    high.escalate(Level.INTERNAL, "test")
+    high.graph.relate("A", "B", "r")
+    assert [n.node.name for n in high.graph.neighbors("B")] == ["A"]
+    low.graph.delete_nodes(["A"])  # the INTERNAL edge stays stored, but one endpoint is gone
+    assert high.graph.neighbors("B") == [] and high.graph.degree("B") == (0, 0)
+    assert high.graph.stats().edges == 0 and high.graph.path("B", "B") == []
+    high.graph.capture("A", "x")  # a new version of the endpoint brings the edge back into view
+    assert [n.node.name for n in high.graph.neighbors("B")] == ["A"]

@@ -447,7 +447,7 @@ def serve(ctx: Context, host: str | None, port: int | None, config_path: str | N
               "[env STRATAMEM_PEERS].")
 @click.option("--taint", "mcp_taint", help="Starting taint [env STRATAMEM_TAINT; default PUBLIC].")
 @click.option("--session", "mcp_session", help="Open or resume this session id [env STRATAMEM_SESSION].")
-@click.option("--profile", type=click.Choice(["triggerfish", "zeroclaw"]), help="Tool profile [env STRATAMEM_PROFILE].")
+@click.option("--profile", type=click.Choice(["triggerfish", "zeroclaw", "mcp-memory"]), help="Tool profile [env STRATAMEM_PROFILE].")
 @click.option("--read-only", "read_only", is_flag=True, default=None, help="Offer and allow no writing tools.")
 @click.option("--config", "config_path", envvar="STRATAMEM_CONFIG",
               type=click.Path(exists=True, dir_okay=False), help="Config file (TOML) with an [mcp] table.")

@@ -117,6 +117,12 @@ class GraphSession:
         return self._read(body)
 
     def search(self, query: str, max_results: int = 10) -> list[NodeHit]:
+        """Visible nodes ranked by BM25 over name, type, content, tags and observations (any word may match)."""
+        return self.search_subgraph(query, max_results, edge_limit=0)[0]
+
+    def search_subgraph(self, query: str, max_results: int = 10, edge_limit: int = PAGE_EDGES
+                        ) -> tuple[list[NodeHit], list[Edge]]:
+        """``search`` plus the visible edges touching the hits (at most ``edge_limit``), in one snapshot."""
         if not isinstance(query, str):
             raise ValidationError("query must be a string")
         limit = clamp_max_results(max_results)
@@ -124,9 +130,12 @@ class GraphSession:
         terms = self._store.analyzer.query_terms(text)
 
         def body(gc, rec):
-            hits = [NodeHit(n, s) for n, s in q.search(gc, q.Scope(rec), terms, limit)]
-            return hits, _read_draft("graph.search", rec, [h.node for h in hits],
-                                     {"results": len(hits), "terms": len(terms)})
+            scope = q.Scope(rec)
+            hits = [NodeHit(n, s) for n, s in q.search(gc, scope, terms, limit)]
+            keys = [(h.node.agent_id, h.node.name) for h in hits]
+            edges = q.edges_touching(gc, scope, keys, edge_limit) if edge_limit and keys else []
+            return (hits, edges), _read_draft("graph.search", rec, [h.node for h in hits],
+                                              {"results": len(hits), "terms": len(terms), "edges": len(edges)})
 
         return self._read(body)
 

@@ -360,9 +360,17 @@ def _add_observations(gc: GraphConn, analyzer: Analyzer, scope: Scope, agent: st
     return added
 
 
-def not_found(name: str) -> NotFound:
+class NodeNotFound(NotFound):
+    """NOT_FOUND naming the node asked for (the caller's own words, nothing about what is stored)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no node named {name!r}")
+        self.name = name
+
+
+def not_found(name: str) -> NodeNotFound:
     """One message for a node that is missing and one that is invisible: they must look the same."""
-    return NotFound(f"no node named {name!r}")
+    return NodeNotFound(name)
 
 
 def write_nodes(gc: GraphConn, analyzer: Analyzer, record: SessionRecord, drafts: Sequence[NodeDraft],
