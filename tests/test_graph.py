@@ -278,3 +278,26 @@ def test_an_edge_vanishes_with_an_endpoint(store):
     assert high.graph.stats().edges == 0 and high.graph.path("B", "B") == []
     high.graph.capture("A", "x")  # a new version of the endpoint brings the edge back into view
     assert [n.node.name for n in high.graph.neighbors("B")] == ["A"]
+
+
+def test_cli_imports_an_mcp_memory_file(tmp_path):
+    from click.testing import CliRunner
+
+    from stratamem.cli import cli
+
+    db, good, bad = tmp_path / "m.db", tmp_path / "memory.jsonl", tmp_path / "bad.jsonl"
+    good.write_text(json.dumps({"type": "entity", "name": "Ann", "entityType": "person", "observations": ["hi"]})
+                    + "\n", encoding="utf-8")
+    bad.write_text(json.dumps({"type": "entity", "name": "Bob", "entityType": "person", "observations": []})
+                   + "\n[1, 2]\n", encoding="utf-8")
+    runner = CliRunner()
+    done = runner.invoke(cli, ["--db", str(db), "--agent", "ops", "--json", "import", "--format", "mcp-memory",
+                               "--level", "confidential", str(good)])
+    assert done.exit_code == 0 and json.loads(done.output) == {"imported": {"nodes": 1, "edges": 0}}
+    refused = runner.invoke(cli, ["--db", str(db), "import", "--format", "mcp-memory", str(bad)])
+    assert refused.exit_code == 2 and "line 2" in refused.output
+    with sm.open_store(str(db)) as store:
+        s = store.session("ops")
+        s.escalate(Level.CONFIDENTIAL, "check")
+        assert [n.name for n in s.graph.read().nodes] == ["Ann"]
+        assert s.graph.get("Ann").level == Level.CONFIDENTIAL

@@ -396,12 +396,26 @@ def export_(ctx: Context, file: str | None) -> None:
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.option("--no-scan", is_flag=True, help="Skip the policy gate (poisoning scanner): only for trusted files.")
+@click.option("--format", "fmt", type=click.Choice(["stratamem", "mcp-memory"]), default="stratamem",
+              show_default=True, help="stratamem JSON Lines, or an MCP memory server memory.jsonl (a graph).")
+@click.option("--level", default="PUBLIC", show_default=True,
+              help="mcp-memory: the level every imported record gets (agent: --agent).")
 @click.pass_obj
-def import_(ctx: Context, file: str, no_scan: bool) -> None:
+def import_(ctx: Context, file: str, no_scan: bool, fmt: str, level: str) -> None:
     """Import JSON Lines, levels kept; one bad or poisoned line imports nothing (operator)."""
 
     def action() -> None:
         store = ctx.store()
+        if fmt == "mcp-memory":
+            if file == "-":
+                lines = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape").read().split("\n")
+            else:
+                with open(file, encoding="utf-8", errors="surrogateescape") as stream:
+                    lines = stream.read().split("\n")
+            nodes, edges = store.import_graph(lines, agent_id=ctx.agent or "main", level=level, scan=not no_scan)
+            ctx.emit({"imported": {"nodes": nodes, "edges": edges}},
+                     f"imported {nodes} nodes and {edges} relations at {Level.parse(level).name}")
+            return
         if file == "-":
             stream = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape")
             memories, turns = read_records(stream, store.max_content_bytes)

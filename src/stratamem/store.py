@@ -258,13 +258,15 @@ class Store:
         return read_page(self.backend, AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before,
                                                    limit))
 
-    def import_graph(self, path_or_lines, agent_id: str = "main", level: Level | str = Level.PUBLIC) -> tuple[int, int]:
+    def import_graph(self, path_or_lines, agent_id: str = "main", level: Level | str = Level.PUBLIC, *,
+                     scan: bool = True) -> tuple[int, int]:
         """Import an MCP memory server ``memory.jsonl`` at an operator-chosen agent and level, all or nothing.
 
         Returns (nodes created, edges created). Entities already present at that
-        level gain the observations they lack; nothing is written if any line is bad.
+        level gain the observations they lack; nothing is written if any line is bad
+        or (unless ``scan=False``) carries what the poisoning scanner refuses.
         """
-        from .graph.mcp_memory import parse_lines
+        from .graph.mcp_memory import parse_lines, screen
         from .storage import graph_sql
 
         agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
@@ -279,6 +281,8 @@ class Store:
         else:
             lines = list(path_or_lines)
         entities, relations = parse_lines(lines, self.max_content_bytes)
+        if scan:
+            screen(entities, relations)
         now = self.now()
         return self.backend.graph_operator(now, lambda gc: graph_sql.import_graph(
             gc, self.analyzer, agent_id, chosen, entities, relations, now))

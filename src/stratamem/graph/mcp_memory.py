@@ -69,3 +69,21 @@ def parse_lines(lines: Iterable[str], max_content_bytes: int
     if errors:
         raise ValidationError("nothing imported; " + "; ".join(errors))
     return entities, relations
+
+
+def screen(entities: Iterable[tuple[int, NodeDraft]], relations: Iterable[tuple[int, EdgeDraft]]) -> None:
+    """The poisoning scanner over every text an import would store; ``PolicyBlocked`` naming the lines."""
+    from ..errors import PolicyBlocked
+    from ..policy.scanner import describe, scan_all
+
+    bad = []
+    for number, draft in entities:
+        kinds = scan_all((draft.name, draft.type, *draft.observations))
+        if kinds:
+            bad.append(f"line {number}: {describe(kinds)}")
+    for number, edge in relations:
+        kinds = scan_all((edge.source, edge.target, edge.relation))
+        if kinds:
+            bad.append(f"line {number}: {describe(kinds)}")
+    if bad:
+        raise PolicyBlocked("nothing imported; " + "; ".join(bad[:MAX_REPORTED_ERRORS]))

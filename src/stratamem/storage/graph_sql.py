@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from .. import ranking
-from ..audit import AuditDraft
+from ..audit import AuditDraft, operator_draft
 from ..errors import NotFound, ValidationError
 from ..graph import rank
 from ..graph.checks import DEFAULT_TYPE, MAX_OBSERVATIONS_PER_NODE
@@ -572,6 +572,6 @@ def import_graph(gc: GraphConn, analyzer: Analyzer, agent: str, level: Level,
                    {"id": str(uuid.uuid4()), "ag": agent, "s": draft.source, "t": draft.target,
                     "r": draft.relation, "lvl": int(level), "note": draft.note, "now": now_us})
             edges += 1
-    return (nodes, edges), AuditDraft("graph.import", agent_id=agent, taint=level, levels=(level,),
+    return (nodes, edges), operator_draft("graph.import", agent_id=agent, levels=(level,),
                                       detail={"nodes": nodes, "edges": edges, "entities": len(entities),
                                               "relations": len(relations)})
