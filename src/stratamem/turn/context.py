@@ -21,6 +21,7 @@ from .errors import ValidationError
 from .messages import Message
 from .noise import is_noise_content, is_noise_key
 from .observe import EventBus, MemoryRecall, emit
+from .related import related_lines
 from .textcut import ellipsize
 
 __all__ = [
@@ -117,9 +118,10 @@ class ContextConfig:
     search_limit: int = 16
     suppress: bool = False
     show_levels: bool = False
+    related_entries: int = 0  # > 0 adds graph links around what was recalled (turn/related.py)
 
     def __post_init__(self) -> None:
-        for name in ("max_entries", "max_entry_chars", "max_total_chars", "search_limit"):
+        for name in ("max_entries", "max_entry_chars", "max_total_chars", "search_limit", "related_entries"):
             if getattr(self, name) < 0:
                 raise ValidationError(f"ContextConfig.{name} must be >= 0")
         for name in ("min_relevance", "half_life_days", "relative_floor", "min_coverage"):
@@ -293,6 +295,10 @@ def render_memory_context(
         hits = session.search(user_message, max_results=config.search_limit)
         memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
         lines = fit_lines(memories, config)
+        if config.related_entries:
+            budget = config.max_total_chars - len(_HEAD) - len(_TAIL) - sum(map(len, lines))
+            lines += related_lines(session, [m.key for m in memories], user_message, config.related_entries,
+                                   config.max_entry_chars, budget, BLOCK_CLOSE)
     except Exception as exc:
         emit(
             events, MemoryRecall(origin=origin_name, entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
