@@ -43,7 +43,7 @@ from .base import SessionRecord
 from .rows import from_us, to_us
 
 NODE_COLUMNS = ("n.id, n.agent_id, n.name, n.type, n.content, n.tags, n.level, n.source, n.session_id, "
-                "n.created_us, n.updated_us")
+                "n.created_us, n.updated_us, n.length")
 EDGE_COLUMNS = "e.id, e.agent_id, e.source, e.target, e.relation, e.note, e.level, e.created_us"
 CHUNK = 400
 MAX_FRONTIER = 2_000  # nodes expanded per traversal step: bounds a neighbourhood query on hub nodes
@@ -215,41 +215,81 @@ def edges_touching(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]],
     return edges if limit is None else edges[:limit]
 
 
+def _hidden(gc: GraphConn, scope: Scope) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """In-scope live rows the session does not see: shadowed node versions and orphaned observations."""
+    shadowed = gc.rows(f"SELECT n.id, n.length FROM graph_nodes n WHERE n.multi = 1 AND n.deleted_us IS NULL "
+                       f"AND n.agent_id IN ({scope.agent_list}) AND n.level <= :lvl AND NOT ({scope.node_visible})",
+                       scope.params)
+    orphans = gc.rows(f"SELECT o.id, o.length FROM graph_observations o WHERE o.anchored = 0 AND o.deleted_us IS NULL "
+                      f"AND o.agent_id IN ({scope.agent_list}) AND o.level <= :lvl "
+                      f"AND NOT {scope.live_name('o.agent_id', 'o.name')}", scope.params)
+    return shadowed, orphans
+
+
+MAX_HIDDEN_PARAMS = 500
+
+
 def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> list[tuple[Node, float]]:
-    """BM25 over visible nodes (name, type, content, tags and visible observations)."""
+    """BM25 over visible nodes (name, type, content, tags and visible observations).
+
+    Statistics come from the partitions the session may read (``graph_part_stats``) minus the few
+    in-scope rows it cannot see (found through the ``multi``/``anchored`` flags), so they cover
+    exactly the visible view without scanning it.
+    """
     if not terms:
         return []
-    n_docs, node_len = gc.one(f"SELECT count(*), coalesce(sum(n.length), 0) FROM graph_nodes n "
-                              f"WHERE {scope.node_visible}", scope.params)
-    if not n_docs:
+    nodes, node_len, obs_len = (int(v) for v in gc.one(
+        f"SELECT coalesce(sum(nodes), 0), coalesce(sum(node_len), 0), coalesce(sum(obs_len), 0) "
+        f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl", scope.params))
+    shadowed, orphans = _hidden(gc, scope)
+    n_docs = nodes - len(shadowed)
+    total = node_len - sum(r[1] for r in shadowed) + obs_len - sum(r[1] for r in orphans)
+    if n_docs <= 0:
         return []
-    obs_len = gc.one(f"SELECT coalesce(sum(o.length), 0) FROM graph_observations o WHERE {scope.obs_visible}",
-                     scope.params)[0]
     marks, term_params = _in("t", list(terms))
     params = {**scope.params, **term_params}
-    unit_visible = (
-        f"((p.kind = 'o' AND {scope.live_name('p.agent_id', 'p.name')}) OR (p.kind = 'n' AND NOT EXISTS "
-        f"(SELECT 1 FROM graph_nodes h WHERE h.agent_id = p.agent_id AND h.name = p.name AND h.level > p.level "
-        f"AND h.level <= :lvl AND h.deleted_us IS NULL)))")
-    postings = gc.rows(f"SELECT p.term, p.agent_id, p.name, sum(p.tf) FROM graph_postings p "
-                       f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl "
-                       f"AND {unit_visible} GROUP BY p.term, p.agent_id, p.name", params)
-    candidates = sorted({(agent, name) for _, agent, name, _ in postings})
+    hidden = [r[0] for r in shadowed + orphans]
+    if len(hidden) <= MAX_HIDDEN_PARAMS:
+        hmarks, hparams = _in("h", hidden)
+        unit_visible = f"p.unit_id NOT IN ({hmarks})" if hidden else "1 = 1"
+        params.update(hparams)
+    else:  # many hidden rows: test each posting instead
+        unit_visible = (
+            f"((p.kind = 'o' AND {scope.live_name('p.agent_id', 'p.name')}) OR (p.kind = 'n' AND NOT EXISTS "
+            f"(SELECT 1 FROM graph_nodes h WHERE h.agent_id = p.agent_id AND h.name = p.name AND h.level > p.level "
+            f"AND h.level <= :lvl AND h.deleted_us IS NULL)))")
+    postings = [(t, a, n, int(tf)) for t, a, n, tf in gc.rows(
+        f"SELECT p.term, p.agent_id, p.name, sum(p.tf) FROM graph_postings p "
+        f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl "
+        f"AND {unit_visible} GROUP BY p.term, p.agent_id, p.name", params)]
+    lengths = _doc_lengths(gc, scope, sorted({(agent, name) for _, agent, name, _ in postings}))
+    ranked = rank.score_nodes(n_docs, total, postings, lengths, scope.agents)[:limit]
+    found = load_nodes(gc, scope, [key for key, _ in ranked])
+    return [(found[key], score / ranking.SCORE_SCALE) for key, score in ranked if key in found]
+
+
+def _doc_lengths(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """Visible document length (visible version + visible observations) of each visible node among ``keys``."""
     lengths: dict[tuple[str, str], int] = {}
     for agent in scope.agents:
-        names = [name for a, name in candidates if a == agent]
+        names = [name for a, name in keys if a == agent]
         for chunk in _chunks(names):
             kmarks, kparams = _in("k", chunk)
-            for name, length in gc.rows(
-                    f"SELECT n.name, n.length + coalesce((SELECT sum(o.length) FROM graph_observations o "
-                    f"WHERE o.agent_id = n.agent_id AND o.name = n.name AND o.level <= :lvl "
-                    f"AND o.deleted_us IS NULL), 0) FROM graph_nodes n WHERE n.agent_id = :ag "
-                    f"AND n.name IN ({kmarks}) AND {scope.node_visible}",
-                    {**scope.params, **kparams, "ag": agent}):
+            args = {**scope.params, **kparams, "ag": agent}
+            best: dict[str, tuple[int, int]] = {}
+            for name, level, length in gc.rows(
+                    f"SELECT name, level, length FROM graph_nodes WHERE agent_id = :ag AND name IN ({kmarks}) "
+                    "AND level <= :lvl AND deleted_us IS NULL", args):
+                if name not in best or level > best[name][0]:
+                    best[name] = (level, length)
+            for name, (_, length) in best.items():
                 lengths[(agent, name)] = length
-    ranked = rank.score_nodes(n_docs, node_len + obs_len, postings, lengths, scope.agents)[:limit]
-    nodes = load_nodes(gc, scope, [key for key, _ in ranked])
-    return [(nodes[key], score / ranking.SCORE_SCALE) for key, score in ranked if key in nodes]
+            for name, total in gc.rows(
+                    f"SELECT name, sum(length) FROM graph_observations WHERE agent_id = :ag AND name IN ({kmarks}) "
+                    "AND level <= :lvl AND deleted_us IS NULL GROUP BY name", args):
+                if (agent, name) in lengths:
+                    lengths[(agent, name)] += int(total)
+    return lengths
 
 
 def read_page(gc: GraphConn, scope: Scope, after: str | None, limit: int, edge_limit: int
@@ -285,11 +325,48 @@ def stats(gc: GraphConn, scope: Scope, top: int = 10) -> GraphStats:
 # ---------------------------------------------------------------------------------- index upkeep
 
 
+INSERT_POSTING = ("INSERT INTO graph_postings (term, unit_id, kind, agent_id, name, level, tf) "
+                  "VALUES (:term, :unit, :kind, :agent, :name, :level, :tf)")
+
+
+def _postings(unit_id: str, kind: str, agent: str, name: str, level: int, terms: dict[str, int]) -> list[dict]:
+    return [{"term": t, "unit": unit_id, "kind": kind, "agent": agent, "name": name, "level": level, "tf": tf}
+            for t, tf in terms.items()]
+
+
 def _index(gc: GraphConn, unit_id: str, kind: str, agent: str, name: str, level: int, terms: dict[str, int]) -> None:
-    gc.many("INSERT INTO graph_postings (term, unit_id, kind, agent_id, name, level, tf) "
-            "VALUES (:term, :unit, :kind, :agent, :name, :level, :tf)",
-            [{"term": t, "unit": unit_id, "kind": kind, "agent": agent, "name": name, "level": level, "tf": tf}
-             for t, tf in terms.items()])
+    gc.many(INSERT_POSTING, _postings(unit_id, kind, agent, name, level, terms))
+
+
+# Keeps, for one (agent, name), which live versions some higher live version may shadow (``multi``) and
+# which observations lost every live version at or below their own level (``anchored`` = 0). Searches
+# subtract exactly those rows from the partition statistics. It writes flags on rows of other levels,
+# so on PostgreSQL it runs as the SECURITY DEFINER function sm_graph_refresh with this same body.
+REFRESH_SQL = (
+    "UPDATE graph_nodes SET multi = CASE WHEN (SELECT count(*) FROM graph_nodes h WHERE h.agent_id = {ag} "
+    "AND h.name = {name} AND h.deleted_us IS NULL) > 1 THEN 1 ELSE 0 END "
+    "WHERE agent_id = {ag} AND name = {name} AND deleted_us IS NULL",
+    "UPDATE graph_observations SET anchored = CASE WHEN EXISTS (SELECT 1 FROM graph_nodes x WHERE x.agent_id = {ag} "
+    "AND x.name = {name} AND x.level <= graph_observations.level AND x.deleted_us IS NULL) THEN 1 ELSE 0 END "
+    "WHERE agent_id = {ag} AND name = {name} AND deleted_us IS NULL",
+)
+
+
+def _refresh(gc: GraphConn, agent: str, name: str) -> None:
+    if gc.postgres:
+        gc.run("SELECT sm_graph_refresh(:ag, :name)", {"ag": agent, "name": name})
+        return
+    for statement in REFRESH_SQL:
+        gc.run(statement.format(ag=":ag", name=":name"), {"ag": agent, "name": name})
+
+
+def _stats_add(gc: GraphConn, agent: str, level: int, nodes: int = 0, node_len: int = 0, obs_len: int = 0) -> None:
+    """Per (agent, level) counts a writer keeps for its own partition (the level it writes at)."""
+    gc.run("INSERT INTO graph_part_stats (agent_id, level, nodes, node_len, obs_len) "
+           "VALUES (:ag, :lvl, :n, :nl, :ol) ON CONFLICT (agent_id, level) DO UPDATE SET "
+           "nodes = graph_part_stats.nodes + excluded.nodes, node_len = graph_part_stats.node_len + excluded.node_len, "
+           "obs_len = graph_part_stats.obs_len + excluded.obs_len",
+           {"ag": agent, "lvl": level, "n": nodes, "nl": node_len, "ol": obs_len})
 
 
 def _node_terms(analyzer: Analyzer, name: str, type_: str, content: str, tags: Sequence[str]):
@@ -309,6 +386,19 @@ def reindex(gc: GraphConn, analyzer: Analyzer) -> None:
         terms, length = analyzer.document_terms("", text, ())
         gc.run("UPDATE graph_observations SET length = :len WHERE id = :id", {"len": length, "id": unit})
         _index(gc, unit, "o", agent, name, level, terms)
+    gc.run("DELETE FROM graph_part_stats")
+    gc.run("INSERT INTO graph_part_stats (agent_id, level, nodes, node_len, obs_len) "
+           "SELECT agent_id, level, count(*), sum(length), 0 FROM graph_nodes WHERE deleted_us IS NULL "
+           "GROUP BY agent_id, level")
+    for agent, level, total in gc.rows("SELECT agent_id, level, sum(length) FROM graph_observations "
+                                       "WHERE deleted_us IS NULL GROUP BY agent_id, level"):
+        _stats_add(gc, agent, level, obs_len=int(total))
+    for statement in REFRESH_SQL:
+        gc.run(statement.format(ag="graph_nodes.agent_id", name="graph_nodes.name").replace(
+            "WHERE agent_id = graph_nodes.agent_id AND name = graph_nodes.name AND", "WHERE")
+            if statement.startswith("UPDATE graph_nodes") else
+            statement.format(ag="graph_observations.agent_id", name="graph_observations.name").replace(
+            "WHERE agent_id = graph_observations.agent_id AND name = graph_observations.name AND", "WHERE"))
 
 
 # ---------------------------------------------------------------------------------- writes
@@ -325,11 +415,14 @@ def _insert_node(gc: GraphConn, analyzer: Analyzer, agent: str, level: int, draf
             "content": draft.content, "tags": json.dumps(list(draft.tags)), "source": draft.source,
             "session": session_id, "created": created_us or now_us, "now": now_us, "len": length})
     _index(gc, unit, "n", agent, draft.name, level, terms)
+    _stats_add(gc, agent, level, 1, length)
+    _refresh(gc, agent, draft.name)
     return unit
 
 
 def _update_node(gc: GraphConn, analyzer: Analyzer, row: Sequence, draft: NodeDraft, now_us: int) -> None:
     terms, length = _node_terms(analyzer, draft.name, draft.type, draft.content, draft.tags)
+    _stats_add(gc, row[1], row[6], 0, length - row[11])
     gc.run("DELETE FROM graph_postings WHERE unit_id = :id", {"id": row[0]})
     gc.run("UPDATE graph_nodes SET type = :type, content = :content, tags = :tags, source = :source, "
            "updated_us = :now, length = :len WHERE id = :id",
@@ -339,25 +432,27 @@ def _update_node(gc: GraphConn, analyzer: Analyzer, row: Sequence, draft: NodeDr
 
 
 def _add_observations(gc: GraphConn, analyzer: Analyzer, scope: Scope, agent: str, level: int, name: str,
-                      texts: Sequence[str], session_id: str | None, now_us: int) -> list[str]:
-    """Store the texts not already visible on (agent, name); returns those added, in order."""
-    if not texts:
-        return []
+                      texts: Sequence[str], session_id: str | None, now_us: int) -> tuple[list[str], int]:
+    """Store the texts not already visible on (agent, name); returns those added, in order, and how many were there."""
     existing = {t for (t,) in gc.rows("SELECT o.text FROM graph_observations o WHERE o.agent_id = :ag "
                                        "AND o.name = :name AND o.level <= :lvl AND o.deleted_us IS NULL",
                                        {**scope.params, "ag": agent, "name": name})}
     added = [t for t in dict.fromkeys(texts) if t not in existing]
     if len(existing) + len(added) > MAX_OBSERVATIONS_PER_NODE:
         raise ValidationError(f"node {name!r} would hold more than {MAX_OBSERVATIONS_PER_NODE} observations")
+    rows, postings = [], []
     for pos, text in enumerate(added):
         unit = str(uuid.uuid4())
         terms, length = analyzer.document_terms("", text, ())
-        gc.run("INSERT INTO graph_observations (id, agent_id, name, level, text, session_id, created_us, pos, "
-               "length) VALUES (:id, :agent, :name, :level, :text, :session, :now, :pos, :len)",
-               {"id": unit, "agent": agent, "name": name, "level": level, "text": text, "session": session_id,
-                "now": now_us, "pos": pos, "len": length})
-        _index(gc, unit, "o", agent, name, level, terms)
-    return added
+        rows.append({"id": unit, "agent": agent, "name": name, "level": level, "text": text, "session": session_id,
+                     "now": now_us, "pos": pos, "len": length})
+        postings += _postings(unit, "o", agent, name, level, terms)
+    gc.many("INSERT INTO graph_observations (id, agent_id, name, level, text, session_id, created_us, pos, "
+            "length) VALUES (:id, :agent, :name, :level, :text, :session, :now, :pos, :len)", rows)
+    gc.many(INSERT_POSTING, postings)
+    if rows:
+        _stats_add(gc, agent, level, obs_len=sum(r["len"] for r in rows))
+    return added, len(existing)
 
 
 class NodeNotFound(NotFound):
@@ -399,8 +494,17 @@ def write_nodes(gc: GraphConn, analyzer: Analyzer, record: SessionRecord, drafts
         else:
             draft = NodeDraft(draft.name, draft.type or DEFAULT_TYPE, draft.content, draft.tags, draft.observations,
                               draft.source)
-            _insert_node(gc, analyzer, agent, level, draft, record.id, now_us)
-        _add_observations(gc, analyzer, scope, agent, level, draft.name, draft.observations, record.id, now_us)
+            unit = _insert_node(gc, analyzer, agent, level, draft, record.id, now_us)
+            added, older = _add_observations(gc, analyzer, scope, agent, level, draft.name, draft.observations,
+                                             record.id, now_us)
+            if not older:  # nothing else attached to the name: the stored node is exactly the draft
+                moment = from_us(now_us)
+                out.append((Node(unit, agent, draft.name, draft.type, draft.content, draft.tags, record.taint,
+                                 draft.source, record.id, moment, moment,
+                                 tuple(Observation(t, record.taint, moment) for t in added)), True))
+                continue
+        if row is not None:
+            _add_observations(gc, analyzer, scope, agent, level, draft.name, draft.observations, record.id, now_us)
         out.append((load_nodes(gc, scope, [(agent, draft.name)])[(agent, draft.name)], True))
     written = [n for n, created in out if created]
     return out, AuditDraft("graph.write", record.id, agent, record.taint, tuple(n.name for n in written),
@@ -418,7 +522,7 @@ def add_observations(gc: GraphConn, analyzer: Analyzer, record: SessionRecord,
         if visible_version(gc, scope, record.agent_id, name) is None:
             raise not_found(name)
         out.append((name, _add_observations(gc, analyzer, scope, record.agent_id, int(record.taint), name, texts,
-                                            record.id, now_us)))
+                                            record.id, now_us)[0]))
     return out, AuditDraft("graph.observe", record.id, record.agent_id, record.taint, tuple(n for n, _ in out),
                            (record.taint,), detail={"added": sum(len(a) for _, a in out)})
 
@@ -461,11 +565,19 @@ def relate(gc: GraphConn, record: SessionRecord, drafts: Sequence[EdgeDraft], no
 
 
 def _soft_delete(gc: GraphConn, table: str, ids: Sequence[str], now_us: int) -> None:
+    """Hide rows (kept for audit until purge); nodes and observations leave the index and the statistics."""
     for chunk in _chunks(list(ids)):
         marks, params = _in("k", chunk)
-        gc.run(f"UPDATE {table} SET deleted_us = :now WHERE id IN ({marks})", {**params, "now": now_us})
         if table != "graph_edges":
+            for agent, level, count, total in gc.rows(
+                    f"SELECT agent_id, level, count(*), sum(length) FROM {table} WHERE id IN ({marks}) "
+                    "AND deleted_us IS NULL GROUP BY agent_id, level", params):
+                if table == "graph_nodes":
+                    _stats_add(gc, agent, level, -count, -int(total))
+                else:
+                    _stats_add(gc, agent, level, obs_len=-int(total))
             gc.run(f"DELETE FROM graph_postings WHERE unit_id IN ({marks})", params)
+        gc.run(f"UPDATE {table} SET deleted_us = :now WHERE id IN ({marks})", {**params, "now": now_us})
 
 
 def delete_nodes(gc: GraphConn, record: SessionRecord, names: Sequence[str], now: datetime
@@ -486,6 +598,7 @@ def delete_nodes(gc: GraphConn, record: SessionRecord, names: Sequence[str], now
         _soft_delete(gc, "graph_nodes", [row[0]], now_us)
         _soft_delete(gc, "graph_observations", obs, now_us)
         _soft_delete(gc, "graph_edges", edges, now_us)
+        _refresh(gc, record.agent_id, name)
         deleted.append(name)
     return deleted, AuditDraft("graph.delete", record.id, record.agent_id, record.taint, tuple(deleted),
                                (record.taint,), detail={"nodes": len(deleted), "asked": len(names)})

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .graph_sql import GraphConn
+from .graph_sql import REFRESH_SQL, GraphConn
 
 if TYPE_CHECKING:
     from .postgres import PostgresBackend
@@ -28,18 +28,26 @@ _READ = f"({_OPERATOR} OR (level <= (SELECT sm_taint()) AND agent_id = ANY (CAST
 _WRITE = f"({_OPERATOR} OR (level = (SELECT sm_taint()) AND agent_id = (SELECT sm_agent())))"
 _C = 'text COLLATE "C"'
 
+
+def _refresh_body() -> str:
+    guard = " AND (sm_operator() OR p_agent = sm_agent())"
+    return ";\n         ".join(stmt.format(ag="p_agent", name="p_name") + guard for stmt in REFRESH_SQL)
+
+
 V5 = [
     f"""CREATE TABLE graph_nodes (
         id {_C} PRIMARY KEY, agent_id {_C} NOT NULL, name {_C} NOT NULL, level smallint NOT NULL,
         type {_C} NOT NULL, content text NOT NULL, tags text NOT NULL, source text, session_id text,
         created_us bigint NOT NULL, updated_us bigint NOT NULL, deleted_us bigint,
-        length integer NOT NULL DEFAULT 0)""",
+        length integer NOT NULL DEFAULT 0, multi smallint NOT NULL DEFAULT 0)""",
+    "CREATE INDEX graph_nodes_multi ON graph_nodes (agent_id) WHERE multi = 1 AND deleted_us IS NULL",
     "CREATE UNIQUE INDEX graph_nodes_live ON graph_nodes (agent_id, name, level) WHERE deleted_us IS NULL",
     "CREATE INDEX graph_nodes_deleted ON graph_nodes (deleted_us) WHERE deleted_us IS NOT NULL",
     f"""CREATE TABLE graph_observations (
         id {_C} PRIMARY KEY, agent_id {_C} NOT NULL, name {_C} NOT NULL, level smallint NOT NULL,
         text {_C} NOT NULL, session_id text, created_us bigint NOT NULL, pos integer NOT NULL,
-        deleted_us bigint, length integer NOT NULL DEFAULT 0)""",
+        deleted_us bigint, length integer NOT NULL DEFAULT 0, anchored smallint NOT NULL DEFAULT 1)""",
+    "CREATE INDEX graph_observations_orphans ON graph_observations (agent_id) WHERE anchored = 0 AND deleted_us IS NULL",
     "CREATE INDEX graph_observations_name ON graph_observations (agent_id, name, level)",
     "CREATE INDEX graph_observations_deleted ON graph_observations (deleted_us) WHERE deleted_us IS NOT NULL",
     f"""CREATE TABLE graph_edges (
@@ -53,6 +61,14 @@ V5 = [
         term {_C} NOT NULL, unit_id {_C} NOT NULL, kind {_C} NOT NULL, agent_id {_C} NOT NULL,
         name {_C} NOT NULL, level smallint NOT NULL, tf integer NOT NULL, PRIMARY KEY (term, unit_id))""",
     "CREATE INDEX graph_postings_unit ON graph_postings (unit_id)",
+    f"""CREATE TABLE graph_part_stats (
+        agent_id {_C} NOT NULL, level smallint NOT NULL, nodes bigint NOT NULL, node_len bigint NOT NULL,
+        obs_len bigint NOT NULL, PRIMARY KEY (agent_id, level))""",
+    # Flags on other levels' rows (see graph_sql.REFRESH_SQL), for the bound agent's names only.
+    f"""CREATE FUNCTION sm_graph_refresh(p_agent text, p_name text) RETURNS void
+       LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+         {_refresh_body()}
+       $$""",
     *(stmt for table in ("graph_nodes", "graph_observations", "graph_edges") for stmt in (
         f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
         f"CREATE POLICY {table}_read ON {table} FOR SELECT USING {_READ}",
@@ -60,6 +76,13 @@ V5 = [
         f"CREATE POLICY {table}_update ON {table} FOR UPDATE USING {_WRITE} WITH CHECK {_WRITE}",
         f"CREATE POLICY {table}_delete ON {table} FOR DELETE USING ({_OPERATOR})",
     )),
+    "ALTER TABLE graph_part_stats ENABLE ROW LEVEL SECURITY",
+    f"CREATE POLICY graph_part_stats_read ON graph_part_stats FOR SELECT USING {_READ}",
+    f"CREATE POLICY graph_part_stats_insert ON graph_part_stats FOR INSERT WITH CHECK {_WRITE}",
+    f"CREATE POLICY graph_part_stats_update ON graph_part_stats FOR UPDATE USING {_WRITE} WITH CHECK {_WRITE}",
+    f"CREATE POLICY graph_part_stats_delete ON graph_part_stats FOR DELETE USING ({_OPERATOR})",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON graph_part_stats TO {app}",
+    "GRANT EXECUTE ON FUNCTION sm_graph_refresh(text, text) TO {app}",
     "ALTER TABLE graph_postings ENABLE ROW LEVEL SECURITY",
     f"CREATE POLICY graph_postings_read ON graph_postings FOR SELECT USING {_READ}",
     f"CREATE POLICY graph_postings_insert ON graph_postings FOR INSERT WITH CHECK {_WRITE}",
@@ -67,13 +90,13 @@ V5 = [
     "GRANT SELECT, INSERT, UPDATE, DELETE ON graph_nodes, graph_observations, graph_edges TO {app}",
     "GRANT SELECT, INSERT, DELETE ON graph_postings TO {app}",
     """DO $$ BEGIN
-         EXECUTE format('GRANT MAINTAIN ON graph_nodes, graph_observations, graph_edges, graph_postings TO %I',
+         EXECUTE format('GRANT MAINTAIN ON graph_nodes, graph_observations, graph_edges, graph_postings, graph_part_stats TO %I',
                         {app_literal});
        EXCEPTION WHEN syntax_error OR feature_not_supported OR invalid_parameter_value THEN NULL;
        END $$""",
 ]
 
-VACUUM_TABLES = "graph_nodes, graph_observations, graph_edges, graph_postings"
+VACUUM_TABLES = "graph_nodes, graph_observations, graph_edges, graph_postings, graph_part_stats"
 GRAPH_LOCK = "\x1egraph"  # the advisory key serialising one agent's graph writes
 
 Body = Callable[[GraphConn, Any], tuple[T, Any]]

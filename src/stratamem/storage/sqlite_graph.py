@@ -34,8 +34,10 @@ CREATE TABLE IF NOT EXISTS graph_nodes (
     created_us INTEGER NOT NULL,
     updated_us INTEGER NOT NULL,
     deleted_us INTEGER,
-    length INTEGER NOT NULL DEFAULT 0
+    length INTEGER NOT NULL DEFAULT 0,
+    multi INTEGER NOT NULL DEFAULT 0
 );
+CREATE INDEX IF NOT EXISTS graph_nodes_multi ON graph_nodes(agent_id) WHERE multi = 1 AND deleted_us IS NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS graph_nodes_live ON graph_nodes(agent_id, name, level) WHERE deleted_us IS NULL;
 CREATE INDEX IF NOT EXISTS graph_nodes_deleted ON graph_nodes(deleted_us) WHERE deleted_us IS NOT NULL;
 CREATE TABLE IF NOT EXISTS graph_observations (
@@ -48,8 +50,11 @@ CREATE TABLE IF NOT EXISTS graph_observations (
     created_us INTEGER NOT NULL,
     pos INTEGER NOT NULL,
     deleted_us INTEGER,
-    length INTEGER NOT NULL DEFAULT 0
+    length INTEGER NOT NULL DEFAULT 0,
+    anchored INTEGER NOT NULL DEFAULT 1
 );
+CREATE INDEX IF NOT EXISTS graph_observations_orphans ON graph_observations(agent_id)
+    WHERE anchored = 0 AND deleted_us IS NULL;
 CREATE INDEX IF NOT EXISTS graph_observations_name ON graph_observations(agent_id, name, level);
 CREATE INDEX IF NOT EXISTS graph_observations_deleted ON graph_observations(deleted_us) WHERE deleted_us IS NOT NULL;
 CREATE TABLE IF NOT EXISTS graph_edges (
@@ -79,6 +84,14 @@ CREATE TABLE IF NOT EXISTS graph_postings (
     PRIMARY KEY (term, unit_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS graph_postings_unit ON graph_postings(unit_id);
+CREATE TABLE IF NOT EXISTS graph_part_stats (
+    agent_id TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    nodes INTEGER NOT NULL,
+    node_len INTEGER NOT NULL,
+    obs_len INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, level)
+) WITHOUT ROWID;
 """
 
 
