@@ -93,7 +93,7 @@ class World:
     def __init__(self, backend: str, tmp_path, taint: Level) -> None:
         self.store = fresh_store(backend, tmp_path)
         self.writers: dict = {}
-        self.observer = store.session(OWN, peers=(PEER,))
+        self.observer = self.store.session(OWN, peers=(PEER,))
         self.observer.escalate(taint, "observe")
 
     def writer(self, agent, lv):
