@@ -141,15 +141,19 @@ def _chunks(values: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]
 # ---------------------------------------------------------------------------------- rows → records
 
 
+_LEVELS = tuple(Level)
+
+
 def _node(row: Sequence, observations: tuple[Observation, ...] = ()) -> Node:
-    return Node(id=row[0], agent_id=row[1], name=row[2], type=row[3], content=row[4], tags=tuple(json.loads(row[5])),
-                level=Level(row[6]), source=row[7], session_id=row[8], created_at=from_us(row[9]),
+    tags = () if row[5] == "[]" else tuple(json.loads(row[5]))
+    return Node(id=row[0], agent_id=row[1], name=row[2], type=row[3], content=row[4], tags=tags,
+                level=_LEVELS[row[6]], source=row[7], session_id=row[8], created_at=from_us(row[9]),
                 updated_at=from_us(row[10]), observations=observations)
 
 
 def _edge(row: Sequence) -> Edge:
     return Edge(id=row[0], agent_id=row[1], source=row[2], target=row[3], relation=row[4], note=row[5],
-                level=Level(row[6]), created_at=from_us(row[7]))
+                level=_LEVELS[row[6]], created_at=from_us(row[7]))
 
 
 def _edge_order(scope: Scope, edges: Iterable[Edge]) -> list[Edge]:
@@ -186,7 +190,9 @@ def load_nodes(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]]) -> 
                     f"AND o.name IN ({marks}) AND o.level <= :lvl AND o.deleted_us IS NULL "
                     "ORDER BY o.name, o.created_us, o.pos, o.text",
                     {**scope.params, **params, "ag": agent}):
-                observed[(agent, name)].setdefault(text, Observation(text, Level(level), from_us(created)))
+                seen = observed[(agent, name)]
+                if text not in seen:
+                    seen[text] = Observation(text, _LEVELS[level], from_us(created))
     return {key: _node(row, tuple(observed[key].values())) for key, row in rows.items()}
 
 
