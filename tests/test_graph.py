@@ -301,3 +301,20 @@ def test_cli_imports_an_mcp_memory_file(tmp_path):
         s.escalate(Level.CONFIDENTIAL, "check")
         assert [n.name for n in s.graph.read().nodes] == ["Ann"]
         assert s.graph.get("Ann").level == Level.CONFIDENTIAL
+
+
+def test_export_as_mcp_memory_round_trips(store, tmp_path):
+    s = store.session("a")
+    s.graph.capture("Sam", "person", observations=["likes tea"])
+    s.graph.capture("Billing", "team")
+    s.graph.relate("Sam", "Billing", "manages")
+    high = store.session("a")
+    high.escalate(Level.INTERNAL, "test")
+    high.graph.capture("Hidden", "x")
+    lines = list(store.export_graph("a", "PUBLIC"))
+    assert [json.loads(line) for line in lines] == [
+        {"type": "entity", "name": "Billing", "entityType": "team", "observations": []},
+        {"type": "entity", "name": "Sam", "entityType": "person", "observations": ["likes tea"]},
+        {"type": "relation", "from": "Sam", "to": "Billing", "relationType": "manages"}]
+    assert store.import_graph(lines, agent_id="copy", level="PUBLIC") == (2, 1)
+    assert [n.node.name for n in store.session("copy").graph.neighbors("Sam")] == ["Billing"]

@@ -371,14 +371,21 @@ def _target(ctx: Context, target: str | None) -> str:
 
 @cli.command("export")
 @click.argument("file", required=False, type=click.Path(dir_okay=False, writable=True))
+@click.option("--format", "fmt", type=click.Choice(["stratamem", "mcp-memory"]), default="stratamem",
+              show_default=True, help="stratamem JSON Lines, or the graph as an MCP memory server memory.jsonl.")
+@click.option("--level", default="PUBLIC", show_default=True,
+              help="mcp-memory: export the graph of --agent as a session at this level sees it.")
 @click.pass_obj
-def export_(ctx: Context, file: str | None) -> None:
+def export_(ctx: Context, file: str | None, fmt: str, level: str) -> None:
     """Write every live memory (all levels), then transcripts and usage, as JSON Lines (operator)."""
 
     def action() -> None:
         store = ctx.store()
-        lines = itertools.chain(dump_lines(store.export(agent_id=ctx.agent)),
-                                dump_lines(store.export_turns(agent_id=ctx.agent)))
+        if fmt == "mcp-memory":
+            lines = store.export_graph(agent_id=ctx.agent or "main", level=level)
+        else:
+            lines = itertools.chain(dump_lines(store.export(agent_id=ctx.agent)),
+                                    dump_lines(store.export_turns(agent_id=ctx.agent)))
         if file is None:
             for line in lines:
                 click.echo(line, nl=False)

@@ -287,6 +287,20 @@ class Store:
         return self.backend.graph_operator(now, lambda gc: graph_sql.import_graph(
             gc, self.analyzer, agent_id, chosen, entities, relations, now))
 
+    def export_graph(self, agent_id: str = "main", level: Level | str = Level.PUBLIC) -> Iterator[str]:
+        """The graph of ``agent_id`` as a session at ``level`` sees it, as MCP memory server JSON Lines.
+
+        Levels are not in that format (each line is what the reader at ``level`` sees); export at the
+        level you will import the file at. Audited as an operator ``graph.export``.
+        """
+        from .graph.mcp_memory import export_lines
+        from .storage import graph_sql
+
+        agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
+        now = self.now()
+        return iter(self.backend.graph_operator(now, lambda gc: graph_sql.export_view(gc, agent_id, chosen, now,
+                                                                                     export_lines)))
+
     def audit(self, draft: AuditDraft) -> AuditEvent:
         """Append an event (policy decisions and other runtime records)."""
         return self.backend.append_audit(draft, self.now())

@@ -8,6 +8,7 @@ and bad lines are reported by number; nothing is imported if any is bad.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -87,3 +88,10 @@ def screen(entities: Iterable[tuple[int, NodeDraft]], relations: Iterable[tuple[
             bad.append(f"line {number}: {describe(kinds)}")
     if bad:
         raise PolicyBlocked("nothing imported; " + "; ".join(bad[:MAX_REPORTED_ERRORS]))
+
+
+def export_lines(nodes: Iterable[Node], edges: Iterable[Edge]) -> list[str]:
+    """The official file format: entities first, then relations, one JSON object per line."""
+    lines = [json.dumps({"type": "entity", **entity(n)}, ensure_ascii=False) + "\n" for n in nodes]
+    lines += [json.dumps({"type": "relation", **relation(e)}, ensure_ascii=False) + "\n" for e in edges]
+    return lines

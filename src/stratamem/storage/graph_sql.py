@@ -694,3 +694,20 @@ def import_graph(gc: GraphConn, analyzer: Analyzer, agent: str, level: Level,
     return (nodes, edges), operator_draft("graph.import", agent_id=agent, levels=(level,),
                                       detail={"nodes": nodes, "edges": edges, "entities": len(entities),
                                               "relations": len(relations)})
+
+
+def export_view(gc: GraphConn, agent: str, level: Level, now: datetime, render) -> tuple[list[str], AuditDraft]:
+    """Operator export: every node and edge of ``agent`` a session at ``level`` sees, page by page."""
+    scope = Scope(SessionRecord("export", agent, level, (), level, now))
+    nodes: list[Node] = []
+    edges: list[Edge] = []
+    after = None
+    while True:
+        page, page_edges, more = read_page(gc, scope, after, 500, 10**9)
+        nodes += page
+        edges += page_edges
+        if not more or not page:
+            break
+        after = page[-1].name
+    return render(nodes, edges), operator_draft("graph.export", agent_id=agent, levels=(level,),
+                                            detail={"nodes": len(nodes), "edges": len(edges)})
