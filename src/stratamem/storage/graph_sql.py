@@ -235,6 +235,16 @@ def _hidden(gc: GraphConn, scope: Scope) -> tuple[list[tuple[str, int]], list[tu
 MAX_HIDDEN_PARAMS = 500
 
 
+def visible_stats(gc: GraphConn, scope: Scope) -> tuple[int, int, list[str]]:
+    """(visible nodes, their total document length, ids of the in-scope rows the session cannot see)."""
+    nodes, node_len, obs_len = (int(v) for v in gc.one(
+        f"SELECT coalesce(sum(nodes), 0), coalesce(sum(node_len), 0), coalesce(sum(obs_len), 0) "
+        f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl", scope.params))
+    shadowed, orphans = _hidden(gc, scope)
+    total = node_len - sum(r[1] for r in shadowed) + obs_len - sum(r[1] for r in orphans)
+    return nodes - len(shadowed), total, [r[0] for r in shadowed + orphans]
+
+
 def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> list[tuple[Node, float]]:
     """BM25 over visible nodes (name, type, content, tags and visible observations).
 
@@ -244,17 +254,11 @@ def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> lis
     """
     if not terms:
         return []
-    nodes, node_len, obs_len = (int(v) for v in gc.one(
-        f"SELECT coalesce(sum(nodes), 0), coalesce(sum(node_len), 0), coalesce(sum(obs_len), 0) "
-        f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl", scope.params))
-    shadowed, orphans = _hidden(gc, scope)
-    n_docs = nodes - len(shadowed)
-    total = node_len - sum(r[1] for r in shadowed) + obs_len - sum(r[1] for r in orphans)
+    n_docs, total, hidden = visible_stats(gc, scope)
     if n_docs <= 0:
         return []
     marks, term_params = _in("t", list(terms))
     params = {**scope.params, **term_params}
-    hidden = [r[0] for r in shadowed + orphans]
     if len(hidden) <= MAX_HIDDEN_PARAMS:
         hmarks, hparams = _in("h", hidden)
         unit_visible = f"p.unit_id NOT IN ({hmarks})" if hidden else "1 = 1"
