@@ -267,7 +267,7 @@ class Store:
         or (unless ``scan=False``) carries what the poisoning scanner refuses.
         """
         from .graph.mcp_memory import parse_lines, screen
-        from .storage import graph_sql
+        from .storage import graph_write
 
         agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
         if isinstance(path_or_lines, (str, Path)):
@@ -284,7 +284,7 @@ class Store:
         if scan:
             screen(entities, relations)
         now = self.now()
-        return self.backend.graph_operator(now, lambda gc: graph_sql.import_graph(
+        return self.backend.graph_operator(now, lambda gc: graph_write.import_graph(
             gc, self.analyzer, agent_id, chosen, entities, relations, now))
 
     def export_graph(self, agent_id: str = "main", level: Level | str = Level.PUBLIC) -> Iterator[str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..audit import AuditDraft
 from ..errors import ValidationError
 from ..storage import graph_sql as q
+from ..storage import graph_write as w
 from ..storage.base import SessionRecord
 from ..validation import check_tags, clamp_max_results
 from . import checks, traverse
@@ -72,30 +73,30 @@ class GraphSession:
 
     def write_nodes(self, drafts: Sequence[NodeDraft], merge: bool) -> list[tuple[Node, bool]]:
         analyzer = self._store.analyzer
-        return self._write(lambda gc, rec: q.write_nodes(gc, analyzer, rec, drafts, rec_now(self), merge))
+        return self._write(lambda gc, rec: w.write_nodes(gc, analyzer, rec, drafts, rec_now(self), merge))
 
     def add_observations(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, list[str]]]:
         checked = [(checks.check_name(n, "entityName"), checks.check_observations(t)) for n, t in items]
         analyzer = self._store.analyzer
-        return self._write(lambda gc, rec: q.add_observations(gc, analyzer, rec, checked, rec_now(self)))
+        return self._write(lambda gc, rec: w.add_observations(gc, analyzer, rec, checked, rec_now(self)))
 
     def relate(self, source: str, target: str, relation: str, note: str | None = None) -> Edge:
         return self.relate_many([checks.edge_draft(source, target, relation, note)])[0][0]
 
     def relate_many(self, drafts: Sequence[EdgeDraft]) -> list[tuple[Edge, bool]]:
-        return self._write(lambda gc, rec: q.relate(gc, rec, drafts, rec_now(self)))
+        return self._write(lambda gc, rec: w.relate(gc, rec, drafts, rec_now(self)))
 
     def delete_nodes(self, names: Sequence[str]) -> list[str]:
         """Soft-deletes the own versions at exactly the taint; names not there are skipped (returns those deleted)."""
         checked = checks.check_names(names)
-        return self._write(lambda gc, rec: q.delete_nodes(gc, rec, checked, rec_now(self)))
+        return self._write(lambda gc, rec: w.delete_nodes(gc, rec, checked, rec_now(self)))
 
     def delete_observations(self, items: Sequence[tuple[str, Sequence[str]]]) -> int:
         checked = [(checks.check_name(n, "entityName"), checks.check_observations(t)) for n, t in items]
-        return self._write(lambda gc, rec: q.delete_observations(gc, rec, checked, rec_now(self)))
+        return self._write(lambda gc, rec: w.delete_observations(gc, rec, checked, rec_now(self)))
 
     def delete_edges(self, drafts: Sequence[EdgeDraft]) -> int:
-        return self._write(lambda gc, rec: q.delete_edges(gc, rec, drafts, rec_now(self)))
+        return self._write(lambda gc, rec: w.delete_edges(gc, rec, drafts, rec_now(self)))
 
     # reads --------------------------------------------------------------------------------
     def get(self, name: str) -> Node | None:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .graph_sql import REFRESH_SQL, GraphConn
+from .graph_sql import GraphConn
+from .graph_write import REFRESH_SQL
 
 if TYPE_CHECKING:
     from .postgres import PostgresBackend
@@ -64,7 +65,7 @@ V5 = [
     f"""CREATE TABLE graph_part_stats (
         agent_id {_C} NOT NULL, level smallint NOT NULL, nodes bigint NOT NULL, node_len bigint NOT NULL,
         obs_len bigint NOT NULL, PRIMARY KEY (agent_id, level))""",
-    # Flags on other levels' rows (see graph_sql.REFRESH_SQL), for the bound agent's names only.
+    # Flags on other levels' rows (see graph_write.REFRESH_SQL), for the bound agent's names only.
     f"""CREATE FUNCTION sm_graph_refresh(p_agent text, p_name text) RETURNS void
        LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
          {_refresh_body()}

@@ -55,7 +55,7 @@ from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
 from ..text import Analyzer
-from . import graph_sql, pg_graph, pg_index, pg_search, pg_sessions, pg_turns
+from . import graph_sql, graph_write, pg_graph, pg_index, pg_search, pg_sessions, pg_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .pg_connect import (
@@ -181,7 +181,7 @@ class PostgresBackend:
             conn.execute("INSERT INTO meta (name, value) VALUES ('languages', %s) ON CONFLICT DO NOTHING", (langs,))
         elif row[0] != langs:
             pg_index.reindex(conn, self.analyzer)
-            graph_sql.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
+            graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
             conn.execute("UPDATE meta SET value = %s WHERE name = 'languages'", (langs,))
 
     def close(self) -> None:
@@ -487,7 +487,7 @@ class PostgresBackend:
             ids = [r[0] for r in expired] + [r[0] for r in deleted]
             conn.execute("DELETE FROM memories WHERE id = ANY(%s::bigint[])", (ids,))
             pg_index.together(conn, [pg_index.refresh_statement((r[1], r[2]) for r in expired)])
-            graph = graph_sql.purge(graph_sql.GraphConn(conn, postgres=True), before_us, agent_id)
+            graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=True), before_us, agent_id)
             self._append(conn, operator_draft("purge", agent_id=agent_id,
                                               detail={"purged": len(ids) + graph, "before": before.isoformat()}), now)
             unerased = conn.execute("SELECT value FROM meta WHERE name = 'purge_unerased'").fetchone()
@@ -646,7 +646,7 @@ class PostgresBackend:
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                              f"greatest((SELECT max(id) FROM {table}), 1))")
             pg_index.reindex(conn, self.analyzer)
-            graph_sql.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
+            graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
             return count
 
         return self._operator(body)

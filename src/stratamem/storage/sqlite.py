@@ -30,7 +30,7 @@ from ..private import create_private_file, match_sidecars
 from ..text import Analyzer
 from .. import paging
 from ..paging import ListQuery, Page
-from . import graph_sql, listing, pruning, sqlite_checkpoint, sqlite_graph, sqlite_sessions, sqlite_turns
+from . import graph_sql, graph_write, listing, pruning, sqlite_checkpoint, sqlite_graph, sqlite_sessions, sqlite_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .turn_rows import COPIED as TURN_TABLES
@@ -263,7 +263,7 @@ class SQLiteBackend:
             conn.execute("UPDATE memories SET length = ? WHERE id = ?", (length, mem_id))
             self._index(conn, mem_id, terms, agent, level, length)
             self._stats_add(conn, agent, level, 1, length)
-        graph_sql.reindex(graph_sql.GraphConn(conn, postgres=False), self.analyzer)
+        graph_write.reindex(graph_sql.GraphConn(conn, postgres=False), self.analyzer)
 
     def close(self) -> None:
         with self._lock:
@@ -753,7 +753,7 @@ class SQLiteBackend:
                 ).fetchall()
                 ids = [r[0] for r in expired] + [r[0] for r in deleted]
                 conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
-                graph = graph_sql.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
+                graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
                 self._append(conn, operator_draft("purge", agent_id=agent_id,
                                                   detail={"purged": len(ids) + graph, "before": before.isoformat()}), now)
         count = len(ids) + graph
