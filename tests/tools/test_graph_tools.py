@@ -75,6 +75,8 @@ def test_read_graph_is_paged_with_a_marker(session):
             break
         cursor = page["next_cursor"]
     assert pages == 3 and seen == [e["name"] for e in entities]
+    opened = json.loads(run(session, "open_nodes", names=[e["name"] for e in entities]))
+    assert len(opened["entities"]) == 100 and opened["truncated"] is True
 
 
 def test_the_level_is_forced_and_agent_arguments_ignored(session):

@@ -7,7 +7,7 @@ three delete messages, and ``{"entities", "relations"}`` for reads.
 each. Differences, all documented: ``read_graph`` is paged (at most 100
 entities; ``"truncated": true`` and ``"next_cursor"`` when more remain);
 ``search_nodes`` ranks by words (stems), at most 100 entities; relation lists
-in reads are capped at 500 (``"truncated": true``); an entity that does not
+in reads are capped at 500 and ``open_nodes`` opens at most 100 names (``"truncated": true``); an entity that does not
 exist, or is not accessible, is NOT_FOUND for add_observations (the official
 server also errors) and silently skipped by the deletes (as there).
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..graph import checks
-from ..graph.api import PAGE_EDGES
+from ..graph.api import PAGE_EDGES, PAGE_NODES
 from ..graph.mcp_memory import entity, relation
 from ..graph.model import Edge, Node
 from ..session import Session
@@ -111,8 +111,14 @@ def search_nodes(session: Session, args: dict[str, Any], quarantine: bool) -> st
 
 
 def open_nodes(session: Session, args: dict[str, Any], quarantine: bool) -> str:
-    nodes, edges = session.graph.open(checks.check_names(args["names"]), edge_limit=PAGE_EDGES + 1)
-    return _graph(nodes, edges)
+    names = checks.check_names(args["names"])
+    nodes, edges = session.graph.open(names[:PAGE_NODES], edge_limit=PAGE_EDGES + 1)
+    answer = _graph(nodes, edges)
+    if len(names) > PAGE_NODES:  # at most one page of entities per answer, like read_graph
+        shape = json.loads(answer)
+        shape["truncated"] = True
+        answer = _json(shape)
+    return answer
 
 
 def structured(name: str, text: str) -> dict[str, Any] | None:
