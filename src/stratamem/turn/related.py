@@ -49,3 +49,13 @@ def related_lines(session: Any, keys: Sequence[str], message: str, limit: int, m
             lines.append(line)
             used += len(line)
     return lines if len(lines) > 1 else []
+
+
+def with_related(session: Any, lines: list[str], keys: Sequence[str], message: str, config: Any,
+                 overhead: int, close_marker: str) -> list[str]:
+    """``lines`` plus the related section when ``config.related_entries`` asks for it, within the budget left."""
+    if not config.related_entries:
+        return lines
+    budget = config.max_total_chars - overhead - sum(map(len, lines))
+    return lines + related_lines(session, keys, message, config.related_entries, config.max_entry_chars, budget,
+                                 close_marker)
