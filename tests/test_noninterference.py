@@ -165,23 +165,26 @@ def test_invisible_records_change_nothing_observable(backend, tmp_path, data):
     assert_noninterference(backend, tmp_path, data)
 
 
-def replay(backend, tmp_path, data) -> tuple[World, World]:
-    """A scenario replayed into two stores: without and with the hidden records (caller closes both)."""
+def replay(backend, tmp_path, data, world=World) -> tuple[World, World]:
+    """A scenario replayed into two stores: without and with the hidden records (caller closes both).
+
+    ``world`` applies the ops and makes the reads (the graph's tests bring their own).
+    """
     taint, steps, _ = data
-    plain = World(backend, tmp_path, taint)
-    noisy = World(backend, tmp_path, taint)
+    plain = world(backend, tmp_path, taint)
+    noisy = world(backend, tmp_path, taint)
     for index, (where, op) in enumerate(steps):
         noisy.apply(op, index)
         if where == "visible":
             plain.apply(op, index)
-    for world in (plain, noisy):
-        world.at_step(len(steps))
+    for each in (plain, noisy):
+        each.at_step(len(steps))
     return plain, noisy
 
 
-def assert_noninterference(backend, tmp_path, data) -> None:
+def assert_noninterference(backend, tmp_path, data, world=World) -> None:
     """Replay a scenario into two stores (with and without hidden records) and compare every read."""
-    plain, noisy = replay(backend, tmp_path, data)
+    plain, noisy = replay(backend, tmp_path, data, world)
     try:
         assert plain.observe(data[2]) == noisy.observe(data[2])
     finally:

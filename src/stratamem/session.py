@@ -31,6 +31,7 @@ from .validation import (
 )
 
 if TYPE_CHECKING:
+    from .graph.api import GraphSession
     from .store import Store
     from .turn.runtime import Turn
 
@@ -86,6 +87,13 @@ class Session:
     @property
     def taint_history(self) -> list[TaintEvent]:
         return self._backend.taint_history(self.id)
+
+    @property
+    def graph(self) -> "GraphSession":
+        """The session's view of the knowledge graph (same taint, agent and peers)."""
+        from .graph.api import GraphSession
+
+        return GraphSession(self)
 
     # taint ---------------------------------------------------------------------
     def escalate(self, level: Level | str, reason: str, source: str | None = None) -> Level:

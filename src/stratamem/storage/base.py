@@ -10,7 +10,7 @@ the change it records.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -116,5 +116,12 @@ class Backend(Protocol):
     # store's truth, as (table, row-dict) pairs; derived indexes are rebuilt.
     def dump(self) -> Iterator[tuple[str, dict]]: ...
     def restore(self, rows: Iterable[tuple[str, dict]]) -> int: ...
+
+    # knowledge graph: the shared operations of ``storage/graph_sql.py`` run in
+    # the backend's own transaction, bound to the session (read inside it), and
+    # the audit event the body returns is appended in that transaction.
+    def graph_write(self, session_id: str, now: datetime, body: Callable) -> object: ...
+    def graph_read(self, session_id: str, now: datetime, body: Callable) -> object: ...
+    def graph_operator(self, now: datetime, body: Callable) -> object: ...
 
     def close(self) -> None: ...

@@ -45,6 +45,7 @@ from psycopg import sql
 
 from ..audit import GENESIS
 from ..errors import StorageError
+from . import pg_graph
 
 DEFAULT_SCHEMA = "stratamem"
 DEFAULT_APP_ROLE = "stratamem_app"
@@ -294,7 +295,7 @@ V4 = [
        END $$""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1), (2, V2), (3, V3), (4, V4)]
+MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1), (2, V2), (3, V3), (4, V4), (5, pg_graph.V5)]
 LATEST = MIGRATIONS[-1][0]
 
 

@@ -55,7 +55,7 @@ from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
 from ..text import Analyzer
-from . import pg_index, pg_search, pg_sessions, pg_turns
+from . import graph_sql, graph_write, pg_graph, pg_index, pg_search, pg_sessions, pg_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .pg_connect import (
@@ -99,12 +99,14 @@ class PostgresBackend:
                       "lineage_id, expires_us, deleted_us"), "id"),
         "audit": (AUDIT_COLUMNS, "seq"),
         **{table: (columns, "id") for table, columns in TURN_TABLES.items()},
+        **{table: (columns, "id") for table, columns in graph_sql.COPIED_TABLES.items()},
     }
     # Columns a dump from an older version may lack (restored as NULL).
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"owner"})
     # Columns that may hold NUL and are stored escaped (pg_rows.enc).
     _ESCAPED: ClassVar[dict[str, set[str]]] = {"sessions": {"id"}, "taint_events": {"session_id", "reason", "source"},
-                "memories": {"content", "session_id"}, "audit": {"session_id"}, **pg_turns.ESCAPED}
+                "memories": {"content", "session_id"}, "audit": {"session_id"}, **pg_turns.ESCAPED,
+                **{table: set() for table in graph_sql.COPIED_TABLES}}
 
     def __init__(self, url: str, analyzer: Analyzer) -> None:
         self.analyzer = analyzer
@@ -179,6 +181,7 @@ class PostgresBackend:
             conn.execute("INSERT INTO meta (name, value) VALUES ('languages', %s) ON CONFLICT DO NOTHING", (langs,))
         elif row[0] != langs:
             pg_index.reindex(conn, self.analyzer)
+            graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
             conn.execute("UPDATE meta SET value = %s WHERE name = 'languages'", (langs,))
 
     def close(self) -> None:
@@ -484,10 +487,11 @@ class PostgresBackend:
             ids = [r[0] for r in expired] + [r[0] for r in deleted]
             conn.execute("DELETE FROM memories WHERE id = ANY(%s::bigint[])", (ids,))
             pg_index.together(conn, [pg_index.refresh_statement((r[1], r[2]) for r in expired)])
+            graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=True), before_us, agent_id)
             self._append(conn, operator_draft("purge", agent_id=agent_id,
-                                              detail={"purged": len(ids), "before": before.isoformat()}), now)
+                                              detail={"purged": len(ids) + graph, "before": before.isoformat()}), now)
             unerased = conn.execute("SELECT value FROM meta WHERE name = 'purge_unerased'").fetchone()
-            return len(ids), unerased is not None and unerased[0] == "1"
+            return len(ids) + graph, unerased is not None and unerased[0] == "1"
 
         count, unerased = self._operator(body)
         if not count and not unerased:
@@ -499,7 +503,7 @@ class PostgresBackend:
             "ON CONFLICT (name) DO UPDATE SET value = excluded.value", ("1" if remaining else "0",)))
         return PurgeResult(count, not remaining, remaining)
 
-    def _vacuum(self, tables: str = "memories, postings, term_stats") -> str:
+    def _vacuum(self, tables: str = f"memories, postings, term_stats, {pg_graph.VACUUM_TABLES}") -> str:
         """Rewrite the tables that held purged content, so its bytes leave the table and index files.
 
         A plain VACUUM only marks dead tuples reusable; their bytes stay in the
@@ -642,6 +646,7 @@ class PostgresBackend:
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                              f"greatest((SELECT max(id) FROM {table}), 1))")
             pg_index.reindex(conn, self.analyzer)
+            graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
             return count
 
         return self._operator(body)
@@ -652,3 +657,14 @@ class PostgresBackend:
         with conn.cursor() as cur:
             cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", batch)
         batch.clear()
+
+    # ------------------------------------------------------------------ knowledge graph (storage/graph_sql.py)
+
+    def graph_write(self, session_id: str, now: datetime, body: pg_graph.Body) -> object:
+        return pg_graph.write(self, session_id, now, body)
+
+    def graph_read(self, session_id: str, now: datetime, body: pg_graph.Body) -> object:
+        return pg_graph.read(self, session_id, now, body)
+
+    def graph_operator(self, now: datetime, body) -> object:
+        return pg_graph.operator(self, now, body)

@@ -30,7 +30,7 @@ from ..private import create_private_file, match_sidecars
 from ..text import Analyzer
 from .. import paging
 from ..paging import ListQuery, Page
-from . import listing, pruning, sqlite_checkpoint, sqlite_sessions, sqlite_turns
+from . import graph_sql, graph_write, listing, pruning, sqlite_checkpoint, sqlite_graph, sqlite_sessions, sqlite_turns
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .turn_rows import COPIED as TURN_TABLES
@@ -238,6 +238,7 @@ class SQLiteBackend:
                     conn.execute(statement)
             sqlite_sessions.ensure_schema(conn)
             sqlite_turns.create(conn)
+            sqlite_graph.create_tables(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -262,6 +263,7 @@ class SQLiteBackend:
             conn.execute("UPDATE memories SET length = ? WHERE id = ?", (length, mem_id))
             self._index(conn, mem_id, terms, agent, level, length)
             self._stats_add(conn, agent, level, 1, length)
+        graph_write.reindex(graph_sql.GraphConn(conn, postgres=False), self.analyzer)
 
     def close(self) -> None:
         with self._lock:
@@ -751,14 +753,16 @@ class SQLiteBackend:
                 ).fetchall()
                 ids = [r[0] for r in expired] + [r[0] for r in deleted]
                 conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
+                graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
                 self._append(conn, operator_draft("purge", agent_id=agent_id,
-                                                  detail={"purged": len(ids), "before": before.isoformat()}), now)
+                                                  detail={"purged": len(ids) + graph, "before": before.isoformat()}), now)
+        count = len(ids) + graph
         # Outside the store's lock and on a connection of its own: a reader elsewhere delays only this.
         if self.path == ":memory:":
-            return PurgeResult(len(ids))
+            return PurgeResult(count)
         with self._errors():
             erased = sqlite_checkpoint.truncate_wal(self.path)
-        return PurgeResult(len(ids), erased, "" if erased else sqlite_checkpoint.REMAINING)
+        return PurgeResult(count, erased, "" if erased else sqlite_checkpoint.REMAINING)
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
         sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
@@ -794,6 +798,7 @@ class SQLiteBackend:
         "audit": "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
                  "prev_hash, hash",
         **TURN_TABLES,
+        **graph_sql.COPIED_TABLES,
     }
 
     def dump(self) -> Iterator[tuple[str, dict]]:
@@ -829,3 +834,14 @@ class SQLiteBackend:
             for agent, key in conn.execute("SELECT DISTINCT agent_id, key FROM memories").fetchall():
                 self._refresh_shadowable(conn, agent, key)
         return count
+
+    # ------------------------------------------------------------------ knowledge graph (storage/graph_sql.py)
+
+    def graph_write(self, session_id: str, now: datetime, body: sqlite_graph.Body) -> object:
+        return sqlite_graph.write(self, session_id, now, body)
+
+    def graph_read(self, session_id: str, now: datetime, body: sqlite_graph.Body) -> object:
+        return sqlite_graph.read(self, session_id, now, body)
+
+    def graph_operator(self, now: datetime, body) -> object:
+        return sqlite_graph.operator(self, now, body)

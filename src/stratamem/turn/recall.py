@@ -26,8 +26,10 @@ from ..models import Hit
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..scope import in_scope
 from ..text import Analyzer
-from .context import ContextConfig, fit_lines, format_memory_block, parse_origin, recall_policy, select_entries
+from .context import (BLOCK_CLOSE, BLOCK_OVERHEAD, ContextConfig, fit_lines, format_memory_block, parse_origin,
+                      recall_policy, select_entries)
 from .observe import EventBus, MemoryRecall, emit
+from .related import with_related
 from .scrub import bound_text, scrub_text
 
 if TYPE_CHECKING:
@@ -98,7 +100,8 @@ def recall_block(
                   if h.memory.lineage_id in by_lineage]
         memories = select_entries(passed, config, now, include_conversation=plan.include_conversation,
                                   coverage=term_coverage(session.store.analyzer, query))
-        lines = fit_lines(memories, config)
+        lines = with_related(session, fit_lines(memories, config), [m.key for m in memories], query, config,
+                             BLOCK_OVERHEAD, BLOCK_CLOSE)
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
         event(entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
         return RecallResult("", 0, 0, 0)
