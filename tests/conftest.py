@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 import pg_server
 import stratamem as sm
+
+# The suite written for lexical search keeps testing it whether or not the
+# semantic extra is installed; semantic and hybrid tests choose their mode.
+os.environ.setdefault("STRATAMEM_SEARCH_MODE", "lexical")
 
 
 class FakeClock:
