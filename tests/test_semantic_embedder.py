@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 
 import numpy as np
 import pytest
@@ -15,21 +14,6 @@ from stratamem.embed.hashing import HashEmbedder
 from stratamem.search.dense import cosine, quantise
 
 needs_model = pytest.mark.skipif(not semantic_available(), reason="stratamem[semantic] not installed")
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Any attempt to open a network connection fails the test."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"network access attempted: {args!r}")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
 
 
 @needs_model
