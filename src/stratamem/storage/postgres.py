@@ -54,7 +54,7 @@ from ..errors import (
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
-from ..text import Analyzer
+from ..text import ANALYZER_VERSION, Analyzer
 from . import pg_index, pg_search, pg_sessions, pg_turns, pg_vectors
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
@@ -172,16 +172,20 @@ class PostgresBackend:
         """Re-stem every live memory when the store's languages changed (as the SQLite backend does)."""
         langs = json.dumps(list(self.analyzer.languages))
         bind_operator(conn)
-        row = conn.execute("SELECT value FROM meta WHERE name = 'languages'").fetchone()
-        if row is not None and row[0] == langs:
+        state = "SELECT (SELECT value FROM meta WHERE name = 'languages'), (SELECT value FROM meta WHERE name = 'analyzer')"
+        row, analyzer = conn.execute(state).fetchone()
+        if row == langs and analyzer == ANALYZER_VERSION:
             return
         self._lock_store(conn)
-        row = conn.execute("SELECT value FROM meta WHERE name = 'languages' FOR UPDATE").fetchone()
+        conn.execute("SELECT value FROM meta WHERE name = 'languages' FOR UPDATE")
+        row, analyzer = conn.execute(state).fetchone()
         if row is None:
             conn.execute("INSERT INTO meta (name, value) VALUES ('languages', %s) ON CONFLICT DO NOTHING", (langs,))
-        elif row[0] != langs:
-            pg_index.reindex(conn, self.analyzer)
+        elif row != langs or analyzer != ANALYZER_VERSION:
+            pg_index.reindex(conn, self.analyzer)  # other languages, or terms made by an older analyzer
             conn.execute("UPDATE meta SET value = %s WHERE name = 'languages'", (langs,))
+        conn.execute("INSERT INTO meta (name, value) VALUES ('analyzer', %s) "
+                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value", (ANALYZER_VERSION,))
 
     def close(self) -> None:
         self._pool.close()

@@ -27,7 +27,7 @@ from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..private import create_private_file, match_sidecars
-from ..text import Analyzer
+from ..text import ANALYZER_VERSION, Analyzer
 from .. import paging
 from ..paging import ListQuery, Page
 from . import listing, pruning, sqlite_checkpoint, sqlite_sessions, sqlite_turns, sqlite_vectors
@@ -246,11 +246,13 @@ class SQLiteBackend:
             )
             langs = json.dumps(list(self.analyzer.languages))
             row = conn.execute("SELECT value FROM meta WHERE name = 'languages'").fetchone()
+            analyzer = conn.execute("SELECT value FROM meta WHERE name = 'analyzer'").fetchone()
             if row is None:
                 conn.execute("INSERT INTO meta(name, value) VALUES ('languages', ?)", (langs,))
-            elif row[0] != langs:
-                self._reindex(conn)
+            elif row[0] != langs or analyzer is None or analyzer[0] != ANALYZER_VERSION:
+                self._reindex(conn)  # other languages, or terms made by an older analyzer
                 conn.execute("UPDATE meta SET value = ? WHERE name = 'languages'", (langs,))
+            conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
 
     def _reindex(self, conn: sqlite3.Connection) -> None:
         """Re-stem every live memory after the store's languages changed."""
