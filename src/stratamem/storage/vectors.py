@@ -70,5 +70,6 @@ def combine(mode: str, lexical: Sequence[Hit], dense: Sequence[Hit], agents: Seq
         return order_hits([Hit(h.memory, fusion.semantic_score(h.score)) for h in dense], agents, limit)
     ident = lambda m: (m.agent_id, m.key, int(m.level))  # noqa: E731 - one live version per triple
     memories = {ident(h.memory): h.memory for h in (*lexical, *dense)}
-    fused = fusion.fuse([(ident(h.memory), h.score) for h in lexical], [(ident(h.memory), h.score) for h in dense])
+    fused = fusion.fuse([(ident(h.memory), h.score) for h in lexical], [(ident(h.memory), h.score) for h in dense],
+                        fusion.DENSE_WEIGHT)
     return order_hits([Hit(memories[k], s) for k, s in fused.items()], agents, limit)
