@@ -57,11 +57,10 @@ class SemanticIndex:
     def embedder(self) -> Embedder | None:
         """Loaded on first use (a lexical-only command never pays for the model)."""
         if not self._loaded:
-            self._loaded = True
-            embedder = resolve(self._spec, self._store.analyzer.languages)
+            embedder = resolve(self._spec, self._store.analyzer.languages)  # a failure is retried next time
             if embedder is not None:
                 self._store.backend.use_embedder(embedder.identity)
-            self._embedder = embedder
+            self._embedder, self._loaded = embedder, True
         return self._embedder
 
     def _require(self) -> Embedder:

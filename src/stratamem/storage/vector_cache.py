@@ -74,7 +74,7 @@ class VectorCache:
             self.mat[row] = np.frombuffer(vec, dtype=np.int8) if ok else 0.0
             self.last_seq = max(self.last_seq, seq)
         if bad:
-            log.error("%d stored vectors do not have %d dimensions; they are ignored (run `stratamem reindex`)", bad, dim)
+            log.error("%d stored vectors do not have %d dimensions; they are ignored (run `stratamem reindex --force`)", bad, dim)
 
     def top(self, agents: Sequence[str], taint: int, hidden: Sequence[int], query: DenseQuery,
             k: int) -> list[tuple[int, float]]:
