@@ -40,18 +40,6 @@ from stratamem.search import fusion  # noqa: E402
 MODES = ("lexical", "semantic", "hybrid")
 
 
-def _locomo_turns(sample: dict) -> list[tuple[str, str]]:
-    turns = []
-    for name, value in sample["conversation"].items():
-        if re.fullmatch(r"session_\d+", name) and isinstance(value, list):
-            for turn in value:
-                text = f"{turn['speaker']}: {turn['text']}"
-                if turn.get("blip_caption"):
-                    text += f" [image: {turn['blip_caption']}]"
-                turns.append((turn["dia_id"], text))
-    return turns
-
-
 class Locomo:
     """The dev conversations loaded once, so settings can be swept over the same store."""
 
@@ -62,7 +50,7 @@ class Locomo:
         n = 0
         for sample in self.samples:
             agent = sample["sample_id"]
-            turns = _locomo_turns(sample)
+            turns = core.locomo_turns(sample)
             s = self.sessions[agent] = self.store.session(agent)
             for dia, text in turns:
                 s.save(dia, text, category="conversation")
