@@ -192,6 +192,7 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="sweep fusion weight and similarity floor (dev)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--sizes", help="comma-separated store sizes for latency (default 10000,100000)")
     args = parser.parse_args()
     print("machine:", core.machine())
     model = shared_minilm()
@@ -209,7 +210,7 @@ def main() -> None:
             print(f"\nSciFact train ({sf['queries']} claims) nDCG@10: "
                   + "  ".join(f"{k} {v:.3f}" for k, v in sf["ndcg"].items())
                   + f"   (embedding {sf['embed_rate']:.0f} abstracts/s)")
-        sizes = [10_000] if args.quick else [10_000, 100_000]
+        sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else [10_000] if args.quick else [10_000, 100_000]
         print("\nsearch latency, one agent, top 10, ms (hybrid includes embedding the query)")
         print(f"{'memories':>9} {'queries':>8} {'embed':>6} {'lexical':>8} {'hybrid':>7} {'semantic':>9} "
               f"{'hyb p95':>8} {'ratio':>6}")
