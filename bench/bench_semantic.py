@@ -193,6 +193,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--sizes", help="comma-separated store sizes for latency (default 10000,100000)")
+    parser.add_argument("--fill", choices=("auto", "model", "random"), default="auto",
+                        help="vectors for latency stores: the model, random unit vectors, or auto (model up to 10k)")
     args = parser.parse_args()
     print("machine:", core.machine())
     model = shared_minilm()
@@ -215,7 +217,8 @@ def main() -> None:
         print(f"{'memories':>9} {'queries':>8} {'embed':>6} {'lexical':>8} {'hybrid':>7} {'semantic':>9} "
               f"{'hyb p95':>8} {'ratio':>6}")
         for n in sizes:
-            result = latency(n, args.queries, real_vectors=(n <= 10_000), tmp=tmp)
+            real = args.fill == "model" or (args.fill == "auto" and n <= 10_000)
+            result = latency(n, args.queries, real_vectors=real, tmp=tmp)
             for r in result["rows"]:
                 print(f"{r['n']:>9} {r['queries']:>8} {r['embed_p50']:6.2f} {r['lexical_p50']:8.2f} "
                       f"{r['hybrid_p50']:7.2f} {r['semantic_p50']:9.2f} {r['hybrid_p95']:8.2f} "
