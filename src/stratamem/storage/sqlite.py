@@ -616,7 +616,7 @@ class SQLiteBackend:
     def pending_vectors(self, session_id: str, limit: int, now: datetime) -> list[Pending]:
         with self._errors(), self._tx(write=False) as conn:
             scope = _Scope(self._session(conn, session_id), to_us(now))
-            return sqlite_vectors.pending(conn, scope.visible, scope.params, limit)
+            return sqlite_vectors.pending(conn, scope, limit)
 
     def all_pending_vectors(self, limit: int) -> tuple[list[Pending], int]:
         with self._errors(), self._tx(write=False) as conn:

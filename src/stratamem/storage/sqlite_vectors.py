@@ -104,13 +104,18 @@ def use_model(conn: sqlite3.Connection, identity: str) -> None:
                  "ON CONFLICT(name) DO UPDATE SET value = excluded.value", (identity,))
 
 
-def pending(conn: sqlite3.Connection, visible: str, params: dict, limit: int | None) -> list[Pending]:
-    """Visible versions without a current vector (``visible`` is the scope's SQL over ``d``)."""
-    sql = (f"SELECT d.id, d.updated_us, d.key, d.content FROM vectors v JOIN memories d ON d.id = v.memory_id "
-           f"WHERE v.live = 1 AND v.model IS NULL AND {visible} ORDER BY d.id")
+def pending(conn: sqlite3.Connection, scope, limit: int | None) -> list[Pending]:
+    """Visible versions without a current vector.
+
+    Driven from the small ``vectors_pending`` partial index (CROSS JOIN fixes the loop order): a store
+    whose vectors are caught up answers without touching ``memories``.
+    """
+    sql = (f"SELECT d.id, d.updated_us, d.key, d.content FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
+           f"WHERE v.live = 1 AND v.model IS NULL AND v.agent_id IN ({scope.agent_list}) AND v.level <= :lvl "
+           f"AND {scope.visible} ORDER BY v.memory_id")
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in conn.execute(sql, params)]
+    return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in conn.execute(sql, scope.params)]
 
 
 def all_pending(conn: sqlite3.Connection, limit: int) -> list[Pending]:
@@ -149,7 +154,7 @@ def search(backend, conn: sqlite3.Connection, scope, terms: Sequence[str] | None
     cache = backend._vector_cache
     cache.sync(conn, query.model, query.dim)
     _, _, hidden = backend._visible_stats(conn, scope)
-    if mode == "semantic" and pending(conn, scope.visible, scope.params, 1):
+    if mode == "semantic" and pending(conn, scope, 1):
         log.info("visible records still wait for vectors; answering this semantic search as hybrid")
         mode = "hybrid"
     top = cache.top(scope.agents, int(scope.record.taint), hidden, query, CANDIDATES)

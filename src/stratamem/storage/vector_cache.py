@@ -83,7 +83,9 @@ class VectorCache:
         codes = [self.agent_code[a] for a in agents if a in self.agent_code]
         if n == 0 or not codes:
             return []
-        mask = self.valid[:n] & np.isin(self.agents[:n], codes) & (self.levels[:n] <= taint)
+        allowed = np.zeros(len(self.agent_code), dtype=bool)
+        allowed[codes] = True
+        mask = self.valid[:n] & allowed[self.agents[:n]] & (self.levels[:n] <= taint)
         for mem_id in hidden:
             row = self.row_of.get(mem_id)
             if row is not None:
