@@ -150,12 +150,14 @@ def get(ctx: Context, key: str) -> None:
 @cli.command()
 @click.argument("query")
 @click.option("-n", "max_results", default=10, show_default=True, type=int)
+@click.option("--mode", type=click.Choice(["lexical", "semantic", "hybrid"]),
+              help="Ranking for this call (default: the store's mode; env STRATAMEM_SEARCH_MODE).")
 @click.pass_obj
-def search(ctx: Context, query: str, max_results: int) -> None:
+def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None:
     """Search visible memories (empty or * lists the most recent)."""
 
     def action() -> None:
-        hits = ctx.session().search(query, max_results=max_results)
+        hits = ctx.session().search(query, max_results=max_results, mode=mode)
         human = "\n".join(
             f"{h.score:7.3f}  {h.memory.key} [{h.memory.level.name}]: {_one_line(h.memory.content)}" for h in hits
         )
@@ -465,6 +467,25 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str) -> Non
         if turns:
             store.import_turns(turns)
         ctx.emit({"imported": count}, f"imported {count} memories")
+
+    _run(ctx, action)
+
+
+@cli.command()
+@click.option("--force", is_flag=True, help="Re-embed every memory, not only those without a current vector.")
+@click.pass_obj
+def reindex(ctx: Context, force: bool) -> None:
+    """Embed memories for search by meaning (after an import or a model change); progress on stderr."""
+
+    def progress(done: int, total: int) -> None:
+        click.echo(f"\rembedded {done}/{total}", nl=False, err=True)
+
+    def action() -> None:
+        count = ctx.store().reindex(progress=progress, force=force)
+        if count:
+            click.echo("", err=True)
+        ctx.emit({"reindexed": count, "model": ctx.store().semantic.embedder.identity},
+                 f"{count} memories embedded")
 
     _run(ctx, action)
 

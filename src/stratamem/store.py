@@ -23,6 +23,7 @@ from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
 from .private import make_private_dirs
 from .retention import Retention
+from .semantic import SemanticIndex
 from .session import Session
 from .storage.audit_query import AuditQuery, read_page
 from .storage.base import Backend, SessionRecord
@@ -120,6 +121,8 @@ class Store:
         backend: Backend | None = None,
         retention: Retention | None = None,
         observers: Iterable[Callable] = (),
+        search_mode: str | None = None,
+        embedder: object = "default",
     ) -> None:
         self.url = check_url(url or default_url())
         languages = _languages(languages)
@@ -135,6 +138,7 @@ class Store:
         # Observer events (scrubbed, bounded) of every path: turns, tools, MCP, REST.
         self.events = EventBus(observers)
         self.analyzer = Analyzer(languages)
+        self.semantic = SemanticIndex(self, embedder, search_mode)
         self.max_content_bytes = max_content_bytes
         self.clock = clock
         if backend is not None:
@@ -160,6 +164,15 @@ class Store:
 
     def now(self) -> datetime:
         return self.clock()
+
+    @property
+    def search_mode(self) -> str:
+        """The mode ``session.search`` uses when a call names none (``hybrid`` with the semantic extra)."""
+        return self.semantic.mode
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None, force: bool = False) -> int:
+        """Embed every live memory that has no vector from the current model (all of them with ``force``)."""
+        return self.semantic.reindex(progress, force)
 
     # sessions -------------------------------------------------------------
     def session(

@@ -45,7 +45,7 @@ from psycopg import sql
 
 from ..audit import GENESIS
 from ..errors import StorageError
-from . import pg_graph
+from . import pg_graph, pg_vectors
 
 DEFAULT_SCHEMA = "stratamem"
 DEFAULT_APP_ROLE = "stratamem_app"
@@ -295,7 +295,10 @@ V4 = [
        END $$""",
 ]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1), (2, V2), (3, V3), (4, V4), (5, pg_graph.V5)]
+# Version 5: the knowledge graph (pg_graph); version 6: vectors per memory version for search by meaning (pg_vectors).
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (1, V1), (2, V2), (3, V3), (4, V4), (5, pg_graph.V5), (6, pg_vectors.MIGRATION),
+]
 LATEST = MIGRATIONS[-1][0]
 
 

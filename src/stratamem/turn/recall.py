@@ -98,8 +98,11 @@ def recall_block(
         by_lineage = {m.lineage_id: m for m in allowed}
         passed = [Hit(by_lineage[h.memory.lineage_id], h.score) for h in scoped
                   if h.memory.lineage_id in by_lineage]
+        # The term-coverage floor is a lexical measure: a memory found by meaning shares no words with
+        # the question by design. In semantic/hybrid stores the model's similarity floor plays its part.
+        lexical = getattr(session.store, "search_mode", "lexical") == "lexical"
         memories = select_entries(passed, config, now, include_conversation=plan.include_conversation,
-                                  coverage=term_coverage(session.store.analyzer, query))
+                                  coverage=term_coverage(session.store.analyzer, query) if lexical else None)
         lines = with_related(session, fit_lines(memories, config), [m.key for m in memories], query, config,
                              BLOCK_OVERHEAD, BLOCK_CLOSE)
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
