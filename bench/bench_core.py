@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+# The core benchmark measures lexical search; bench_semantic.py measures the other modes.
+os.environ.setdefault("STRATAMEM_SEARCH_MODE", "lexical")
 
 import stratamem as sm  # noqa: E402
 from stratamem.models import Memory  # noqa: E402
@@ -200,21 +202,27 @@ def _evidence_ids(raw: list[str], known: set[str]) -> set[str]:
     return out
 
 
+def locomo_turns(sample: dict) -> list[tuple[str, str]]:
+    """(dia_id, "speaker: text [image: caption]") for every turn of one LoCoMo conversation."""
+    turns = []
+    for name, value in sample["conversation"].items():
+        if re.fullmatch(r"session_\d+", name) and isinstance(value, list):
+            for turn in value:
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [image: {turn['blip_caption']}]"
+                turns.append((turn["dia_id"], text))
+    return turns
+
+
 def locomo() -> dict:
     samples = json.load(open(DATA / "locomo-dev.json", encoding="utf-8"))
     scores: dict[str, dict[str, list[float]]] = {"stratamem": defaultdict(list), "fts5": defaultdict(list)}
     with tempfile.TemporaryDirectory() as tmp:
         store = sm.open_store(str(Path(tmp) / "locomo.db"))
         for sample in samples:
-            conv, agent = sample["conversation"], sample["sample_id"]
-            turns = []
-            for name, value in conv.items():
-                if re.fullmatch(r"session_\d+", name) and isinstance(value, list):
-                    for turn in value:
-                        text = f"{turn['speaker']}: {turn['text']}"
-                        if turn.get("blip_caption"):
-                            text += f" [image: {turn['blip_caption']}]"
-                        turns.append((turn["dia_id"], text))
+            agent = sample["sample_id"]
+            turns = locomo_turns(sample)
             s = store.session(agent)
             for dia, text in turns:
                 s.save(dia, text, category="conversation")

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 import pg_server
 import stratamem as sm
+
+# The suite written for lexical search keeps testing it whether or not the
+# semantic extra is installed; semantic and hybrid tests choose their mode.
+os.environ.setdefault("STRATAMEM_SEARCH_MODE", "lexical")
 
 
 class FakeClock:
@@ -84,3 +90,18 @@ def store(make_store):
 @pytest.fixture
 def clock():
     return FakeClock()
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a network connection fails the test."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"network access attempted: {args!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)

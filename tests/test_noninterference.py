@@ -81,10 +81,10 @@ STEP = timedelta(seconds=1)
 
 
 class World:
-    def __init__(self, backend: str, tmp_path, taint: Level) -> None:
+    def __init__(self, backend: str, tmp_path, taint: Level, **options) -> None:
         self.clock = FakeClock()
         self.start = self.clock.now
-        self.store = fresh_store(backend, tmp_path, clock=self.clock)
+        self.store = fresh_store(backend, tmp_path, clock=self.clock, **options)
         self.taint = taint
         self.writers = {}
         self.live: set[tuple[str, Level, str]] = set()  # visible slots holding a live version
@@ -165,24 +165,34 @@ def test_invisible_records_change_nothing_observable(backend, tmp_path, data):
     assert_noninterference(backend, tmp_path, data)
 
 
-def replay(backend, tmp_path, data) -> tuple[World, World]:
-    """A scenario replayed into two stores: without and with the hidden records (caller closes both)."""
+def replay(backend, tmp_path, data, world=World, **options) -> tuple[World, World]:
+    """A scenario replayed into two stores: without and with the hidden records (caller closes both).
+
+    ``world`` applies the ops and makes the reads (the graph's tests bring their own); ``options`` open
+    both stores (e.g. a search mode).
+    """
     taint, steps, _ = data
-    plain = World(backend, tmp_path, taint)
-    noisy = World(backend, tmp_path, taint)
+    plain = world(backend, tmp_path, taint, **options)
+    noisy = world(backend, tmp_path, taint, **options)
     for index, (where, op) in enumerate(steps):
         noisy.apply(op, index)
         if where == "visible":
             plain.apply(op, index)
-    for world in (plain, noisy):
-        world.at_step(len(steps))
+    for each in (plain, noisy):
+        each.at_step(len(steps))
     return plain, noisy
 
 
-def assert_noninterference(backend, tmp_path, data) -> None:
-    """Replay a scenario into two stores (with and without hidden records) and compare every read."""
-    plain, noisy = replay(backend, tmp_path, data)
+def assert_noninterference(backend, tmp_path, data, prepare=None, world=World, **options) -> None:
+    """Replay a scenario into two stores (with and without hidden records) and compare every read.
+
+    ``prepare(store)`` runs on each store before reading.
+    """
+    plain, noisy = replay(backend, tmp_path, data, world, **options)
     try:
+        if prepare is not None:
+            prepare(plain.store)
+            prepare(noisy.store)
         assert plain.observe(data[2]) == noisy.observe(data[2])
     finally:
         plain.store.close()

@@ -150,12 +150,14 @@ def get(ctx: Context, key: str) -> None:
 @cli.command()
 @click.argument("query")
 @click.option("-n", "max_results", default=10, show_default=True, type=int)
+@click.option("--mode", type=click.Choice(["lexical", "semantic", "hybrid"]),
+              help="Ranking for this call (default: the store's mode; env STRATAMEM_SEARCH_MODE).")
 @click.pass_obj
-def search(ctx: Context, query: str, max_results: int) -> None:
+def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None:
     """Search visible memories (empty or * lists the most recent)."""
 
     def action() -> None:
-        hits = ctx.session().search(query, max_results=max_results)
+        hits = ctx.session().search(query, max_results=max_results, mode=mode)
         human = "\n".join(
             f"{h.score:7.3f}  {h.memory.key} [{h.memory.level.name}]: {_one_line(h.memory.content)}" for h in hits
         )
@@ -376,35 +378,42 @@ def _choices(values: str | None, parse: Callable[[str], Any]) -> set | None:
 
 @cli.command("export")
 @click.argument("file", required=False, type=click.Path(writable=True))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown"]), default="jsonl", show_default=True,
-              help="markdown: FILE is a directory, written in the Markdown store's layout.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown", "mcp-memory"]), default="jsonl",
+              show_default=True, help="jsonl: stratamem JSON Lines; markdown: FILE is a directory, written in the "
+              "Markdown store's layout; mcp-memory: the graph as an MCP memory server memory.jsonl.")
 @click.option("--agents", help="Only these agents (comma-separated; default: --agent, or all).")
 @click.option("--levels", help="Only these levels (comma-separated; default: all).")
+@click.option("--level", default="PUBLIC", show_default=True,
+              help="mcp-memory: export the graph of --agent as a session at this level sees it.")
 @click.pass_obj
-def export_(ctx: Context, file: str | None, fmt: str, agents: str | None, levels: str | None) -> None:
+def export_(ctx: Context, file: str | None, fmt: str, agents: str | None, levels: str | None, level: str) -> None:
     """Write every live memory (all levels), then transcripts and usage, as JSON Lines to FILE or stdout;
-    or the memories as Markdown to a directory (operator)."""
+    the memories as Markdown to a directory; or the graph as an MCP memory file (operator)."""
 
     def action() -> None:
         store = ctx.store()
-        chosen_agents = _choices(agents, check_agent_id)
-        chosen_levels = _choices(levels, Level.parse)
-        only = next(iter(chosen_agents)) if chosen_agents and len(chosen_agents) == 1 else None
-        agent = only if chosen_agents else ctx.agent
-        memories = (m for m in store.export(agent_id=agent) if (not chosen_agents or m.agent_id in chosen_agents)
-                    and (not chosen_levels or m.level in chosen_levels))
-        if fmt == "markdown":
-            if file is None:
-                raise ValidationError("export --format markdown needs a directory")
-            count = export_markdown(memories, file)
-            ctx.emit({"exported": count}, f"exported {count} memories to {file}")
-            return
-        if file is not None and os.path.isdir(file):
+        if file is not None and fmt != "markdown" and os.path.isdir(file):
             raise ValidationError(f"{file} is a directory; JSON Lines go to a file (or use --format markdown)")
-        turns = (t for t in store.export_turns(agent_id=agent)
-                 if (not chosen_agents or t.agent_id in chosen_agents)
-                 and (not chosen_levels or t.level in chosen_levels))
-        lines = itertools.chain(dump_lines(memories), dump_lines(turns))
+        if fmt == "mcp-memory":
+            lines = store.export_graph(agent_id=ctx.agent or "main", level=level)
+        else:
+            chosen_agents = _choices(agents, check_agent_id)
+            chosen_levels = _choices(levels, Level.parse)
+            only = next(iter(chosen_agents)) if chosen_agents and len(chosen_agents) == 1 else None
+            agent = only if chosen_agents else ctx.agent
+            memories = (m for m in store.export(agent_id=agent)
+                        if (not chosen_agents or m.agent_id in chosen_agents)
+                        and (not chosen_levels or m.level in chosen_levels))
+            if fmt == "markdown":
+                if file is None:
+                    raise ValidationError("export --format markdown needs a directory")
+                count = export_markdown(memories, file)
+                ctx.emit({"exported": count}, f"exported {count} memories to {file}")
+                return
+            turns = (t for t in store.export_turns(agent_id=agent)
+                     if (not chosen_agents or t.agent_id in chosen_agents)
+                     and (not chosen_levels or t.level in chosen_levels))
+            lines = itertools.chain(dump_lines(memories), dump_lines(turns))
         if file is None:
             for line in lines:
                 click.echo(line, nl=False)
@@ -421,19 +430,33 @@ def export_(ctx: Context, file: str | None, fmt: str, agents: str | None, levels
 
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, allow_dash=True))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown"]), default="jsonl", show_default=True,
-              help="markdown: FILE is a directory in the Markdown store's layout.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown", "mcp-memory"]), default="jsonl",
+              show_default=True, help="jsonl: stratamem JSON Lines; markdown: FILE is a directory in the Markdown "
+              "store's layout; mcp-memory: an MCP memory server memory.jsonl (a graph).")
 @click.option("--no-scan", is_flag=True, help="Skip the policy gate (poisoning scanner): only for trusted files.")
+@click.option("--level", default="PUBLIC", show_default=True,
+              help="mcp-memory: the level every imported record gets (agent: --agent).")
 @click.pass_obj
-def import_(ctx: Context, file: str, fmt: str, no_scan: bool) -> None:
-    """Import JSON Lines or a Markdown directory, levels kept; one bad or poisoned line or file imports nothing (operator)."""
+def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str) -> None:
+    """Import JSON Lines or a Markdown directory, levels kept, or an MCP memory graph at one level;
+    one bad or poisoned line or file imports nothing (operator)."""
 
     def action() -> None:
         store = ctx.store()
+        if fmt != "markdown" and os.path.isdir(file):
+            raise ValidationError(f"{file} is a directory; use --format markdown to import one")
+        if fmt == "mcp-memory":
+            if file == "-":
+                lines = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape").read().split("\n")
+            else:
+                with open(file, encoding="utf-8", errors="surrogateescape") as stream:
+                    lines = stream.read().split("\n")
+            nodes, edges = store.import_graph(lines, agent_id=ctx.agent or "main", level=level, scan=not no_scan)
+            ctx.emit({"imported": {"nodes": nodes, "edges": edges}},
+                     f"imported {nodes} nodes and {edges} relations at {Level.parse(level).name}")
+            return
         if fmt == "markdown":
             memories, turns = read_markdown(file, store.max_content_bytes, store.now()), []
-        elif os.path.isdir(file):
-            raise ValidationError(f"{file} is a directory; use --format markdown to import one")
         elif file == "-":
             stream = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape")
             memories, turns = read_records(stream, store.max_content_bytes)
@@ -444,6 +467,25 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool) -> None:
         if turns:
             store.import_turns(turns)
         ctx.emit({"imported": count}, f"imported {count} memories")
+
+    _run(ctx, action)
+
+
+@cli.command()
+@click.option("--force", is_flag=True, help="Re-embed every memory, not only those without a current vector.")
+@click.pass_obj
+def reindex(ctx: Context, force: bool) -> None:
+    """Embed memories for search by meaning (after an import or a model change); progress on stderr."""
+
+    def progress(done: int, total: int) -> None:
+        click.echo(f"\rembedded {done}/{total}", nl=False, err=True)
+
+    def action() -> None:
+        count = ctx.store().reindex(progress=progress, force=force)
+        if count:
+            click.echo("", err=True)
+        ctx.emit({"reindexed": count, "model": ctx.store().semantic.embedder.identity},
+                 f"{count} memories embedded")
 
     _run(ctx, action)
 
@@ -479,7 +521,7 @@ def serve(ctx: Context, host: str | None, port: int | None, config_path: str | N
               "[env STRATAMEM_PEERS].")
 @click.option("--taint", "mcp_taint", help="Starting taint [env STRATAMEM_TAINT; default PUBLIC].")
 @click.option("--session", "mcp_session", help="Open or resume this session id [env STRATAMEM_SESSION].")
-@click.option("--profile", type=click.Choice(["triggerfish", "zeroclaw"]), help="Tool profile [env STRATAMEM_PROFILE].")
+@click.option("--profile", type=click.Choice(["triggerfish", "zeroclaw", "mcp-memory"]), help="Tool profile [env STRATAMEM_PROFILE].")
 @click.option("--read-only", "read_only", is_flag=True, default=None, help="Offer and allow no writing tools.")
 @click.option("--config", "config_path", envvar="STRATAMEM_CONFIG",
               type=click.Path(exists=True, dir_okay=False), help="Config file (TOML) with an [mcp] table.")

@@ -31,6 +31,7 @@ from .validation import (
 )
 
 if TYPE_CHECKING:
+    from .graph.api import GraphSession
     from .store import Store
     from .turn.runtime import Turn
 
@@ -86,6 +87,13 @@ class Session:
     @property
     def taint_history(self) -> list[TaintEvent]:
         return self._backend.taint_history(self.id)
+
+    @property
+    def graph(self) -> "GraphSession":
+        """The session's view of the knowledge graph (same taint, agent and peers)."""
+        from .graph.api import GraphSession
+
+        return GraphSession(self)
 
     # taint ---------------------------------------------------------------------
     def escalate(self, level: Level | str, reason: str, source: str | None = None) -> Level:
@@ -174,13 +182,19 @@ class Session:
         )
         return list(self._backend.list(self.id, query, self._store.now()))
 
-    def search(self, query: str, max_results: int = 10) -> list[Hit]:
+    def search(self, query: str, max_results: int = 10, mode: str | None = None) -> list[Hit]:
+        """Best first. ``mode``: ``lexical``, ``semantic`` or ``hybrid``; None = the store's mode."""
         if not isinstance(query, str):
             raise ValidationError("query must be a string")
         limit = clamp_max_results(max_results)
         text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
         # None asks for the most recent memories; an empty list (only punctuation) matches nothing.
         terms = None if text.strip() in ("", "*") else self._store.analyzer.query_terms(text)
+        if terms is not None:
+            dense = self._store.semantic.prepare(self.id, text, mode)
+            if dense is not None:
+                chosen, vector = dense
+                return self._backend.search(self.id, terms, limit, self._store.now(), mode=chosen, query=vector)
         return self._backend.search(self.id, terms, limit, self._store.now())
 
     def delete(self, key: str) -> Memory:

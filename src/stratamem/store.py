@@ -23,6 +23,7 @@ from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
 from .private import make_private_dirs
 from .retention import Retention
+from .semantic import SemanticIndex
 from .session import Session
 from .storage.audit_query import AuditQuery, read_page
 from .storage.base import Backend, SessionRecord
@@ -120,6 +121,8 @@ class Store:
         backend: Backend | None = None,
         retention: Retention | None = None,
         observers: Iterable[Callable] = (),
+        search_mode: str | None = None,
+        embedder: object = "default",
     ) -> None:
         self.url = check_url(url or default_url())
         languages = _languages(languages)
@@ -135,6 +138,7 @@ class Store:
         # Observer events (scrubbed, bounded) of every path: turns, tools, MCP, REST.
         self.events = EventBus(observers)
         self.analyzer = Analyzer(languages)
+        self.semantic = SemanticIndex(self, embedder, search_mode)
         self.max_content_bytes = max_content_bytes
         self.clock = clock
         if backend is not None:
@@ -160,6 +164,15 @@ class Store:
 
     def now(self) -> datetime:
         return self.clock()
+
+    @property
+    def search_mode(self) -> str:
+        """The mode ``session.search`` uses when a call names none (``hybrid`` with the semantic extra)."""
+        return self.semantic.mode
+
+    def reindex(self, progress: Callable[[int, int], None] | None = None, force: bool = False) -> int:
+        """Embed every live memory that has no vector from the current model (all of them with ``force``)."""
+        return self.semantic.reindex(progress, force)
 
     # sessions -------------------------------------------------------------
     def session(
@@ -292,6 +305,49 @@ class Store:
         the last sequence when paging forward, ``before=`` the first when paging back from the newest)."""
         return read_page(self.backend, AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before,
                                                    limit))
+
+    def import_graph(self, path_or_lines, agent_id: str = "main", level: Level | str = Level.PUBLIC, *,
+                     scan: bool = True) -> tuple[int, int]:
+        """Import an MCP memory server ``memory.jsonl`` at an operator-chosen agent and level, all or nothing.
+
+        Returns (nodes created, edges created). Entities already present at that
+        level gain the observations they lack; nothing is written if any line is bad
+        or (unless ``scan=False``) carries what the poisoning scanner refuses.
+        """
+        from .graph.mcp_memory import parse_lines, screen
+        from .storage import graph_write
+
+        agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
+        if isinstance(path_or_lines, (str, Path)):
+            try:
+                with open(path_or_lines, encoding="utf-8", errors="strict") as handle:
+                    lines = handle.read().split("\n")
+            except UnicodeDecodeError:
+                raise ValidationError("the file is not UTF-8 text") from None
+            except OSError as exc:
+                raise ValidationError(f"cannot read {path_or_lines}: {exc.strerror}") from None
+        else:
+            lines = list(path_or_lines)
+        entities, relations = parse_lines(lines, self.max_content_bytes)
+        if scan:
+            screen(entities, relations)
+        now = self.now()
+        return self.backend.graph_operator(now, lambda gc: graph_write.import_graph(
+            gc, self.analyzer, agent_id, chosen, entities, relations, now))
+
+    def export_graph(self, agent_id: str = "main", level: Level | str = Level.PUBLIC) -> Iterator[str]:
+        """The graph of ``agent_id`` as a session at ``level`` sees it, as MCP memory server JSON Lines.
+
+        Levels are not in that format (each line is what the reader at ``level`` sees); export at the
+        level you will import the file at. Audited as an operator ``graph.export``.
+        """
+        from .graph.mcp_memory import export_lines
+        from .storage import graph_sql
+
+        agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
+        now = self.now()
+        return iter(self.backend.graph_operator(now, lambda gc: graph_sql.export_view(gc, agent_id, chosen, now,
+                                                                                     export_lines)))
 
     def audit(self, draft: AuditDraft) -> AuditEvent:
         """Append an event (policy decisions and other runtime records)."""

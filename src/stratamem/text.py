@@ -20,6 +20,14 @@ from .errors import ValidationError
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 32
 MAX_TOKEN_CHARS = 64
+# Bump when tokens() changes: stores re-index their terms on the next open.
+ANALYZER_VERSION = "2"
+# Combining diacritics (Latin, Greek, Cyrillic accents) are folded away: "café" is "cafe".
+# Marks of other scripts (Devanagari vowel signs, ...) carry meaning and stay.
+_ACCENTS = re.compile("[\u0300-\u036f]")
+# Scripts written without spaces: Han, Hiragana, Katakana (with the prolonged-sound mark), Hangul syllables.
+_CJK = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+                  "\U00020000-\U0002fa1f]+")
 
 # Function words that carry no topic. Dropped from queries only (documents keep
 # them), and only when something else remains, so "who are you" still matches.
@@ -62,10 +70,33 @@ def check_languages(languages: Iterable[str]) -> tuple[str, ...]:
     return langs
 
 
+def fold(text: str) -> str:
+    """NFKC, case-folded, Latin/Greek/Cyrillic accents removed."""
+    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
+    return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
+
+
+def _split_cjk(word: str) -> list[str]:
+    """A run of CJK characters becomes overlapping character bigrams (one character stays a unigram)."""
+    out: list[str] = []
+    last = 0
+    for match in _CJK.finditer(word):
+        if match.start() > last:
+            out.append(word[last:match.start()])
+        run = match.group()
+        out.extend([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)])
+        last = match.end()
+    if last < len(word):
+        out.append(word[last:])
+    return out
+
+
 def tokens(text: str) -> list[str]:
-    """Words, case-folded and NFKC-normalised; very long runs are cut, not dropped."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    return [word[:MAX_TOKEN_CHARS] for word in _WORD.findall(folded)]
+    """Words, folded (``fold``); CJK runs as character bigrams; very long runs are cut, not dropped."""
+    words: list[str] = []
+    for word in _WORD.findall(fold(text)):
+        words.extend(w[:MAX_TOKEN_CHARS] for w in (_split_cjk(word) if _CJK.search(word) else [word]))
+    return words
 
 
 class Analyzer:

@@ -31,7 +31,8 @@ def _time(value: object, field: str) -> datetime:
     return parse_time(value, field, naive_is_utc=False)
 
 
-def parse_line(text: str, max_content_bytes: int) -> Memory:
+def json_object(text: str) -> dict:
+    """One JSON Lines line as an object, or a ValidationError that says what is wrong with it."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -40,6 +41,11 @@ def parse_line(text: str, max_content_bytes: int) -> Memory:
         raise ValidationError("not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise ValidationError("each line must be a JSON object")
+    return data
+
+
+def parse_line(text: str, max_content_bytes: int) -> Memory:
+    data = json_object(text)
     missing = [f for f in ("key", "content", "level", "agent_id") if f not in data]
     if missing:
         raise ValidationError(f"missing field(s): {', '.join(missing)}")

@@ -101,7 +101,11 @@ def test_version_2_backfills_term_stats_from_the_postings():
     schema = schema_of(store)
     store.close()
     with superuser() as conn:  # back to a version-1 store: no term_stats
-        conn.execute(f"DROP TABLE {schema}.term_stats, {schema}.turn_messages, {schema}.turn_usage")
+        conn.execute(f"DROP TABLE {schema}.term_stats, {schema}.turn_messages, {schema}.turn_usage, "
+                     f"{schema}.memory_vectors")
+        conn.execute(f"DROP TABLE {schema}.graph_nodes, {schema}.graph_observations, {schema}.graph_edges, "
+                     f"{schema}.graph_postings, {schema}.graph_part_stats")  # the graph's tables
+        conn.execute(f"DROP FUNCTION {schema}.sm_graph_refresh(text, text)")
         conn.execute(f"UPDATE {schema}.meta SET value = '1' WHERE name = 'schema_version'")
         assert pg_schema.migrate_schema(conn, schema, "stratamem_app") == 1
         counts = set(conn.execute(f"SELECT term, agent_id, level, df FROM {schema}.term_stats"))

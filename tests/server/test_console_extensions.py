@@ -83,25 +83,23 @@ def test_usage_sums_per_day_and_model_within_the_clearance(store, monkeypatch):
         extensions.usage(view, {"since": "yesterday"})
 
 
-def test_graph_reads_through_a_session_of_the_agent_at_the_clearance(store, monkeypatch):
-    seen = {}
-
-    class Graph:
-        def __init__(self, session):
-            self.session = session
-
-        def read(self, cursor=None, limit=200):
-            seen.update(taint=self.session.taint, agent=self.session.agent_id, cursor=cursor, limit=limit)
-            return Page((Node("<b>x</b>", "thing", sm.Level.PUBLIC, "c" * 1000, "a"),),
-                        (Edge("<b>x</b>", "y", "knows", sm.Level.INTERNAL),), "next-1", True)
-
-    monkeypatch.setattr(Session, "graph", lambda self: Graph(self), raising=False)
+def test_graph_reads_through_a_session_of_the_agent_at_the_clearance(store):
+    writer = store.session("a")
+    writer.graph.capture("<b>x</b>", "thing", "c" * 1000)
+    writer.graph.capture("y", "thing")
+    writer.graph.relate("<b>x</b>", "y", "knows")
+    writer.escalate(sm.Level.INTERNAL, "test")
+    writer.graph.capture("secret", "thing", "internal only")
+    writer.escalate(sm.Level.CONFIDENTIAL, "test")
+    writer.graph.capture("above", "thing", "confidential")
+    assert extensions.has_graph(store)
     view = OperatorView.open(store, "INTERNAL", "ops")
-    answer = extensions.graph(view, {"agent": "a", "after": "c0"})
-    assert seen == {"taint": sm.Level.INTERNAL, "agent": "a", "cursor": "c0", "limit": 200}
-    assert answer["nodes"] == [{"name": "<b>x</b>", "type": "thing", "level": "PUBLIC", "content": "c" * 400,
-                                "agent_id": "a"}]
-    assert answer["edges"][0]["relation"] == "knows" and answer["next"] == "next-1" and answer["truncated"]
+    answer = extensions.graph(view, {"agent": "a"})
+    names = {n["name"]: n for n in answer["nodes"]}
+    assert set(names) == {"<b>x</b>", "y", "secret"}  # nothing above the console's clearance
+    assert names["<b>x</b>"]["content"] == "c" * 400 and names["secret"]["level"] == "INTERNAL"
+    assert [(e["source"], e["target"], e["relation"]) for e in answer["edges"]] == [("<b>x</b>", "y", "knows")]
+    assert answer["available"] is True and answer["next"] is None and answer["truncated"] is False
     with pytest.raises(sm.ValidationError):
         extensions.graph(view, {})
 

@@ -15,9 +15,14 @@ from tools_support import new_store
 DIALECTS = ("openai", "anthropic", "mcp")
 PROFILES = {
     "triggerfish": ["memory_save", "memory_get", "memory_search", "memory_list", "memory_delete"],
-    "zeroclaw": ["memory_store", "memory_recall", "memory_forget", "memory_export", "memory_purge"],
+    "zeroclaw": ["memory_store", "memory_recall", "memory_forget", "memory_export", "memory_purge", "knowledge"],
+    "mcp-memory": ["create_entities", "create_relations", "add_observations", "delete_entities",
+                   "delete_observations", "delete_relations", "read_graph", "search_nodes", "open_nodes"],
 }
-WRITERS = {"memory_save", "memory_delete", "memory_store", "memory_forget", "memory_purge"}
+WRITERS = {"memory_save", "memory_delete", "memory_store", "memory_forget", "memory_purge", "create_entities",
+           "create_relations", "add_observations", "delete_entities", "delete_observations", "delete_relations"}
+DELETERS = ("memory_forget", "memory_purge", "memory_delete", "delete_entities", "delete_observations",
+            "delete_relations")
 
 
 def unwrap(dialect: str, definition: dict) -> tuple[str, str, dict]:
@@ -45,7 +50,7 @@ def test_definitions_are_valid_json_schema(dialect, profile):
         assert set(schema["required"]) <= set(schema["properties"])
         assert all(p.get("description") for p in schema["properties"].values())
         assert "Returns" in description
-        if name in WRITERS and name not in ("memory_forget", "memory_purge", "memory_delete"):
+        if name in WRITERS and name not in DELETERS:
             assert "set automatically" in description
         assert "classification" not in schema["properties"] and "agent_id" not in schema["properties"]
     assert seen == PROFILES[profile]

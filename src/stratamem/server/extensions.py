@@ -3,7 +3,7 @@
 A store that lacks them answers ``{"available": false, "reason": ...}`` and
 the page says "not available in this store". When present they are read the
 same way as everything else in the console: the graph through a real session
-of the agent at the console's clearance (``session.graph()``), usage records
+of the agent at the console's clearance (``session.graph``), usage records
 filtered to levels within the clearance; both reads are audited.
 """
 
@@ -29,7 +29,7 @@ def has_usage(store: Any) -> bool:
 
 
 def has_graph(store: Any) -> bool:
-    return callable(getattr(Session, "graph", None))
+    return hasattr(Session, "graph") and callable(getattr(store.backend, "graph_read", None))
 
 
 def features(store: Any) -> dict[str, bool]:
@@ -74,7 +74,7 @@ def graph(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:
     agent = params.get("agent")
     if not agent:
         raise ValidationError("agent is required")
-    page = view.session_at(agent, view.clearance).graph().read(params.get("after") or None, MAX_GRAPH_NODES)
+    page = view.session_at(agent, view.clearance).graph.read(params.get("after") or None, MAX_GRAPH_NODES)
     return {
         "available": True,
         "nodes": [{"name": n.name, "type": n.type, "level": n.level.name, "content": n.content[:400],

@@ -28,7 +28,8 @@ from ..policy.engine import Policy
 from ..session import Session
 from ..tools import definitions, execute
 from ..tools.executor import INTERNAL_ERROR
-from ..tools.specs import TOOLS, parameters_schema, specs
+from ..tools import mcp_memory
+from ..tools.specs import MCP_MEMORY, TOOLS, parameters_schema, specs
 from .state import blocking
 
 INSTRUCTIONS = (
@@ -73,11 +74,12 @@ def input_schema(name: str) -> dict[str, Any] | None:
     return parameters_schema(spec) if spec is not None else None
 
 
-def tool_result(text: str) -> types.CallToolResult:
+def tool_result(text: str, name: str | None = None, profile: str | None = None) -> types.CallToolResult:
     """A tool's answer as MCP content; the JSON error shape sets ``isError``.
 
     JSON answers (triggerfish) are also given as structured content; the text
-    block carries the exact same JSON for clients that only read text.
+    block carries the exact same JSON for clients that only read text. The
+    mcp-memory profile sends the official memory server's structured content.
     """
     data: Any = None
     if text.startswith("{"):
@@ -85,9 +87,12 @@ def tool_result(text: str) -> types.CallToolResult:
             data = json.loads(text)
         except ValueError:
             data = None
+    structured = data if isinstance(data, dict) else None
+    if profile == MCP_MEMORY and name is not None and not shapes.is_error(data):
+        structured = mcp_memory.structured(name, text)
     return types.CallToolResult(
         content=[types.TextContent(text=text)],
-        structured_content=data if isinstance(data, dict) else None,
+        structured_content=structured,
         is_error=shapes.is_error(data),
     )
 
@@ -120,7 +125,7 @@ def build_mcp_server(resolve: Resolver) -> Server[Any]:
         text = await blocking(run_tool, caller, params.name, params.arguments or {})
         if text is None:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
-        return tool_result(text)
+        return tool_result(text, params.name, caller.profile)
 
     return Server(
         "stratamem",

@@ -126,7 +126,7 @@ def document() -> dict[str, Any]:
                                   ("200", "Serving", _ref("Health")), errors=("503",), public=True)},
         "/v1/tools": {"get": _op("Tool definitions for a model provider", ("200", "Tools", _ref("Tools")),
                                  params=[_query("dialect", {"enum": ["openai", "anthropic", "mcp"]}, "Format"),
-                                         _query("profile", {"enum": ["triggerfish", "zeroclaw"]}, "Profile")],
+                                         _query("profile", {"enum": ["triggerfish", "zeroclaw", "mcp-memory"]}, "Profile")],
                                  errors=("400", "401"))},
         "/v1/sessions": {"post": _op("Open a session for this token's agent, at PUBLIC",
                                      ("201", "The new session", _ref("Session")), body="SessionCreate",
@@ -164,6 +164,14 @@ def document() -> dict[str, Any]:
             "post": _op("memory_search (long queries)", ("200", "Results, best first", _ref("SearchResults")),
                         body="SearchRequest", params=[SID]),
         },
+        f"{s}/graph/{{tool}}": {"post": {
+            **_op("Knowledge graph: one mcp-memory tool (create_entities, create_relations, add_observations, "
+                  "delete_entities, delete_observations, delete_relations, read_graph, search_nodes, open_nodes); "
+                  "the body is its arguments, the answer its structured content",
+                  ("200", "The tool's structured answer", {"type": "object"}),
+                  params=[SID, _path("tool", "The mcp-memory tool name")], errors=("400", "401", W, "404", "503")),
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+        }},
         "/v1/mcp-sessions/{mcp_session_id}": {"get": _op(
             "The stratamem session an MCP-over-HTTP connection acts in", session_ok,
             params=[_path("mcp_session_id", "The mcp-session-id header of the MCP connection")])},

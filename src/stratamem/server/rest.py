@@ -26,8 +26,8 @@ from starlette.routing import Route
 from .. import shapes
 from ..errors import NotFound, StratamemError, ValidationError
 from ..levels import Level
-from ..tools import definitions, execute
-from ..tools.specs import TRIGGERFISH
+from ..tools import definitions, execute, mcp_memory
+from ..tools.specs import MCP_MEMORY, TRIGGERFISH, specs
 from . import payloads
 from .auth import principal_of
 from .mcp_tools import server_version
@@ -148,6 +148,7 @@ class RestApi:
             Route(f"{s}/memories/{{key:path}}", self.delete_memory, methods=["DELETE"]),
             Route(f"{s}/search", self.search_get, methods=["GET"]),
             Route(f"{s}/search", self.search_post, methods=["POST"]),
+            Route(f"{s}/graph/{{tool}}", self.graph_tool, methods=["POST"]),
             Route("/v1/mcp-sessions/{mcp_session_id}", self.mcp_session, methods=["GET"]),
             Route("/v1/audit", self.audit, methods=["GET"]),
             Route("/v1/audit/verify", self.audit_verify, methods=["GET"]),
@@ -207,6 +208,28 @@ class RestApi:
     @endpoint
     async def search_post(self, request: Request) -> Response:
         return await self._tool(request, "memory_search", await read_json(request, self.max_body_bytes))
+
+    @endpoint
+    async def graph_tool(self, request: Request) -> Response:
+        """The knowledge graph: one mcp-memory tool, its arguments as the body, its structured answer back."""
+        name = request.path_params["tool"]
+        if name not in {spec.name for spec in specs(MCP_MEMORY)}:
+            raise NotFound(f"no graph tool {name!r}; use one of {', '.join(s.name for s in specs(MCP_MEMORY))}")
+        body = await read_json(request, self.max_body_bytes)
+        principal = principal_of(request)
+
+        def run() -> str:
+            try:
+                session = self.state.session_for(principal, request.path_params["session_id"])
+            except StratamemError as exc:
+                return shapes.dumps(shapes.error_from(exc))
+            text = execute(session, name, body, policy=self.state.policy_for(principal), profile=MCP_MEMORY,
+                           origin="rest")
+            assert text is not None
+            structured = mcp_memory.structured(name, text)
+            return text if structured is None else shapes.dumps(structured)
+
+        return from_tool_text(await blocking(run))
 
     # sessions: the runtime's side -----------------------------------------------------------
     @endpoint

@@ -297,5 +297,8 @@ class DirLock:
                     fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def close(self) -> None:
+        """Idempotent: a second close must not close a descriptor number reused by someone else."""
         with self._local:
-            os.close(self._fd)
+            fd, self._fd = self._fd, -1
+            if fd >= 0:
+                os.close(fd)

@@ -17,6 +17,7 @@ import psycopg
 
 from ..models import Memory
 from ..text import Analyzer
+from . import pg_vectors
 from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_memory
 from .rows import to_us
 
@@ -258,6 +259,7 @@ def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple
         terms, length = analysed[key]
         entries.append((row[0], row[1], row[3], terms, length))
     postings.extend(postings_statements(entries, counts))
+    postings.append(pg_vectors.pending_statement(rows))
     return out
 
 
@@ -272,6 +274,7 @@ def remove_live(conn: psycopg.Connection, analyzer: Analyzer,
         return
     terms = TermDelta()
     drop_postings(conn, analyzer, ((r[0], r[1], r[3], r[2], r[4], r[5]) for r in rows), terms)
+    pg_vectors.mark_dead(conn, [r[0] for r in rows])
     if deleted_us is not None:
         conn.execute("UPDATE memories SET deleted_us = %s, shadowable = false WHERE id = ANY(%s::bigint[])",
                      (deleted_us, [r[0] for r in rows]))

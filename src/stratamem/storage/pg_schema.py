@@ -45,6 +45,7 @@ from psycopg import sql
 
 from ..audit import GENESIS
 from ..errors import StorageError
+from . import pg_graph, pg_vectors
 
 DEFAULT_SCHEMA = "stratamem"
 DEFAULT_APP_ROLE = "stratamem_app"
@@ -294,11 +295,14 @@ V4 = [
        END $$""",
 ]
 
-# Version 5: the operator console pages one agent's versions by (key, level)
-# across every status, live and soft-deleted.
-V5 = ["CREATE INDEX IF NOT EXISTS memories_console ON memories (agent_id, key, level DESC, id)"]
+# Version 5: the knowledge graph (pg_graph); version 6: vectors per memory version for search by meaning
+# (pg_vectors); version 7: the operator console pages one agent's versions by (key, level) across every
+# status, live and soft-deleted.
+V7 = ["CREATE INDEX IF NOT EXISTS memories_console ON memories (agent_id, key, level DESC, id)"]
 
-MIGRATIONS: list[tuple[int, list[str]]] = [(1, V1), (2, V2), (3, V3), (4, V4), (5, V5)]
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (1, V1), (2, V2), (3, V3), (4, V4), (5, pg_graph.V5), (6, pg_vectors.MIGRATION), (7, V7),
+]
 LATEST = MIGRATIONS[-1][0]
 
 

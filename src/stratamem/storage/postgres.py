@@ -54,10 +54,13 @@ from ..errors import (
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
-from ..text import Analyzer
-from . import pg_console, pg_index, pg_search, pg_sessions, pg_turns
+from ..text import ANALYZER_VERSION, Analyzer
+from . import (
+    graph_sql, graph_write, pg_console, pg_graph, pg_index, pg_search, pg_sessions, pg_turns, pg_vectors,
+)
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
+from .vectors import DenseQuery, Pending
 from .pg_connect import (
     bind,
     bind_operator,
@@ -99,12 +102,14 @@ class PostgresBackend:
                       "lineage_id, expires_us, deleted_us"), "id"),
         "audit": (AUDIT_COLUMNS, "seq"),
         **{table: (columns, "id") for table, columns in TURN_TABLES.items()},
+        **{table: (columns, "id") for table, columns in graph_sql.COPIED_TABLES.items()},
     }
     # Columns a dump from an older version may lack (restored as NULL).
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"owner"})
     # Columns that may hold NUL and are stored escaped (pg_rows.enc).
     _ESCAPED: ClassVar[dict[str, set[str]]] = {"sessions": {"id"}, "taint_events": {"session_id", "reason", "source"},
-                "memories": {"content", "session_id"}, "audit": {"session_id"}, **pg_turns.ESCAPED}
+                "memories": {"content", "session_id"}, "audit": {"session_id"}, **pg_turns.ESCAPED,
+                **{table: set() for table in graph_sql.COPIED_TABLES}}
 
     def __init__(self, url: str, analyzer: Analyzer) -> None:
         self.analyzer = analyzer
@@ -119,6 +124,7 @@ class PostgresBackend:
             with psycopg.connect(self.config.conninfo, autocommit=True) as conn:
                 migrate_schema(conn, self.config.schema, self.config.app_role)
                 configure(conn, self.config)  # refuse a role that would bypass the policies, now and clearly
+                self._vtype = pg_vectors.vector_type(conn)
                 run_on(conn, self._check_languages)
             self._pool = open_pool(self.config)
         except psycopg.Error as exc:
@@ -170,16 +176,21 @@ class PostgresBackend:
         """Re-stem every live memory when the store's languages changed (as the SQLite backend does)."""
         langs = json.dumps(list(self.analyzer.languages))
         bind_operator(conn)
-        row = conn.execute("SELECT value FROM meta WHERE name = 'languages'").fetchone()
-        if row is not None and row[0] == langs:
+        state = "SELECT (SELECT value FROM meta WHERE name = 'languages'), (SELECT value FROM meta WHERE name = 'analyzer')"
+        row, analyzer = conn.execute(state).fetchone()
+        if row == langs and analyzer == ANALYZER_VERSION:
             return
         self._lock_store(conn)
-        row = conn.execute("SELECT value FROM meta WHERE name = 'languages' FOR UPDATE").fetchone()
+        conn.execute("SELECT value FROM meta WHERE name = 'languages' FOR UPDATE")
+        row, analyzer = conn.execute(state).fetchone()
         if row is None:
             conn.execute("INSERT INTO meta (name, value) VALUES ('languages', %s) ON CONFLICT DO NOTHING", (langs,))
-        elif row[0] != langs:
-            pg_index.reindex(conn, self.analyzer)
+        elif row != langs or analyzer != ANALYZER_VERSION:
+            pg_index.reindex(conn, self.analyzer)  # other languages, or terms made by an older analyzer
+            graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
             conn.execute("UPDATE meta SET value = %s WHERE name = 'languages'", (langs,))
+        conn.execute("INSERT INTO meta (name, value) VALUES ('analyzer', %s) "
+                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value", (ANALYZER_VERSION,))
 
     def close(self) -> None:
         self._pool.close()
@@ -385,14 +396,36 @@ class PostgresBackend:
                              lambda found: found, lambda found: {"count": len(found),
                                                                  "tag_filter": query.tag is not None})
 
-    def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime) -> HitList:
+    def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime,
+               mode: str = "lexical", query: DenseQuery | None = None) -> HitList:
         def reader(conn: psycopg.Connection, scope: pg_search.Scope) -> HitList:
             if terms is None:
                 return pg_search.recent(conn, scope, limit)
+            if mode != "lexical" and query is not None:
+                return pg_vectors.search(conn, scope, self._vtype, terms, limit, mode, query)
             return pg_search.ranked(conn, scope, terms, limit) if terms else []
 
+        extra = {} if mode == "lexical" else {"mode": mode}
         return self._observe(session_id, now, "search", reader, lambda hits: [h.memory for h in hits],
-                             lambda hits: {"results": len(hits), "terms": len(terms or ())})
+                             lambda hits: {"results": len(hits), "terms": len(terms or ()), **extra})
+
+    # ------------------------------------------------------------------ vectors (pg_vectors)
+
+    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> list[Pending]:
+        def body(conn: psycopg.Connection) -> list[Pending]:
+            record = self._bound_session(conn, session_id)
+            return pg_vectors.pending(conn, pg_search.Scope(record, to_us(now)), limit)
+
+        return self._read(body)
+
+    def all_pending_vectors(self, limit: int) -> tuple[list[Pending], int]:
+        return self._operator(lambda conn: pg_vectors.all_pending(conn, limit), read_only=True)
+
+    def store_vectors(self, model: str, items: Sequence) -> int:
+        return self._operator(lambda conn: pg_vectors.store_vectors(conn, self._vtype, model, items))
+
+    def use_embedder(self, identity: str, reset: bool = False) -> None:
+        self._operator(lambda conn: pg_vectors.use_model(conn, identity, reset))
 
     def delete(self, session_id: str, key: str, now: datetime) -> Memory:
         now_us = to_us(now)
@@ -483,11 +516,13 @@ class PostgresBackend:
             ).fetchall()
             ids = [r[0] for r in expired] + [r[0] for r in deleted]
             conn.execute("DELETE FROM memories WHERE id = ANY(%s::bigint[])", (ids,))
+            pg_vectors.forget(conn, ids)
             pg_index.together(conn, [pg_index.refresh_statement((r[1], r[2]) for r in expired)])
+            graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=True), before_us, agent_id)
             self._append(conn, operator_draft("purge", agent_id=agent_id,
-                                              detail={"purged": len(ids), "before": before.isoformat()}), now)
+                                              detail={"purged": len(ids) + graph, "before": before.isoformat()}), now)
             unerased = conn.execute("SELECT value FROM meta WHERE name = 'purge_unerased'").fetchone()
-            return len(ids), unerased is not None and unerased[0] == "1"
+            return len(ids) + graph, unerased is not None and unerased[0] == "1"
 
         count, unerased = self._operator(body)
         if not count and not unerased:
@@ -506,7 +541,7 @@ class PostgresBackend:
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         return pg_console.restore(self, ref, clearance, actor, now)
 
-    def _vacuum(self, tables: str = "memories, postings, term_stats") -> str:
+    def _vacuum(self, tables: str = f"memories, postings, term_stats, memory_vectors, {pg_graph.VACUUM_TABLES}") -> str:
         """Rewrite the tables that held purged content, so its bytes leave the table and index files.
 
         A plain VACUUM only marks dead tuples reusable; their bytes stay in the
@@ -649,6 +684,8 @@ class PostgresBackend:
                 conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                              f"greatest((SELECT max(id) FROM {table}), 1))")
             pg_index.reindex(conn, self.analyzer)
+            graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
+            pg_vectors.backfill(conn)
             return count
 
         return self._operator(body)
@@ -659,3 +696,14 @@ class PostgresBackend:
         with conn.cursor() as cur:
             cur.executemany(f"INSERT INTO {table} ({columns}) VALUES ({placeholders})", batch)
         batch.clear()
+
+    # ------------------------------------------------------------------ knowledge graph (storage/graph_sql.py)
+
+    def graph_write(self, session_id: str, now: datetime, body: pg_graph.Body) -> object:
+        return pg_graph.write(self, session_id, now, body)
+
+    def graph_read(self, session_id: str, now: datetime, body: pg_graph.Body) -> object:
+        return pg_graph.read(self, session_id, now, body)
+
+    def graph_operator(self, now: datetime, body) -> object:
+        return pg_graph.operator(self, now, body)

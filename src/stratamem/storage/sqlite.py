@@ -27,14 +27,18 @@ from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..private import create_private_file, match_sidecars
-from ..text import Analyzer
+from ..text import ANALYZER_VERSION, Analyzer
 from .. import paging
 from ..paging import ListQuery, Page
-from . import listing, pruning, sqlite_checkpoint, sqlite_console, sqlite_sessions, sqlite_turns
+from . import (
+    graph_sql, graph_write, listing, pruning, sqlite_checkpoint, sqlite_console, sqlite_graph, sqlite_sessions, sqlite_turns,
+    sqlite_vectors,
+)
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
+from .vectors import DenseQuery, Pending
 from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
@@ -172,6 +176,7 @@ class SQLiteBackend:
         self.path = path
         self.analyzer = analyzer
         self._lock = threading.RLock()
+        self._vector_cache = None  # storage.vector_cache.VectorCache, made on the first dense search
         try:
             if path != ":memory:" and not os.path.exists(path):
                 create_private_file(path)  # 0600 before SQLite opens it; its -wal/-shm/-journal inherit that
@@ -240,16 +245,20 @@ class SQLiteBackend:
                     conn.execute(statement)
             sqlite_sessions.ensure_schema(conn)
             sqlite_turns.create(conn)
+            sqlite_graph.create_tables(conn)
+            sqlite_vectors.setup(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
             langs = json.dumps(list(self.analyzer.languages))
             row = conn.execute("SELECT value FROM meta WHERE name = 'languages'").fetchone()
+            analyzer = conn.execute("SELECT value FROM meta WHERE name = 'analyzer'").fetchone()
             if row is None:
                 conn.execute("INSERT INTO meta(name, value) VALUES ('languages', ?)", (langs,))
-            elif row[0] != langs:
-                self._reindex(conn)
+            elif row[0] != langs or analyzer is None or analyzer[0] != ANALYZER_VERSION:
+                self._reindex(conn)  # other languages, or terms made by an older analyzer
                 conn.execute("UPDATE meta SET value = ? WHERE name = 'languages'", (langs,))
+            conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
 
     def _reindex(self, conn: sqlite3.Connection) -> None:
         """Re-stem every live memory after the store's languages changed."""
@@ -264,6 +273,7 @@ class SQLiteBackend:
             conn.execute("UPDATE memories SET length = ? WHERE id = ?", (length, mem_id))
             self._index(conn, mem_id, terms, agent, level, length)
             self._stats_add(conn, agent, level, 1, length)
+        graph_write.reindex(graph_sql.GraphConn(conn, postgres=False), self.analyzer)
 
     def close(self) -> None:
         with self._lock:
@@ -437,6 +447,7 @@ class SQLiteBackend:
         mem_id, agent, key, level, content, tags, length = row
         self._unindex(conn, mem_id, key, content, tags, agent, level)
         self._stats_add(conn, agent, level, -1, -length)
+        sqlite_vectors.mark_dead(conn, mem_id)
         if deleted_us is not None:
             conn.execute("UPDATE memories SET deleted_us = ?, shadowable = 0 WHERE id = ?", (deleted_us, mem_id))
         self._refresh_shadowable(conn, agent, key)
@@ -491,6 +502,7 @@ class SQLiteBackend:
             ).lastrowid
             self._stats_add(conn, memory.agent_id, memory.level, 1, length)
         self._index(conn, mem_id, terms, memory.agent_id, memory.level, length)
+        sqlite_vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
         self._refresh_shadowable(conn, memory.agent_id, memory.key)
         row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()
         return row_to_memory(row)
@@ -589,17 +601,45 @@ class SQLiteBackend:
         self._audit_read(record, "list", found, now, {"count": len(found), "tag_filter": query.tag is not None})
         return found
 
-    def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime) -> list[Hit]:
+    def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime,
+               mode: str = "lexical", query: DenseQuery | None = None) -> list[Hit]:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
             scope = _Scope(record, to_us(now))
             if terms is None:
                 hits = self._recent(conn, scope, limit)
+            elif mode != "lexical" and query is not None:
+                hits = sqlite_vectors.search(self, conn, scope, terms, limit, mode, query)
             else:
                 hits = self._ranked(conn, scope, terms, limit) if terms else []
-        self._audit_read(record, "search", [h.memory for h in hits], now,
-                         {"results": len(hits), "terms": len(terms or ())})
+        detail = {"results": len(hits), "terms": len(terms or ())}
+        if mode != "lexical":
+            detail["mode"] = mode
+        self._audit_read(record, "search", [h.memory for h in hits], now, detail)
         return hits
+
+    # ------------------------------------------------------------------ vectors (sqlite_vectors)
+
+    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> list[Pending]:
+        with self._errors(), self._tx(write=False) as conn:
+            scope = _Scope(self._session(conn, session_id), to_us(now))
+            return sqlite_vectors.pending(conn, scope, limit)
+
+    def all_pending_vectors(self, limit: int) -> tuple[list[Pending], int]:
+        with self._errors(), self._tx(write=False) as conn:
+            return sqlite_vectors.all_pending(conn, limit), sqlite_vectors.count_pending(conn)
+
+    def store_vectors(self, model: str, items: Sequence) -> int:
+        with self._errors(), self._tx(write=True) as conn:
+            return sqlite_vectors.store_vectors(conn, model, items)
+
+    def use_embedder(self, identity: str, reset: bool = False) -> None:
+        with self._errors(), self._tx(write=True) as conn:
+            if reset:
+                conn.execute("DELETE FROM meta WHERE name = 'embedder'")
+                conn.execute("UPDATE vectors SET model = NULL, scale = NULL, vec = NULL WHERE model IS NOT NULL")
+                sqlite_vectors.bump_epoch(conn)
+            sqlite_vectors.use_model(conn, identity)
 
     def _recent(self, conn: sqlite3.Connection, scope: _Scope, limit: int) -> list[Hit]:
         rows = conn.execute(
@@ -753,14 +793,17 @@ class SQLiteBackend:
                 ).fetchall()
                 ids = [r[0] for r in expired] + [r[0] for r in deleted]
                 conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
+                graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
+                sqlite_vectors.forget(conn, ids)
                 self._append(conn, operator_draft("purge", agent_id=agent_id,
-                                                  detail={"purged": len(ids), "before": before.isoformat()}), now)
+                                                  detail={"purged": len(ids) + graph, "before": before.isoformat()}), now)
+        count = len(ids) + graph
         # Outside the store's lock and on a connection of its own: a reader elsewhere delays only this.
         if self.path == ":memory:":
-            return PurgeResult(len(ids))
+            return PurgeResult(count)
         with self._errors():
             erased = sqlite_checkpoint.truncate_wal(self.path)
-        return PurgeResult(len(ids), erased, "" if erased else sqlite_checkpoint.REMAINING)
+        return PurgeResult(count, erased, "" if erased else sqlite_checkpoint.REMAINING)
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
         sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
@@ -803,6 +846,7 @@ class SQLiteBackend:
         "audit": "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
                  "prev_hash, hash",
         **TURN_TABLES,
+        **graph_sql.COPIED_TABLES,
     }
 
     def dump(self) -> Iterator[tuple[str, dict]]:
@@ -835,6 +879,18 @@ class SQLiteBackend:
                 count += 1
             conn.execute("UPDATE memories SET length = 0 WHERE length IS NULL")
             self._reindex(conn)
+            sqlite_vectors.backfill(conn)
             for agent, key in conn.execute("SELECT DISTINCT agent_id, key FROM memories").fetchall():
                 self._refresh_shadowable(conn, agent, key)
         return count
+
+    # ------------------------------------------------------------------ knowledge graph (storage/graph_sql.py)
+
+    def graph_write(self, session_id: str, now: datetime, body: sqlite_graph.Body) -> object:
+        return sqlite_graph.write(self, session_id, now, body)
+
+    def graph_read(self, session_id: str, now: datetime, body: sqlite_graph.Body) -> object:
+        return sqlite_graph.read(self, session_id, now, body)
+
+    def graph_operator(self, now: datetime, body) -> object:
+        return sqlite_graph.operator(self, now, body)

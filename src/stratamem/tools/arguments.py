@@ -79,6 +79,7 @@ CHECKS: dict[str, Callable[[Param, object], Any]] = {
     "page": lambda p, v: page_size(v, default=p.default or DEFAULT_PAGE_SIZE),
     "cursor": _cursor,
     "time": _time,
+    "json": lambda p, v: v,  # shaped data (graph tools): the handler checks it with the graph's own checks
 }
 
 

@@ -38,12 +38,13 @@ from ..policy.redact import redact_fields, redact_text
 from ..scope import scoped
 from ..session import Session
 from ..storage.base import SessionRecord
-from . import triggerfish, zeroclaw
+from . import knowledge, mcp_memory, triggerfish, zeroclaw
 from .arguments import parse_arguments
 from .events import emit_tool_events
+from .graph_specs import GraphWrite
 from .specs import TOOLS, ToolSpec
 
-HANDLERS = {**triggerfish.HANDLERS, **zeroclaw.HANDLERS}
+HANDLERS = {**triggerfish.HANDLERS, **zeroclaw.HANDLERS, **knowledge.HANDLERS, **mcp_memory.HANDLERS}
 REDACTABLE_ARGUMENTS = ("content", "query")
 INTERNAL_ERROR = "the memory tool failed unexpectedly; nothing more is known to the agent"
 
@@ -87,22 +88,26 @@ class _Call:
             raise ValidationError("arguments must be a JSON object")
         raw, stripped, requested = facts_mod.strip_forced(arguments)
         detail: dict[str, Any] = {"tool": spec.name, "stripped": list(stripped)}
-        gate.admit(self.store, record, policy, spec.name, is_write=spec.writes, detail=detail)
+        action = raw.get("action")
+        is_write = spec.writes or (isinstance(action, str) and action in spec.write_actions)
+        gate.admit(self.store, record, policy, spec.name, is_write=is_write, detail=detail)
         cleaned = parse_arguments(spec, raw, max_content_bytes=self.store.max_content_bytes)
         base = facts_mod.session_facts(hook, record, origin=self.origin, channel=self.channel,
                                        read_only=policy.read_only)
-        facts = facts_mod.tool_call_facts(base, spec.name, spec.profile, raw, is_write=spec.writes,
+        facts = facts_mod.tool_call_facts(base, spec.name, spec.profile, raw, is_write=is_write,
                                           stripped=stripped, requested=requested)
-        verdict = gate.check(self.store, record, policy, facts, self._write(cleaned), name=spec.name, path="tool",
-                             is_write=spec.writes, detail=detail)
+        verdict = gate.check(self.store, record, policy, facts, self._write(cleaned, is_write), name=spec.name,
+                             path="tool", is_write=is_write, detail=detail)
         if verdict.blocked:
             raise gate.refusal(spec.name, verdict.decision)
         if verdict.decision.action is Action.REDACT:
             cleaned = redact_fields(cleaned, verdict.decision, REDACTABLE_ARGUMENTS)
         return _Prepared(facts, cleaned, verdict.quarantine)
 
-    def _write(self, cleaned: dict[str, Any]) -> gate.MemoryWrite | None:
-        """What a memory-writing tool would store (every text field is scanned); None for other tools."""
+    def _write(self, cleaned: dict[str, Any], is_write: bool) -> gate.MemoryWrite | GraphWrite | None:
+        """What a writing tool would store (every text field is scanned); None for other tools."""
+        if is_write and self.spec.texts is not None:  # graph tools: names, types, observations, notes
+            return GraphWrite(tuple(self.spec.texts(cleaned)))
         if not (self.spec.writes and self.spec.param("content") is not None):
             return None
         return gate.MemoryWrite(cleaned["key"], cleaned["content"], tuple(cleaned.get("tags") or ()),

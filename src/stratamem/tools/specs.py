@@ -9,6 +9,7 @@ level is automatic, and exactly what it returns.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,8 @@ from ..validation import MAX_CATEGORY_CHARS, MAX_KEY_CHARS, MAX_TAG_CHARS, MAX_T
 
 TRIGGERFISH = "triggerfish"
 ZEROCLAW = "zeroclaw"
-PROFILES = (TRIGGERFISH, ZEROCLAW)
+MCP_MEMORY = "mcp-memory"
+PROFILES = (TRIGGERFISH, ZEROCLAW, MCP_MEMORY)
 
 MAX_TEXT_CHARS = 10_000  # free-text filters such as a tag or a session id
 
@@ -28,10 +30,11 @@ class Param:
     """One argument. ``kind`` selects both its JSON Schema and its check."""
 
     name: str
-    kind: str  # key | content | tags | query | text | category | count | page | cursor | time
+    kind: str  # key | content | tags | query | text | category | count | page | cursor | time | json
     description: str
     required: bool = False
     default: Any = None
+    schema: dict[str, Any] | None = None  # kind "json": the JSON Schema, checked by the handler
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,10 @@ class ToolSpec:
     description: str
     params: tuple[Param, ...]
     writes: bool = False  # refused in read-only sessions, scanned for poisoning when it carries content
+    # A tool whose ``action`` argument decides: these actions are writes (refused read-only, scanned).
+    write_actions: frozenset[str] = frozenset()
+    # The texts a write stores, for the poisoning scanner (default: key, content, category, tags).
+    texts: Callable[[dict[str, Any]], Iterable[object]] | None = None
 
     def param(self, name: str) -> Param | None:
         return next((p for p in self.params if p.name == name), None)
@@ -72,6 +79,8 @@ def _kind_schema(param: Param) -> dict[str, Any]:
         return {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR_CHARS}
     if kind == "time":
         return {"type": "string", "format": "date-time"}
+    if kind == "json" and param.schema is not None:
+        return dict(param.schema)
     raise ValueError(f"unknown parameter kind {kind!r}")
 
 
@@ -236,12 +245,15 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
-TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in TRIGGERFISH_TOOLS + ZEROCLAW_TOOLS}
+from .graph_specs import KNOWLEDGE, MCP_MEMORY_TOOLS  # noqa: E402 - they are built from the classes above
+
+ZEROCLAW_TOOLS = (*ZEROCLAW_TOOLS, KNOWLEDGE)
+BY_PROFILE = {TRIGGERFISH: TRIGGERFISH_TOOLS, ZEROCLAW: ZEROCLAW_TOOLS, MCP_MEMORY: MCP_MEMORY_TOOLS}
+TOOLS: dict[str, ToolSpec] = {spec.name: spec for tools in BY_PROFILE.values() for spec in tools}
 
 
 def specs(profile: str = TRIGGERFISH, *, read_only: bool = False) -> tuple[ToolSpec, ...]:
     """The tools of a profile; writing tools are left out for read-only sessions."""
     if profile not in PROFILES:
         raise ValidationError(f"unknown profile {profile!r}; valid profiles are {', '.join(PROFILES)}")
-    chosen = TRIGGERFISH_TOOLS if profile == TRIGGERFISH else ZEROCLAW_TOOLS
-    return tuple(spec for spec in chosen if not (read_only and spec.writes))
+    return tuple(spec for spec in BY_PROFILE[profile] if not (read_only and spec.writes))

@@ -21,6 +21,7 @@ from .errors import ValidationError
 from .messages import Message
 from .noise import is_noise_content, is_noise_key
 from .observe import EventBus, MemoryRecall, emit
+from .related import with_related
 from .textcut import ellipsize
 
 __all__ = [
@@ -46,6 +47,7 @@ BLOCK_OPEN = "[Memory context]"
 BLOCK_CLOSE = "[/Memory context]"
 _HEAD = f"{BLOCK_OPEN}\n"
 _TAIL = f"{BLOCK_CLOSE}\n\n"
+BLOCK_OVERHEAD = len(_HEAD) + len(_TAIL)
 _SECONDS_PER_DAY = 86_400.0
 _BLOCK_RE = re.compile(re.escape(_HEAD) + r".*?" + re.escape(_TAIL), re.DOTALL)
 
@@ -117,9 +119,10 @@ class ContextConfig:
     search_limit: int = 16
     suppress: bool = False
     show_levels: bool = False
+    related_entries: int = 0  # > 0 adds graph links around what was recalled (turn/related.py)
 
     def __post_init__(self) -> None:
-        for name in ("max_entries", "max_entry_chars", "max_total_chars", "search_limit"):
+        for name in ("max_entries", "max_entry_chars", "max_total_chars", "search_limit", "related_entries"):
             if getattr(self, name) < 0:
                 raise ValidationError(f"ContextConfig.{name} must be >= 0")
         for name in ("min_relevance", "half_life_days", "relative_floor", "min_coverage"):
@@ -292,7 +295,8 @@ def render_memory_context(
     try:
         hits = session.search(user_message, max_results=config.search_limit)
         memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
-        lines = fit_lines(memories, config)
+        lines = with_related(session, fit_lines(memories, config), [m.key for m in memories], user_message, config,
+                             BLOCK_OVERHEAD, BLOCK_CLOSE)
     except Exception as exc:
         emit(
             events, MemoryRecall(origin=origin_name, entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")

@@ -26,8 +26,10 @@ from ..models import Hit
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..scope import in_scope
 from ..text import Analyzer
-from .context import ContextConfig, fit_lines, format_memory_block, parse_origin, recall_policy, select_entries
+from .context import (BLOCK_CLOSE, BLOCK_OVERHEAD, ContextConfig, fit_lines, format_memory_block, parse_origin,
+                      recall_policy, select_entries)
 from .observe import EventBus, MemoryRecall, emit
+from .related import with_related
 from .scrub import bound_text, scrub_text
 
 if TYPE_CHECKING:
@@ -96,9 +98,13 @@ def recall_block(
         by_lineage = {m.lineage_id: m for m in allowed}
         passed = [Hit(by_lineage[h.memory.lineage_id], h.score) for h in scoped
                   if h.memory.lineage_id in by_lineage]
+        # The term-coverage floor is a lexical measure: a memory found by meaning shares no words with
+        # the question by design. In semantic/hybrid stores the model's similarity floor plays its part.
+        lexical = getattr(session.store, "search_mode", "lexical") == "lexical"
         memories = select_entries(passed, config, now, include_conversation=plan.include_conversation,
-                                  coverage=term_coverage(session.store.analyzer, query))
-        lines = fit_lines(memories, config)
+                                  coverage=term_coverage(session.store.analyzer, query) if lexical else None)
+        lines = with_related(session, fit_lines(memories, config), [m.key for m in memories], query, config,
+                             BLOCK_OVERHEAD, BLOCK_CLOSE)
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
         event(entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
         return RecallResult("", 0, 0, 0)

