@@ -8,7 +8,10 @@ from .errors import ClearanceError, NotFound, PolicyBlocked, StorageError, Strat
 from .levels import Level, can_flow_to
 from .models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from .session import Session
+from .install_info import package_version
 from .store import Store, open_store
+
+__version__ = package_version()
 
 __all__ = [
     "AuditAnchor",
@@ -26,6 +29,7 @@ __all__ = [
     "StratamemError",
     "TaintEvent",
     "ValidationError",
+    "__version__",
     "can_flow_to",
     "open_store",
 ]

@@ -8,7 +8,9 @@ codes: 0 ok, 1 not found, 2 usage or validation, 3 storage, 4 policy.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import os
 import sys
 import warnings
@@ -20,9 +22,11 @@ import click
 
 from . import shapes
 from .audit_anchor import read_anchor, read_key
+from . import __version__
 from .errors import NotFound, StorageError, StratamemError, ValidationError
 from .levels import Level
 from .paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_size
+from .install_info import describe, location
 from .policy.gate import gated_save
 from .policy.redact import redact_secrets
 from .private import private_writer
@@ -91,6 +95,16 @@ def _run(ctx: Context, action: Callable[[], None]) -> None:
             ctx._store.close()
 
 
+def _stdin_content() -> str:
+    """CONTENT given as "-": all of stdin, less the one newline that echo or a here-string adds.
+
+    Undecodable bytes stay as lone surrogates so validation refuses them with a clear error
+    instead of a decoding traceback.
+    """
+    text = sys.stdin.buffer.read().decode("utf-8", errors="surrogateescape")
+    return text[:-1] if text.endswith("\n") else text
+
+
 def _given(first: str | None, second: str | None) -> str | None:
     """The first option that was given at all (an empty string counts as given)."""
     return first if first is not None else second
@@ -102,6 +116,7 @@ def _one_line(text: str, width: int = 100) -> str:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="stratamem", message="%(prog)s %(version)s")
 @click.option("--db", envvar="STRATAMEM_DB", help="Store URL: a path, sqlite:///abs.db, :memory:, markdown:///dir or postgresql://")
 @click.option("--agent", help="Agent id (default: main).")
 @click.option("--taint", help="Raise the session's taint to this level first.")
@@ -120,10 +135,11 @@ def cli(click_ctx: click.Context, db, agent, taint, session_id, as_json) -> None
 @click.option("--category", default="core", show_default=True)
 @click.pass_obj
 def save(ctx: Context, key: str, content: str, tags: tuple[str, ...], category: str) -> None:
-    """Save CONTENT under KEY at the session's taint."""
+    """Save CONTENT under KEY at the session's taint ("-" reads CONTENT from stdin)."""
 
     def action() -> None:
-        memory = gated_save(ctx.session(), key, content, tags=tags, category=category, path="cli", origin="cli")
+        text = _stdin_content() if content == "-" else content
+        memory = gated_save(ctx.session(), key, text, tags=tags, category=category, path="cli", origin="cli")
         ctx.emit(shapes.saved(memory), f"saved {memory.key} [{memory.level.name}]")
 
     _run(ctx, action)
@@ -507,10 +523,19 @@ def demo(ctx: Context) -> None:
 @click.pass_obj
 def serve(ctx: Context, host: str | None, port: int | None, config_path: str | None) -> None:
     """Serve memory over HTTP: MCP at /mcp, REST at /v1, docs at /docs."""
-    from .server import run_serve
+    from .server import require_extra, run_serve
 
-    _run(ctx, lambda: run_serve(ctx.db or default_url(), host=host, port=port, config_path=config_path,
-                                agent=ctx.agent))
+    def action() -> None:
+        require_extra()
+        _say_location(ctx)
+        run_serve(ctx.db or default_url(), host=host, port=port, config_path=config_path, agent=ctx.agent)
+
+    _run(ctx, action)
+
+
+def _say_location(ctx: Context) -> None:
+    """Name the database on stderr (stdout may be a protocol stream)."""
+    click.echo(f"stratamem: database {location(ctx.db)}", err=True)
 
 
 @cli.command("mcp")
@@ -528,13 +553,19 @@ def serve(ctx: Context, host: str | None, port: int | None, config_path: str | N
 @click.pass_obj
 def mcp(ctx: Context, mcp_agent, clearance, peers, mcp_taint, mcp_session, profile, read_only, config_path) -> None:
     """Serve the memory tools over MCP stdio, for one operator-chosen session."""
-    from .server import run_mcp
+    from .server import require_extra, run_mcp
 
     # an explicit empty value ("--agent ''") is kept, so validation refuses it instead of defaulting
     flags = {"agent": _given(mcp_agent, ctx.agent), "clearance": clearance, "peers": peers,
              "taint": _given(mcp_taint, ctx.taint), "session": _given(mcp_session, ctx.session_id),
              "profile": profile, "read_only": read_only}
-    _run(ctx, lambda: run_mcp(ctx.db or default_url(), flags, config_path))
+
+    def action() -> None:
+        require_extra()
+        _say_location(ctx)
+        run_mcp(ctx.db or default_url(), flags, config_path)
+
+    _run(ctx, action)
 
 
 @cli.command("migrate")
@@ -552,6 +583,68 @@ def migrate_(ctx: Context, from_url: str, to_url: str, languages: tuple[str, ...
         ctx.emit({"migrated": count}, f"migrated {count} rows")
 
     _run(ctx, action)
+
+
+@cli.command("config")
+@click.pass_obj
+def config_(ctx: Context) -> None:
+    """Print the resolved version, paths, settings and a ready mcpServers snippet for this install."""
+
+    def action() -> None:
+        info = describe(ctx.db, ctx.agent)
+        if ctx.as_json:
+            click.echo(shapes.dumps(info))
+            return
+        extras = ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in info["extras"].items())
+        lines = [f"version  {info['version']}", f"python   {info['python']}", f"home     {info['home']}",
+                 f"db       {info['db']} ({info['backend']})",
+                 f"token    {info['server_token']} (serve's development token, when it runs without --config)",
+                 f"extras   {extras}"]
+        lines += [f"env      {name}={value}" for name, value in info["env"].items()]
+        lines += ["", "MCP client config (Claude Desktop and any mcpServers client):",
+                  json.dumps(info["mcp"], indent=2, ensure_ascii=False)]
+        click.echo(shapes.printable("\n".join(lines)))
+
+    _run(ctx, action)
+
+
+# Global options, also accepted after the command ("stratamem list --json"): name, flags, is_flag, help.
+_GLOBALS = (
+    ("db", "--db", False, "Store URL (as before the command)."),
+    ("agent", "--agent", False, "Agent id (as before the command)."),
+    ("taint", "--taint", False, "Raise the session's taint first (as before the command)."),
+    ("session_id", "--session", False, "Resume this session id (as before the command)."),
+    ("as_json", "--json", True, "Print the tools' JSON shapes (as before the command)."),
+)
+
+
+def _accept_globals(command: click.Command) -> None:
+    """Give every leaf command the global options it does not define itself; the later one wins."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _accept_globals(sub)
+        return
+    taken = {flag for param in command.params for flag in getattr(param, "opts", ())}
+    added = [g for g in _GLOBALS if g[1] not in taken]
+    for field, flag, is_flag, help_text in added:
+        command.params.append(click.Option([flag, f"_global_{field}"], is_flag=is_flag, default=None,
+                                           help=help_text, hidden=True))
+    callback = command.callback
+    assert callback is not None
+
+    @functools.wraps(callback)
+    def merged(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context().find_object(Context)
+        for field, _flag, is_flag, _help in added:
+            value = kwargs.pop(f"_global_{field}", None)
+            if ctx is not None and value not in (None, False):
+                setattr(ctx, field, value)
+        return callback(*args, **kwargs)
+
+    command.callback = merged
+
+
+_accept_globals(cli)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .audit import operator_draft
 from .errors import StorageError, ValidationError
+from .extras import require
 from .store import MARKDOWN_SCHEME, Store, markdown_location, sqlite_path
 
 
@@ -45,6 +46,7 @@ def stored_languages(url: str) -> tuple[str, ...] | None:
     source must be opened with exactly the languages it already has.
     """
     if _is_postgres(url):
+        require("postgres")
         import psycopg
         from psycopg import sql
 

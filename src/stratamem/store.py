@@ -150,6 +150,9 @@ class Store:
             self.backend = MarkdownBackend(path, self.analyzer, clock=self.now, synchronous=_synchronous(synchronous),
                                            max_content_bytes=max_content_bytes, **options)
         elif self.url.startswith(("postgresql://", "postgres://")):
+            from .extras import require
+
+            require("postgres")  # a clear install hint, never a ModuleNotFoundError
             from .storage.postgres import PostgresBackend  # optional extra
 
             self.backend = PostgresBackend(self.url, self.analyzer)

@@ -20,19 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ValidationError
+from ..extras import hint, require
 
-EXTRA_HINT = "pip install 'stratamem[server]'"
+EXTRA_HINT = hint("server")
 
 
 def require_extra() -> None:
     """Fail with an actionable message when the server dependencies are missing."""
-    try:
-        import mcp  # noqa: F401
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise ValidationError(f"serving needs the server extra ({exc.name} is missing): {EXTRA_HINT}") from None
+    require("server")
 
 
 def run_serve(db: str, *, host: str | None = None, port: int | None = None, config_path: str | None = None,
