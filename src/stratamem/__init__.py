@@ -13,6 +13,15 @@ from .store import Store, open_store
 
 __version__ = package_version()
 
+
+def __getattr__(name: str) -> object:
+    """``stratamem.Client`` / ``AsyncClient`` load on first use: they need the ``client`` extra (httpx)."""
+    if name in ("Client", "AsyncClient"):
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.client"), name)
+    raise AttributeError(f"module 'stratamem' has no attribute {name!r}")
+
 __all__ = [
     "AuditAnchor",
     "AuditEvent",
