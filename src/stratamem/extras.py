@@ -17,6 +17,7 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "postgres": ("a postgresql:// store", ("psycopg", "psycopg_pool")),
     "server": ("serving (stratamem serve / mcp)", ("mcp", "starlette", "uvicorn")),
     "client": ("the HTTP client", ("httpx",)),
+    "langgraph": ("the LangGraph store", ("langgraph.store.base",)),
 }
 
 
