@@ -20,13 +20,13 @@ from typing import Any
 
 import click
 
-from . import shapes
+from . import __version__, shapes
 from .audit_anchor import read_anchor, read_key
-from . import __version__
 from .errors import NotFound, StorageError, StratamemError, ValidationError
+from .importers import formats
+from .install_info import describe, location
 from .levels import Level
 from .paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_size
-from .install_info import describe, location
 from .policy.gate import gated_save
 from .policy.redact import redact_secrets
 from .private import private_writer
@@ -444,21 +444,32 @@ def export_(ctx: Context, file: str | None, fmt: str, agents: str | None, levels
     _run(ctx, action)
 
 
+_BUILT_IN_FORMATS = ("jsonl", "markdown", "mcp-memory")
+
+
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, allow_dash=True))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown", "mcp-memory"]), default="jsonl",
+@click.option("--format", "fmt", type=click.Choice([*_BUILT_IN_FORMATS, *formats()]), default="jsonl",
               show_default=True, help="jsonl: stratamem JSON Lines; markdown: FILE is a directory in the Markdown "
-              "store's layout; mcp-memory: an MCP memory server memory.jsonl (a graph).")
+              "store's layout; mcp-memory: an MCP memory server memory.jsonl (a graph); other stores' files: "
+              + ", ".join(formats()) + ".")
 @click.option("--no-scan", is_flag=True, help="Skip the policy gate (poisoning scanner): only for trusted files.")
-@click.option("--level", default="PUBLIC", show_default=True,
-              help="mcp-memory: the level every imported record gets (agent: --agent).")
+@click.option("--level", help="The level every imported record gets (agent: --agent): mcp-memory (default PUBLIC) "
+              "and the other stores' formats (required).")
 @click.pass_obj
-def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str) -> None:
-    """Import JSON Lines or a Markdown directory, levels kept, or an MCP memory graph at one level;
-    one bad or poisoned line or file imports nothing (operator)."""
+def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None) -> None:
+    """Import JSON Lines or a Markdown directory, levels kept, or an MCP memory graph or another store's files at
+    one level; one bad or poisoned line, record or file imports nothing (operator)."""
 
     def action() -> None:
         store = ctx.store()
+        if fmt not in _BUILT_IN_FORMATS:
+            memories = _read_foreign(ctx, store, file, fmt, level)
+            click.echo(f"stratamem import: read {len(memories)} memories from {file}; screening and writing",
+                       err=True)
+            count = store.import_memories(memories, scan=not no_scan)
+            ctx.emit({"imported": count}, f"imported {count} memories")
+            return
         if fmt != "markdown" and os.path.isdir(file):
             raise ValidationError(f"{file} is a directory; use --format markdown to import one")
         if fmt == "mcp-memory":
@@ -467,9 +478,11 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str) -> Non
             else:
                 with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                     lines = stream.read().split("\n")
-            nodes, edges = store.import_graph(lines, agent_id=ctx.agent or "main", level=level, scan=not no_scan)
+            graph_level = level or "PUBLIC"
+            nodes, edges = store.import_graph(lines, agent_id=ctx.agent or "main", level=graph_level,
+                                              scan=not no_scan)
             ctx.emit({"imported": {"nodes": nodes, "edges": edges}},
-                     f"imported {nodes} nodes and {edges} relations at {Level.parse(level).name}")
+                     f"imported {nodes} nodes and {edges} relations at {Level.parse(graph_level).name}")
             return
         if fmt == "markdown":
             memories, turns = read_markdown(file, store.max_content_bytes, store.now()), []
@@ -485,6 +498,25 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str) -> Non
         ctx.emit({"imported": count}, f"imported {count} memories")
 
     _run(ctx, action)
+
+
+def _read_foreign(ctx: Context, store: Store, file: str, fmt: str, level: str | None) -> list[Any]:
+    """Another store's files as memories at the operator's agent and level (nothing written yet)."""
+    from pathlib import Path
+
+    from .importers import Target, get_format
+
+    chosen = get_format(fmt)
+    if level is None:
+        raise ValidationError(f"--format {fmt} needs --level: the level these memories land at")
+    if file == "-":
+        raise ValidationError(f"--format {fmt} reads a {chosen.source}, not stdin")
+    path = Path(file)
+    if (chosen.source == "dir") != path.is_dir():
+        raise ValidationError(f"--format {fmt} reads a {'folder' if chosen.source == 'dir' else 'file'}: {file}")
+    click.echo(f"stratamem import: reading {file} as {fmt}", err=True)
+    target = Target("main" if ctx.agent is None else ctx.agent, Level.parse(level), store.max_content_bytes)
+    return chosen.read(path, target)
 
 
 @cli.command()

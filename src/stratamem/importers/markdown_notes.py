@@ -1,0 +1,77 @@
+"""basic-memory / Obsidian-style Markdown folders: one note is one memory.
+
+Every ``*.md`` under the folder (hidden folders such as ``.obsidian`` and
+``.git`` skipped) becomes a memory keyed by its path relative to the folder,
+without ``.md`` (``projects/lisbon``). YAML front matter (``---`` ... ``---``)
+gives ``tags`` (a list or a comma/space separated string), ``category`` /
+``type``, and ``created``/``date``; the content is the body. An empty note is
+skipped (it has nothing to remember) and counted as skipped; anything else
+malformed refuses the import with the file and line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ValidationError
+from ..models import Memory
+from .sources import MAX_FILES, Problems, Target, memory, read_text, tag_list
+
+FORMAT = "markdown-notes"
+SOURCE = "dir"
+DESCRIPTION = "a folder of Markdown notes (basic-memory, Obsidian): one note = one memory, front-matter tags"
+
+
+def notes(root: Path) -> list[Path]:
+    found = []
+    for path in sorted(root.rglob("*.md")):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file():
+            continue
+        found.append(path)
+        if len(found) > MAX_FILES:
+            raise ValidationError(f"{root}: more than {MAX_FILES} notes")
+    return found
+
+
+def split_front_matter(text: str) -> tuple[dict[str, Any], str, int]:
+    """(front matter, body, the body's first line number); ValidationError with the line when malformed."""
+    lines = text.split("\n")
+    if not lines or lines[0].strip() != "---":
+        return {}, text, 1
+    for number, line in enumerate(lines[1:], start=2):
+        if line.strip() in ("---", "..."):
+            try:
+                data = yaml.safe_load("\n".join(lines[1:number - 1])) or {}
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                line_no = mark.line + 2 if mark is not None else 1
+                raise ValidationError(f"line {line_no}: front matter is not valid YAML") from None
+            if not isinstance(data, dict):
+                raise ValidationError("line 2: front matter must be a mapping")
+            return data, "\n".join(lines[number:]), number + 1
+    raise ValidationError("line 1: front matter is not closed by ---")
+
+
+def read(path: Path, target: Target) -> list[Memory]:
+    if not path.is_dir():
+        raise ValidationError(f"{path}: the markdown-notes format reads a folder")
+    problems, out = Problems(), []
+    for note in notes(path):
+        relative = note.relative_to(path).with_suffix("").as_posix()
+        where = str(note.relative_to(path))
+        try:
+            front, body, _ = split_front_matter(read_text(note, where))
+            if not body.strip():
+                continue  # an empty note: nothing to remember
+            category = front.get("category") or front.get("type") or "core"
+            created = front.get("created") or front.get("date")
+            out.append(memory(target, relative, body.strip("\n"), tags=tag_list(front.get("tags")),
+                              category=str(category), created_at=str(created) if created else None))
+        except ValidationError as exc:
+            problems.add(where, exc.message.removeprefix(f"{where} ").removeprefix(f"{where}: "))
+    problems.raise_if_any()
+    return out
