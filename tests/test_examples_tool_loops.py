@@ -36,8 +36,8 @@ def test_openai_function_calling_loop(session):
         seen.append(messages)
         assert any(d["function"]["name"] == "memory_save" for d in definitions)
         if messages[-1]["role"] == "user":
-            call = {"id": "call_1", "type": "function",
-                    "function": {"name": "memory_save", "arguments": json.dumps({"key": "lang", "content": "prefers Python"})}}
+            arguments = json.dumps({"key": "lang", "content": "prefers Python"})
+            call = {"id": "call_1", "type": "function", "function": {"name": "memory_save", "arguments": arguments}}
             return {"choices": [{"message": {"content": None, "tool_calls": [call]}}],
                     "usage": {"prompt_tokens": 50, "completion_tokens": 5}}
         assert messages[-1]["role"] == "tool" and json.loads(messages[-1]["content"])["saved"] is True

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("langgraph.store.base")
 
-from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
 import stratamem as sm
