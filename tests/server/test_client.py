@@ -107,3 +107,17 @@ def test_missing_client_extra_names_the_install(monkeypatch):
     monkeypatch.delitem(sys.modules, "stratamem.client", raising=False)
     with pytest.raises(sm.ValidationError, match=r"install stratamem\[client\]"):
         sm.Client  # noqa: B018
+
+
+def test_serve_names_its_database_on_stderr(tmp_path):
+    from server_support import free_port, start_serve
+
+    db = tmp_path / "served.db"
+    proc = start_serve(tmp_path, db, free_port())
+    try:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert f"stratamem: database SQLite {db}" in err
