@@ -19,10 +19,11 @@ Mapping (documented in the README):
 - ``ttl`` (minutes, LangGraph's unit) becomes the memory's expiry; it counts
   from the last write (reading does not refresh it: ``refresh_on_read`` is
   not supported, a read never writes);
-- a ``query`` uses stratamem's search (lexical, or the hybrid search where
-  the store has it) over the session's visible memories, then keeps the
-  hits under the prefix that pass ``filter``; ``index=`` is accepted for
-  compatibility and only selects that search (no embeddings are computed here).
+- a ``query`` uses stratamem's search in the store's mode (hybrid where
+  search by meaning is available, lexical otherwise) over the session's
+  visible memories, then keeps the hits under the prefix that pass
+  ``filter``; ``index=`` is accepted for compatibility: the store's own index
+  answers, LangGraph's embedder is never called.
 
 Needs the ``langgraph`` extra (``langgraph-checkpoint``).
 """
