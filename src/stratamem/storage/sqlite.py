@@ -35,7 +35,7 @@ from . import (
     sqlite_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import MemoryDraft, SessionRecord
+from .base import MemoryDraft, SessionRecord, draft_memory, save_event
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .vectors import DenseQuery, Pending
@@ -282,18 +282,26 @@ class SQLiteBackend:
     # ------------------------------------------------------------------ audit
 
     def _append(self, conn: sqlite3.Connection, draft: AuditDraft, now: datetime) -> AuditEvent:
+        return self._append_many(conn, [draft], now)[0]
+
+    def _append_many(self, conn: sqlite3.Connection, drafts: Sequence[AuditDraft], now: datetime
+                     ) -> list[AuditEvent]:
+        """Chain the events after the tip in order: one read of the tip, one head update for the lot."""
         row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
-        event = seal(seq, now, draft, prev)
-        conn.execute(
-            "INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", event_to_row(event)
-        )
+        seq, prev = (row[0], row[1]) if row else (0, GENESIS)
+        events = []
+        for draft in drafts:
+            seq += 1
+            event = seal(seq, now, draft, prev)
+            events.append(event)
+            prev = event.hash
+        conn.executemany("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", map(event_to_row, events))
         conn.execute(
             "INSERT INTO meta(name, value) VALUES ('audit_head', ?) "
             "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-            (f"{event.seq}:{event.hash}",),
+            (f"{seq}:{prev}",),
         )
-        return event
+        return events
 
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
         with self._errors(), self._tx(write=True) as conn:
@@ -508,17 +516,20 @@ class SQLiteBackend:
         return row_to_memory(row)
 
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
-        terms, length = self.analyzer.document_terms(draft.key, draft.content, draft.tags)
+        return self.save_many(session_id, [draft], now)[0]
+
+    def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
+        """Every draft at the live taint read inside the one write transaction; one audit event per record."""
+        analysed = [self.analyzer.document_terms(d.key, d.content, d.tags) for d in drafts]
+        now_us = to_us(now)
         with self._errors(), self._tx(write=True) as conn:
             record = self._session(conn, session_id)
-            candidate = Memory(
-                key=draft.key, content=draft.content, level=record.taint, tags=draft.tags,
-                category=draft.category, agent_id=record.agent_id, session_id=record.id,
-                created_at=now, updated_at=now, lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
-            )
-            stored = self._write_version(conn, candidate, terms, length, keep_created=True, now_us=to_us(now))
-            self._append(conn, AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,),
-                                          (stored.level,), (stored.lineage_id,)), now)
+            stored = [
+                self._write_version(conn, draft_memory(record, draft, now), terms, length, keep_created=True,
+                                    now_us=now_us)
+                for draft, (terms, length) in zip(drafts, analysed)
+            ]
+            self._append_many(conn, [save_event(record, m) for m in stored], now)
             return stored
 
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
