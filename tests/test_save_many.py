@@ -114,3 +114,27 @@ def test_markdown_store_writes_the_files_of_a_batch(tmp_path):
         store.session("a").save_many([{"key": f"note{i}", "content": f"batch note number {i}"} for i in range(3)])
     texts = "\n".join(p.read_text(encoding="utf-8") for p in root.rglob("*.md"))
     assert all(f"batch note number {i}" in texts for i in range(3))
+
+
+def test_deferred_index_upkeep_matches_one_by_one(tmp_path):
+    """The batch's postings and document frequencies equal those of saving item by item (SQLite tables),
+    with keys that already exist, keys repeated in the batch, and terms that leave the store."""
+    first = [{"key": f"k{i}", "content": f"old words rarebird{i} harbour"} for i in range(6)]
+    batch = [{"key": "k1", "content": "fresh harbour"}, {"key": "new", "content": "harbour lights"},
+             {"key": "k1", "content": "again harbour rarebird3"}, {"key": "k4", "content": "lights"}]
+    tables = []
+    for mode in ("one", "many"):
+        with sm.open_store(str(tmp_path / f"{mode}.db")) as store:
+            s = store.session("a")
+            s.save_many(first)
+            if mode == "one":
+                for item in batch:
+                    s.save(item["key"], item["content"])
+            else:
+                s.save_many(batch)
+            conn = store.backend._conn
+            tables.append([conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
+                           for t in ("term_stats", "part_stats")]
+                          + [conn.execute("SELECT p.term, m.key, p.tf, p.level, p.length FROM postings p "
+                                          "JOIN memories m ON m.id = p.memory_id ORDER BY 1, 2").fetchall()])
+    assert tables[0] == tables[1]
