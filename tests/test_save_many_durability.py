@@ -54,3 +54,26 @@ def test_sigkill_in_the_middle_of_a_batch_leaves_none_of_it(tmp_path):
     assert conn.execute("SELECT count(*) FROM postings WHERE memory_id NOT IN (SELECT id FROM memories)"
                         ).fetchone()[0] == 0
     conn.close()
+
+
+def test_database_full_during_a_batch_writes_nothing(tmp_path):
+    """A size limit reached halfway through a batch (SQLITE_FULL, as on a full disk): a StorageError,
+    nothing of the batch, the store still usable and its audit chain whole."""
+    with sm.open_store(str(tmp_path / "full.db")) as store:
+        s = store.session("bulk")
+        s.save_many([{"key": f"a{i}", "content": f"first batch {i}"} for i in range(100)])
+        conn = store.backend._conn
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages + 20}")
+        before = store.backend.audit_tip()
+        big = [{"key": f"b{i}", "content": f"second batch item {i} " + "filler words " * 40} for i in range(2000)]
+        try:
+            s.save_many(big)
+        except sm.errors.StorageError as exc:
+            assert "full" in str(exc)
+        else:
+            raise AssertionError("the batch fitted; the limit did not bite")
+        assert store.backend.audit_tip() == before
+        assert {m.key for m in s.list()} == {f"a{i}" for i in range(100)}
+        conn.execute("PRAGMA max_page_count = 1073741823")
+        assert len(s.save_many(big[:10])) == 10 and store.verify_audit() is None

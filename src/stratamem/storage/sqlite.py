@@ -165,6 +165,12 @@ class _Scope:
                   AND (h.expires_us IS NULL OR h.expires_us > :now)))"""
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back unless SQLite already did (it does on a full disk or database), so the real error surfaces."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 class SQLiteBackend:
     """Implements ``storage.base.Backend`` on one SQLite database."""
 
@@ -238,13 +244,13 @@ class SQLiteBackend:
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            _rollback(conn)
             raise
         else:
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise StorageError(f"could not commit: {exc}") from exc
 
     @contextmanager
