@@ -56,3 +56,13 @@ def test_in_memory_stores_read_on_their_one_connection():
     with sm.open_store(":memory:") as store:
         store.session("a").save_many([{"key": "k", "content": "c"}])
         assert store.backend._readers is None and store.session("a").get("k").content == "c"
+
+
+def test_read_connections_of_ended_threads_are_closed(tmp_path):
+    with sm.open_store(str(tmp_path / "m.db")) as store:
+        s = store.session("a")
+        for _ in range(20):
+            t = threading.Thread(target=lambda: store.backend.session_record(s.id))
+            t.start()
+            t.join()
+        assert len(store.backend._readers._opened) <= 1

@@ -24,7 +24,7 @@ class ReadConnections:
         self._path = path
         self._busy_ms = int(busy_timeout_s * 1000)
         self._local = threading.local()
-        self._opened: list[sqlite3.Connection] = []
+        self._opened: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._guard = threading.Lock()
         self._closed = False
 
@@ -40,7 +40,12 @@ class ReadConnections:
                 if self._closed:
                     conn.close()
                     raise sqlite3.ProgrammingError("the store is closed")
-                self._opened.append(conn)
+                # a thread that has ended will not read again: its connection is closed, not kept open
+                ended = [c for t, c in self._opened if not t.is_alive()]
+                self._opened = [(t, c) for t, c in self._opened if t.is_alive()]
+                self._opened.append((threading.current_thread(), conn))
+            for old in ended:
+                _close(old)
             self._local.conn = conn
         return conn
 
@@ -48,8 +53,12 @@ class ReadConnections:
         with self._guard:
             self._closed = True
             opened, self._opened = self._opened, []
-        for conn in opened:
-            try:
-                conn.close()
-            except sqlite3.Error:
-                pass
+        for _, conn in opened:
+            _close(conn)
+
+
+def _close(conn: sqlite3.Connection) -> None:
+    try:
+        conn.close()
+    except sqlite3.Error:
+        pass
