@@ -186,6 +186,7 @@ class SQLiteBackend:
         self.analyzer = analyzer
         self._lock = threading.RLock()
         self._vector_cache = None  # storage.vector_cache.VectorCache, made on the first dense search
+        self._vector_lock = threading.Lock()  # the cache is shared by the threads' read connections
         self._readers: ReadConnections | None = None
         try:
             if path != ":memory:" and not os.path.exists(path):
