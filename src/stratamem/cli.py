@@ -30,6 +30,7 @@ from .paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_size
 from .policy.gate import gated_save
 from .policy.redact import redact_secrets
 from .private import private_writer
+from .progress import tracked
 from .session import Session
 from .md_transfer import export_markdown, read_markdown
 from .store import Store, default_url
@@ -492,7 +493,7 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                 memories, turns = read_records(stream, store.max_content_bytes)
-        count = store.import_memories(memories, scan=not no_scan)
+        count = store.import_memories(tracked(memories, "importing", length=len(memories)), scan=not no_scan)
         if turns:
             store.import_turns(turns)
         ctx.emit({"imported": count}, f"imported {count} memories")
@@ -611,7 +612,8 @@ def migrate_(ctx: Context, from_url: str, to_url: str, languages: tuple[str, ...
     from .migrate import migrate
 
     def action() -> None:
-        count = migrate(from_url, to_url, languages=languages or None)
+        count = migrate(from_url, to_url, languages=languages or None,
+                        progress=lambda rows: tracked(rows, "copying rows"))
         ctx.emit({"migrated": count}, f"migrated {count} rows")
 
     _run(ctx, action)

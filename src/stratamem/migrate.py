@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from .audit import operator_draft
@@ -92,7 +92,8 @@ def _counted(rows: Iterable[tuple[str, dict]], counts: Counter) -> Iterator[tupl
         yield table, row
 
 
-def migrate(from_url: str, to_url: str, *, languages: Sequence[str] | None = None) -> int:
+def migrate(from_url: str, to_url: str, *, languages: Sequence[str] | None = None,
+            progress: Callable[[Iterator[tuple[str, dict]]], Iterator[tuple[str, dict]]] | None = None) -> int:
     """Copy every row of the store at ``from_url`` into the empty store at ``to_url``; returns the rows copied.
 
     Raises ``ValidationError`` when the source is missing or the target not
@@ -111,7 +112,8 @@ def migrate(from_url: str, to_url: str, *, languages: Sequence[str] | None = Non
         raise
     try:
         sent: Counter = Counter()
-        copied = target.backend.restore(_counted(source.backend.dump(), sent))
+        rows = _counted(source.backend.dump(), sent)
+        copied = target.backend.restore(progress(rows) if progress else rows)
         landed = Counter(table for table, _ in target.backend.dump())
         if landed != sent:
             raise StorageError(f"the copy is incomplete: sent {dict(sent)}, the target holds {dict(landed)}")

@@ -7,10 +7,11 @@ another process (or by the runtime) takes effect at once.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from .batch import check_batch
 from .errors import ValidationError
 from .levels import Level
 from .models import Hit, Memory, TaintEvent
@@ -124,6 +125,23 @@ class Session:
         now = self._store.now()
         expires = now + timedelta(seconds=seconds) if seconds is not None else None
         return self._backend.save(self.id, MemoryDraft(key, content, draft_tags, category, expires), now)
+
+    def save_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
+        """Save a batch in one transaction: all of it or nothing, one audit event per record.
+
+        Each item is a mapping of ``save``'s arguments (``key``, ``content``,
+        optional ``tags``, ``category``, ``ttl``), validated as ``save``
+        validates one; a bad item raises ``ValidationError`` naming its index
+        (0-based) and nothing is written. Every record is written at the live
+        taint read inside the transaction, as ``save`` does; a key given twice
+        ends as the later item, as if saved one by one. At most the store's
+        ``max_batch`` items (default 10,000).
+        """
+        checked = check_batch(items, self._store.max_batch, self._store.max_content_bytes)
+        if not checked:
+            return []
+        now = self._store.now()
+        return self._backend.save_many(self.id, [item.draft(now) for item in checked], now)
 
     def get(self, key: str) -> Memory | None:
         return self._backend.get(self.id, check_key(key), self._store.now())

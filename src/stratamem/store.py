@@ -18,6 +18,7 @@ import platformdirs
 
 from .audit import AuditDraft
 from .audit_anchor import AuditAnchor
+from .batch import DEFAULT_MAX_BATCH, check_max_batch
 from .errors import StorageError, ValidationError
 from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
@@ -123,6 +124,7 @@ class Store:
         observers: Iterable[Callable] = (),
         search_mode: str | None = None,
         embedder: object = "default",
+        max_batch: int = DEFAULT_MAX_BATCH,
     ) -> None:
         self.url = check_url(url or default_url())
         languages = _languages(languages)
@@ -140,6 +142,7 @@ class Store:
         self.analyzer = Analyzer(languages)
         self.semantic = SemanticIndex(self, embedder, search_mode)
         self.max_content_bytes = max_content_bytes
+        self.max_batch = check_max_batch(max_batch)  # the most items one save_many may write
         self.clock = clock
         if backend is not None:
             self.backend = backend

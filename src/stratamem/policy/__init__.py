@@ -17,7 +17,7 @@ memory).
 """
 
 from .engine import DEFAULT_POLICY, ApprovalRequest, OutputCheck, Policy, deny_all
-from .gate import MemoryWrite, gated_save
+from .gate import MemoryWrite, gated_save, gated_save_many
 from .lineage import Access, history, readers, writers
 from .loader import load_rules, rules_from_data, rules_from_yaml
 from .model import Action, Condition, Decision, HookPoint, Operator, Rule
@@ -43,6 +43,7 @@ __all__ = [
     "deny_all",
     "first_match",
     "gated_save",
+    "gated_save_many",
     "history",
     "load_rules",
     "readers",

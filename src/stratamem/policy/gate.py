@@ -29,6 +29,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft
+from ..batch import as_items, check_batch
 from ..errors import PolicyBlocked
 from ..levels import Level
 from ..models import Memory
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
     from ..session import Session
     from ..store import Store
 
-__all__ = ["MemoryWrite", "Verdict", "admit", "check", "gated_save", "judge", "refusal", "screen_import",
-           "write_facts"]
+__all__ = ["MemoryWrite", "Verdict", "admit", "check", "gated_save", "gated_save_many", "judge", "refusal",
+           "screen_import", "write_facts"]
 
 HOOK = HookPoint.PRE_TOOL_CALL
 WRITE_TOOL = "memory_save"
@@ -188,6 +189,40 @@ def gated_save(
         raise refusal(f"{path} write", verdict.decision)
     stored = verdict.applied(write)
     return session.save(stored.key, stored.content, tags=stored.tags, category=stored.category, ttl=ttl)
+
+
+def gated_save_many(
+    session: "Session",
+    items: Sequence[Mapping[str, Any]],
+    *,
+    policy: Policy | None = None,
+    path: str,
+    origin: str | None = None,
+    channel: str | None = None,
+) -> list[Memory]:
+    """``session.save_many`` behind the gate: every item judged as a single gated write would be.
+
+    Items are validated first (a bad item is a ValidationError naming its
+    index, nothing judged or written). Each item gets its own audited
+    ``policy.decision`` as ``gated_save`` records; one blocked item refuses
+    the whole batch (``PolicyBlocked`` naming its index) and nothing is
+    written. Redaction and quarantine apply per item.
+    """
+    policy = policy or DEFAULT_POLICY
+    store, record = session.store, session.record
+    checked = check_batch(items, store.max_batch, store.max_content_bytes)
+    stored: list[MemoryWrite] = []
+    for index, item in enumerate(checked):
+        write = MemoryWrite(item.key, item.content, item.tags, item.category)
+        verdict = check(store, record, policy, write_facts(record, policy, write, path=path, origin=origin,
+                                                           channel=channel),
+                        write, name=f"{path} write", path=path, detail={"batch_index": index})
+        if verdict.blocked:
+            blocked = refusal(f"{path} write", verdict.decision)
+            raise PolicyBlocked(f"item {index}: {blocked.message}; nothing of the batch was written")
+        stored.append(verdict.applied(write))
+    applied = [dataclasses.replace(item, content=w.content, tags=w.tags) for item, w in zip(checked, stored)]
+    return session.save_many(as_items(applied))
 
 
 def screen_import(store: "Store", memories: Sequence[Memory], policy: Policy | None = None) -> list[Memory]:

@@ -10,6 +10,7 @@ the change it records.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -54,6 +55,21 @@ class MemoryDraft:
     expires_at: datetime | None
 
 
+def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Memory:
+    """What a save asks to store: the draft at the session's live taint, for its agent, with a fresh lineage."""
+    return Memory(
+        key=draft.key, content=draft.content, level=record.taint, tags=draft.tags, category=draft.category,
+        agent_id=record.agent_id, session_id=record.id, created_at=now, updated_at=now,
+        lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
+    )
+
+
+def save_event(record: SessionRecord, stored: Memory) -> AuditDraft:
+    """The audit event of one saved record (key, level, lineage; never content)."""
+    return AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,), (stored.level,),
+                      (stored.lineage_id,))
+
+
 class Backend(Protocol):
     analyzer: Analyzer
 
@@ -73,6 +89,9 @@ class Backend(Protocol):
 
     # memories, always as seen by one session
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory: ...
+    def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
+        """Every draft saved as ``save`` would, in one transaction, one audit event each; all or nothing."""
+        ...
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None: ...
     def list(self, session_id: str, query: ListQuery, now: datetime) -> Page: ...
     def search(

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 
 from ..audit import AuditDraft, operator_draft
@@ -304,6 +304,10 @@ class MarkdownBackend:
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
         with _Writing(self):
             return self.db.save(session_id, draft, now)
+
+    def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
+        with _Writing(self):
+            return self.db.save_many(session_id, drafts, now)
 
     def delete(self, session_id: str, key: str, now: datetime) -> Memory:
         with _Writing(self):

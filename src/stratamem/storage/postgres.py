@@ -59,7 +59,7 @@ from . import (
     graph_sql, graph_write, pg_console, pg_graph, pg_index, pg_search, pg_sessions, pg_turns, pg_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import MemoryDraft, SessionRecord
+from .base import MemoryDraft, SessionRecord, draft_memory, save_event
 from .vectors import DenseQuery, Pending
 from .pg_connect import (
     bind,
@@ -162,12 +162,15 @@ class PostgresBackend:
         return self._read(bound) if read_only else self._write(bound)
 
     def _lock_keys(self, conn: psycopg.Connection, pairs: Iterable[tuple[str, str]]) -> None:
-        """Serialise writers of the same (agent, key); bulk operator actions exclude them all."""
-        ordered = sorted(set(pairs))
-        conn.execute("SELECT pg_advisory_xact_lock_shared(%s), pg_advisory_xact_lock(%s, hashtext(%s))",
-                     (self._store_lock, self._key_space, f"{ordered[0][0]}\x1f{ordered[0][1]}"))
-        for agent, key in ordered[1:]:
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (self._key_space, f"{agent}\x1f{key}"))
+        """Serialise writers of the same (agent, key); bulk operator actions exclude them all.
+
+        The key locks are taken in one sorted order (no deadlock between two
+        batches), in one statement however many keys a batch has.
+        """
+        ordered = [f"{agent}\x1f{key}" for agent, key in sorted(set(pairs))]
+        conn.execute("SELECT pg_advisory_xact_lock_shared(%s), (SELECT count(pg_advisory_xact_lock(%s, hashtext(k))) "
+                     "FROM (SELECT k FROM unnest(%s::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n) AS o)",
+                     (self._store_lock, self._key_space, ordered))
 
     def _lock_store(self, conn: psycopg.Connection) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._store_lock,))
@@ -198,19 +201,35 @@ class PostgresBackend:
     # ------------------------------------------------------------------ audit
 
     def _append(self, conn: psycopg.Connection, draft: AuditDraft, now: datetime) -> AuditEvent:
-        """Append one event; locking the head row makes concurrent appends queue, so the chain stays linear."""
+        return self._append_many(conn, [draft], now)[0]
+
+    def _append_many(self, conn: psycopg.Connection, drafts: Sequence[AuditDraft], now: datetime
+                     ) -> list[AuditEvent]:
+        """Append events in order; locking the head row makes concurrent appends queue, so the chain stays linear.
+
+        One event is one statement (insert and head update together); a batch
+        sends its inserts in one pipeline and moves the head once.
+        """
         head = conn.execute("SELECT seq, hash FROM audit_head FOR UPDATE").fetchone()
         if head is None:  # created with the schema and never deleted by stratamem: someone removed it
             raise StorageError("the audit log's head record is missing (tampering?): run 'stratamem audit verify "
                                "--anchor FILE', then restore the row (seq, hash of the newest event)")
         seq, prev = head
-        event = seal(seq + 1, now, draft, prev)
-        conn.execute(
-            f"WITH appended AS (INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)) "
-            "UPDATE audit_head SET seq = %s, hash = %s",
-            (*(enc(v) if i == 2 else v for i, v in enumerate(event_to_row(event))), event.seq, event.hash),
-        )
-        return event
+        events = []
+        for draft in drafts:
+            seq += 1
+            events.append(seal(seq, now, draft, prev))
+            prev = events[-1].hash
+        rows = [tuple(enc(v) if i == 2 else v for i, v in enumerate(event_to_row(e))) for e in events]
+        insert = f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+        if len(rows) == 1:
+            conn.execute(f"WITH appended AS ({insert}) UPDATE audit_head SET seq = %s, hash = %s",
+                         (*rows[0], seq, prev))
+        else:
+            with conn.cursor() as cur:
+                cur.executemany(insert, rows)
+            conn.execute("UPDATE audit_head SET seq = %s, hash = %s", (seq, prev))
+        return events
 
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
         """Runtime and operator records (policy decisions, ...): not reachable from a session's tools."""
@@ -351,18 +370,16 @@ class PostgresBackend:
     # ------------------------------------------------------------------ memories
 
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
-        def body(conn: psycopg.Connection) -> Memory:
+        return self.save_many(session_id, [draft], now)[0]
+
+    def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
+        """Every draft at the live taint read inside the one transaction; one audit event per record."""
+        def body(conn: psycopg.Connection) -> list[Memory]:
             record = self._bound_session(conn, session_id, "FOR SHARE")
-            self._lock_keys(conn, [(record.agent_id, draft.key)])
-            candidate = Memory(
-                key=draft.key, content=draft.content, level=record.taint, tags=draft.tags,
-                category=draft.category, agent_id=record.agent_id, session_id=record.id,
-                created_at=now, updated_at=now, lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
-            )
-            stored = pg_index.write_versions(conn, self.analyzer, [candidate], keep_created=True,
-                                             now_us=to_us(now))[0]
-            self._append(conn, AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,),
-                                          (stored.level,), (stored.lineage_id,)), now)
+            self._lock_keys(conn, [(record.agent_id, d.key) for d in drafts])
+            candidates = [draft_memory(record, d, now) for d in drafts]
+            stored = pg_index.write_versions(conn, self.analyzer, candidates, keep_created=True, now_us=to_us(now))
+            self._append_many(conn, [save_event(record, m) for m in stored], now)
             return stored
 
         return self._write(body)

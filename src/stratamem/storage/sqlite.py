@@ -27,6 +27,7 @@ from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..private import create_private_file, match_sidecars
+from ..progress import tracked
 from ..text import ANALYZER_VERSION, Analyzer
 from .. import paging
 from ..paging import ListQuery, Page
@@ -34,8 +35,10 @@ from . import (
     graph_sql, graph_write, listing, pruning, sqlite_checkpoint, sqlite_console, sqlite_graph, sqlite_sessions, sqlite_turns,
     sqlite_vectors,
 )
+from .sqlite_batch import PendingIndex
+from .sqlite_readers import ReadConnections
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import MemoryDraft, SessionRecord
+from .base import MemoryDraft, SessionRecord, draft_memory, save_event
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .vectors import DenseQuery, Pending
@@ -162,6 +165,12 @@ class _Scope:
                   AND (h.expires_us IS NULL OR h.expires_us > :now)))"""
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back unless SQLite already did (it does on a full disk or database), so the real error surfaces."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
+
+
 class SQLiteBackend:
     """Implements ``storage.base.Backend`` on one SQLite database."""
 
@@ -177,6 +186,8 @@ class SQLiteBackend:
         self.analyzer = analyzer
         self._lock = threading.RLock()
         self._vector_cache = None  # storage.vector_cache.VectorCache, made on the first dense search
+        self._vector_lock = threading.Lock()  # the cache is shared by the threads' read connections
+        self._readers: ReadConnections | None = None
         try:
             if path != ":memory:" and not os.path.exists(path):
                 create_private_file(path)  # 0600 before SQLite opens it; its -wal/-shm/-journal inherit that
@@ -197,6 +208,8 @@ class SQLiteBackend:
             self._migrate()
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open SQLite store at {path}: {exc}") from exc
+        # WAL readers on their own connections (none for :memory:, which is private to one connection)
+        self._readers = None if path == ":memory:" else ReadConnections(path, busy_timeout_s)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -213,23 +226,33 @@ class SQLiteBackend:
 
     @contextmanager
     def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            conn = self._conn
+        if write or self._readers is None or self._in_write():
+            with self._lock:
+                yield from self._run(self._conn, write)
+        else:
+            yield from self._run(self._readers.get(), write)
+
+    def _in_write(self) -> bool:
+        """This thread already holds the write connection (a read nested in a write sees that write)."""
+        return self._lock._is_owned()  # type: ignore[attr-defined]
+
+    @staticmethod
+    def _run(conn: sqlite3.Connection, write: bool) -> Iterator[sqlite3.Connection]:
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.Error as exc:
+            raise StorageError(f"storage is unavailable: {exc}") from exc
+        try:
+            yield conn
+        except BaseException:
+            _rollback(conn)
+            raise
+        else:
             try:
-                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise StorageError(f"storage is unavailable: {exc}") from exc
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
-                try:
-                    conn.execute("COMMIT")
-                except sqlite3.Error as exc:
-                    conn.execute("ROLLBACK")
-                    raise StorageError(f"could not commit: {exc}") from exc
+                _rollback(conn)
+                raise StorageError(f"could not commit: {exc}") from exc
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -268,32 +291,44 @@ class SQLiteBackend:
         rows = conn.execute(
             "SELECT id, agent_id, level, key, content, tags FROM memories WHERE deleted_us IS NULL"
         ).fetchall()
-        for mem_id, agent, level, key, content, tags in rows:
+        pending = PendingIndex()
+        for mem_id, agent, level, key, content, tags in tracked(rows, "reindexing"):
             terms, length = self.analyzer.document_terms(key, content, json.loads(tags))
             conn.execute("UPDATE memories SET length = ? WHERE id = ?", (length, mem_id))
-            self._index(conn, mem_id, terms, agent, level, length)
+            pending.add(mem_id, terms, agent, level, length)
             self._stats_add(conn, agent, level, 1, length)
+        pending.flush(conn)
         graph_write.reindex(graph_sql.GraphConn(conn, postgres=False), self.analyzer)
 
     def close(self) -> None:
+        if self._readers is not None:
+            self._readers.close()
         with self._lock:
             self._conn.close()
 
     # ------------------------------------------------------------------ audit
 
     def _append(self, conn: sqlite3.Connection, draft: AuditDraft, now: datetime) -> AuditEvent:
+        return self._append_many(conn, [draft], now)[0]
+
+    def _append_many(self, conn: sqlite3.Connection, drafts: Sequence[AuditDraft], now: datetime
+                     ) -> list[AuditEvent]:
+        """Chain the events after the tip in order: one read of the tip, one head update for the lot."""
         row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (row[0] + 1, row[1]) if row else (1, GENESIS)
-        event = seal(seq, now, draft, prev)
-        conn.execute(
-            "INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", event_to_row(event)
-        )
+        seq, prev = (row[0], row[1]) if row else (0, GENESIS)
+        events = []
+        for draft in drafts:
+            seq += 1
+            event = seal(seq, now, draft, prev)
+            events.append(event)
+            prev = event.hash
+        conn.executemany("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", map(event_to_row, events))
         conn.execute(
             "INSERT INTO meta(name, value) VALUES ('audit_head', ?) "
             "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-            (f"{event.seq}:{event.hash}",),
+            (f"{seq}:{prev}",),
         )
-        return event
+        return events
 
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
         with self._errors(), self._tx(write=True) as conn:
@@ -462,6 +497,7 @@ class SQLiteBackend:
         length: int,
         keep_created: bool,
         now_us: int,
+        pending: PendingIndex | None = None,
     ) -> Memory:
         """Insert or update the live version at (agent, key, level); returns what is stored.
 
@@ -475,6 +511,8 @@ class SQLiteBackend:
             "FROM memories WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL",
             (memory.agent_id, memory.key, int(memory.level)),
         ).fetchone()
+        if existing and pending is not None and pending.holds(existing[0]):
+            pending.flush(conn)  # the same key twice in one batch: its first postings must be in place
         if existing and existing[9] is not None and existing[9] <= now_us:
             self._remove_live(conn, existing[:7], deleted_us=existing[9])
             existing = None
@@ -501,24 +539,35 @@ class SQLiteBackend:
                  memory.session_id, created_us, to_us(memory.updated_at), lineage, expires, length),
             ).lastrowid
             self._stats_add(conn, memory.agent_id, memory.level, 1, length)
-        self._index(conn, mem_id, terms, memory.agent_id, memory.level, length)
+        if pending is not None:
+            pending.add(mem_id, terms, memory.agent_id, memory.level, length)
+        else:
+            self._index(conn, mem_id, terms, memory.agent_id, memory.level, length)
         sqlite_vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
         self._refresh_shadowable(conn, memory.agent_id, memory.key)
-        row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()
-        return row_to_memory(row)
+        # what was just written, without reading it back
+        return row_to_memory((mem_id, memory.agent_id, memory.key, int(memory.level), memory.content, tags_json,
+                              memory.category, memory.session_id, created_us, to_us(memory.updated_at), lineage,
+                              expires))
 
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
-        terms, length = self.analyzer.document_terms(draft.key, draft.content, draft.tags)
+        return self.save_many(session_id, [draft], now)[0]
+
+    def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
+        """Every draft at the live taint read inside the one write transaction; one audit event per record."""
+        analysed = [self.analyzer.document_terms(d.key, d.content, d.tags) for d in drafts]
+        now_us = to_us(now)
         with self._errors(), self._tx(write=True) as conn:
             record = self._session(conn, session_id)
-            candidate = Memory(
-                key=draft.key, content=draft.content, level=record.taint, tags=draft.tags,
-                category=draft.category, agent_id=record.agent_id, session_id=record.id,
-                created_at=now, updated_at=now, lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
-            )
-            stored = self._write_version(conn, candidate, terms, length, keep_created=True, now_us=to_us(now))
-            self._append(conn, AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,),
-                                          (stored.level,), (stored.lineage_id,)), now)
+            pending = PendingIndex() if len(drafts) > 1 else None
+            stored = [
+                self._write_version(conn, draft_memory(record, draft, now), terms, length, keep_created=True,
+                                    now_us=now_us, pending=pending)
+                for draft, (terms, length) in zip(drafts, analysed)
+            ]
+            if pending is not None:
+                pending.flush(conn)
+            self._append_many(conn, [save_event(record, m) for m in stored], now)
             return stored
 
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
@@ -823,8 +872,11 @@ class SQLiteBackend:
             terms, length = self.analyzer.document_terms(memory.key, memory.content, memory.tags)
             prepared.append((memory, terms, length))
         with self._errors(), self._tx(write=True) as conn:
+            pending = PendingIndex()
             for memory, terms, length in prepared:
-                self._write_version(conn, memory, terms, length, keep_created=False, now_us=to_us(now))
+                self._write_version(conn, memory, terms, length, keep_created=False, now_us=to_us(now),
+                                    pending=pending)
+            pending.flush(conn)
             self._append(conn, operator_draft("import", detail={"count": len(prepared)},
                                           levels=tuple(sorted({m.level for m, _, _ in prepared}))), now)
         return len(prepared)

@@ -152,12 +152,15 @@ def search(backend, conn: sqlite3.Connection, scope, terms: Sequence[str] | None
 
         backend._vector_cache = VectorCache()
     cache = backend._vector_cache
-    cache.sync(conn, query.model, query.dim)
-    _, _, hidden = backend._visible_stats(conn, scope)
-    if mode == "semantic" and pending(conn, scope, 1):
-        log.info("visible records still wait for vectors; answering this semantic search as hybrid")
-        mode = "hybrid"
-    top = cache.top(scope.agents, int(scope.record.taint), hidden, query, CANDIDATES)
+    # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is
+    # brought up to date and scored by one of them at a time.
+    with backend._vector_lock:
+        cache.sync(conn, query.model, query.dim)
+        _, _, hidden = backend._visible_stats(conn, scope)
+        if mode == "semantic" and pending(conn, scope, 1):
+            log.info("visible records still wait for vectors; answering this semantic search as hybrid")
+            mode = "hybrid"
+        top = cache.top(scope.agents, int(scope.record.taint), hidden, query, CANDIDATES)
     dense: list[Hit] = []
     if top:
         scores = dict(top)
