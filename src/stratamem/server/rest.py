@@ -49,22 +49,31 @@ class BodyTooLarge(ValidationError):
     """A request body over the limit (answered 413)."""
 
 
-def endpoint(handler: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
-    """Turn library errors into the CONTRACT's error bodies and statuses; never leak internals."""
+Method = Callable[..., Awaitable[Response]]
 
-    @functools.wraps(handler)
-    async def wrapped(self: RestApi, request: Request) -> Response:
-        try:
-            return await handler(self, request)
-        except BodyTooLarge as exc:
-            return error_response(exc.code, exc.message, 413)
-        except StratamemError as exc:
-            return from_exception(exc)
-        except Exception:
-            logger.exception("unexpected error in %s %s", request.method, request.url.path)
-            return internal_error()
 
-    return wrapped
+def guard(on_error: Callable[[StratamemError], Response]) -> Callable[[Method], Method]:
+    """A decorator turning library errors into error bodies via ``on_error``; never leaks internals."""
+
+    def decorate(handler: Method) -> Method:
+        @functools.wraps(handler)
+        async def wrapped(self: Any, request: Request) -> Response:
+            try:
+                return await handler(self, request)
+            except BodyTooLarge as exc:
+                return error_response(exc.code, exc.message, 413)
+            except StratamemError as exc:
+                return on_error(exc)
+            except Exception:
+                logger.exception("unexpected error in %s %s", request.method, request.url.path)
+                return internal_error()
+
+        return wrapped
+
+    return decorate
+
+
+endpoint = guard(from_exception)  # the CONTRACT's error bodies and statuses
 
 
 async def read_json(request: Request, limit: int) -> dict[str, Any]:

@@ -17,9 +17,7 @@ statuses: LIMIT_EXCEEDED 413, TURN_STATE 409. Tool results may be large (up to
 
 from __future__ import annotations
 
-import functools
-import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -29,12 +27,11 @@ from starlette.routing import Route
 from ..errors import StratamemError
 from ..turn.errors import TurnError
 from .auth import principal_of
-from .responses import error_response, from_exception, internal_error, json_response
-from .rest import BodyTooLarge, read_json
+from .responses import from_exception, json_response
+from .rest import guard, read_json
 from .state import ServerState, blocking
 from .turn_ops import MAX_OUTPUT_CHARS, TurnOps
 
-logger = logging.getLogger("stratamem.server")
 
 TURN_STATUS = {"LIMIT_EXCEEDED": 413, "TURN_STATE": 409}
 DEFAULT_BODY_BYTES = 4 * 1024 * 1024
@@ -48,20 +45,7 @@ def turn_error(exc: StratamemError) -> Response:
     return from_exception(exc)
 
 
-def guarded(handler: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
-    @functools.wraps(handler)
-    async def wrapped(self: TurnApi, request: Request) -> Response:
-        try:
-            return await handler(self, request)
-        except BodyTooLarge as exc:
-            return error_response(exc.code, exc.message, 413)
-        except StratamemError as exc:
-            return turn_error(exc)
-        except Exception:
-            logger.exception("unexpected error in %s %s", request.method, request.url.path)
-            return internal_error()
-
-    return wrapped
+guarded = guard(turn_error)
 
 
 class TurnApi:
