@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 import stratamem as sm
 
 WRITER = """
@@ -23,8 +25,10 @@ for i in range(int(sys.argv[3])):
 """
 
 
-def test_acknowledged_writes_survive_sigkill(tmp_path):
-    db = str(tmp_path / "kill.db")
+@pytest.mark.parametrize("kind", ["sqlite", "markdown"])
+def test_acknowledged_writes_survive_sigkill(tmp_path, kind):
+    """A writer killed from outside at arbitrary points; the Markdown store's files must agree too."""
+    db = str(tmp_path / "kill.db") if kind == "sqlite" else f"markdown://{tmp_path / 'kill-md'}"
     for round_no, delay in enumerate((0.3, 0.6, 0.9)):
         agent = f"w{round_no}"
         proc = subprocess.Popen([sys.executable, "-c", WRITER, db, agent, "100000"],
@@ -48,7 +52,12 @@ def test_acknowledged_writes_survive_sigkill(tmp_path):
                 else:
                     assert got is None
             assert store.verify_audit() is None
-        conn = sqlite3.connect(db)
+            if kind == "markdown":  # the files are the truth for content: every acknowledged save is in them
+                text = "".join(p.read_text() for p in (tmp_path / "kill-md" / agent).rglob("*.md"))
+                for action, i in acknowledged:
+                    assert (f"## {agent}-{i}\n" in text) == (action == "saved")
+        sidecar = db if kind == "sqlite" else str(tmp_path / "kill-md" / ".stratamem" / "index.db")
+        conn = sqlite3.connect(sidecar)
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         conn.close()
 
