@@ -96,6 +96,8 @@ class OperatorView:
     def record(self, ref: int) -> ConsoleRecord:
         """One version by ref; NOT_FOUND when missing or above the clearance (indistinguishable)."""
         now = self.store.now()
+        if not isinstance(ref, int) or not 0 < ref < 2**63:  # no row has such an id; SQL integers stop at 2**63
+            raise NotFound(f"no record {ref} at or below {self.clearance.name}")
         found = self._read(lambda run, d: console_sql.record(run, d, self.clearance, ref, now))
         if found is None:
             raise NotFound(f"no record {ref} at or below {self.clearance.name}")
@@ -159,6 +161,8 @@ class OperatorView:
 
     # operator actions ---------------------------------------------------------
     def restore(self, ref: int) -> Memory:
+        if not isinstance(ref, int) or not 0 < ref < 2**63:
+            raise NotFound(f"no soft-deleted record {ref} at or below {self.clearance.name}")
         return self.store.backend.restore_deleted(ref, self.clearance, self.actor, self.store.now())
 
     def purge(self, before: datetime, agent_id: str | None = None) -> int:

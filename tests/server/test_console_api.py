@@ -96,6 +96,10 @@ def test_bounds_and_bad_parameters(seeded):
         assert len(c.get("/v1/console/audit?limit=5000", headers=h).json()["events"]) <= 200
         assert c.get("/v1/console/sessions?after=%%%", headers=h).status_code == 400
         assert c.get("/v1/console/records/999999", headers=h).status_code == 404
+        huge = "/v1/console/records/" + "9" * 25  # beyond any SQL integer: the same NOT_FOUND, not a 500
+        assert c.get(huge, headers=h).status_code == 404
+        assert c.post(huge + "/restore", json={"confirm": True}, headers=h).status_code == 404
+        assert c.post(huge + "/delete", json={"confirm": True}, headers=h).status_code == 404
         assert c.get("/v1/console/agents/" + "a" * 200 + "/memories", headers=h).status_code == 400
         assert c.post("/v1/console/agents/alice/search", content=b"[1,", headers=h).status_code == 400
         assert c.post("/v1/console/agents/alice/search", content=b"x" * 70_000, headers=h).status_code == 413
