@@ -43,8 +43,10 @@ LEVELS = list(sm.Level)
 
 def build(db: str, n: int) -> None:
     rng = random.Random(11)
-    memories = [dataclasses.replace(m, agent_id=rng.choice(AGENTS), level=rng.choice(LEVELS))
-                for m in synthetic_memories(n)]
+    memories = [
+        dataclasses.replace(m, agent_id=rng.choice(AGENTS), level=rng.choice(LEVELS))
+        for m in synthetic_memories(n)
+    ]
     with sm.open_store(db) as store:
         t0 = time.perf_counter()
         store.import_memories(memories)
@@ -60,8 +62,11 @@ def build(db: str, n: int) -> None:
         t0 = time.perf_counter()
         with backend._tx(write=True) as conn:
             for m in memories:
-                backend._append(conn, AuditDraft("get", None, m.agent_id, m.level, (m.key,), (m.level,),
-                                                 (m.lineage_id,)), store.now())
+                backend._append(
+                    conn,
+                    AuditDraft("get", None, m.agent_id, m.level, (m.key,), (m.level,), (m.lineage_id,)),
+                    store.now(),
+                )
         print(f"appended {n} audit events in {time.perf_counter() - t0:.1f} s")
 
 
@@ -70,13 +75,29 @@ def start(db: str, tmp: Path):
 
     token = new_token()
     config = tmp / "server.toml"
-    config.write_text(f'[server]\nlog_level = "warning"\n[[principals]]\nname = "ops"\n'
-                      f'token_sha256 = "{token_digest(token)}"\nagent = "main"\nclearance = "RESTRICTED"\n'
-                      "operator = true\n")
+    config.write_text(
+        f'[server]\nlog_level = "warning"\n[[principals]]\nname = "ops"\n'
+        f'token_sha256 = "{token_digest(token)}"\nagent = "main"\nclearance = "RESTRICTED"\n'
+        "operator = true\n"
+    )
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "stratamem", "--db", db, "serve", "--port", str(port),
-                             "--config", str(config)], env=env, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stratamem",
+            "--db",
+            db,
+            "serve",
+            "--port",
+            str(port),
+            "--config",
+            str(config),
+        ],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(1200):
         try:
@@ -110,17 +131,41 @@ def main() -> None:
                 pages = [
                     ("agents", "GET", "/v1/console/agents", None),
                     ("memories of main, first page", "GET", "/v1/console/agents/main/memories", None),
-                    ("memories, level=CONFIDENTIAL", "GET", "/v1/console/agents/main/memories?level=CONFIDENTIAL", None),
-                    ("memories, status=deleted", "GET", "/v1/console/agents/main/memories?status=deleted", None),
-                    ("memories, tag filter (no match)", "GET", "/v1/console/agents/main/memories?tag=none", None),
+                    (
+                        "memories, level=CONFIDENTIAL",
+                        "GET",
+                        "/v1/console/agents/main/memories?level=CONFIDENTIAL",
+                        None,
+                    ),
+                    (
+                        "memories, status=deleted",
+                        "GET",
+                        "/v1/console/agents/main/memories?status=deleted",
+                        None,
+                    ),
+                    (
+                        "memories, tag filter (no match)",
+                        "GET",
+                        "/v1/console/agents/main/memories?tag=none",
+                        None,
+                    ),
                     ("memories, text=protein", "GET", "/v1/console/agents/main/memories?text=protein", None),
-                    ("versions of one key", "GET", f"/v1/console/agents/main/versions?key={first['key']}", None),
+                    (
+                        "versions of one key",
+                        "GET",
+                        f"/v1/console/agents/main/versions?key={first['key']}",
+                        None,
+                    ),
                     ("record + lineage", "GET", f"/v1/console/records/{first['ref']}", None),
                     ("sessions", "GET", "/v1/console/sessions", None),
                     ("audit, newest page", "GET", "/v1/console/audit", None),
                     ("audit, second page", "GET", f"/v1/console/audit?before={audit_next}", None),
-                    ("search playground", "POST", "/v1/console/agents/main/search",
-                     {"query": "protein expression in tumour cells"}),
+                    (
+                        "search playground",
+                        "POST",
+                        "/v1/console/agents/main/search",
+                        {"query": "protein expression in tumour cells"},
+                    ),
                 ]
                 print(f"\n{'page':38} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
                 for label, method, path, body in pages:

@@ -29,14 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 # The core benchmark measures lexical search; bench_semantic.py measures the other modes.
 os.environ.setdefault("STRATAMEM_SEARCH_MODE", "lexical")
 
-import stratamem as sm  # noqa: E402
-from stratamem.models import Memory  # noqa: E402
-from stratamem.text import tokens  # noqa: E402
+import stratamem as sm
+from stratamem.models import Memory
+from stratamem.text import tokens
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 # ---------------------------------------------------------------------------- data
+
 
 def scifact_corpus() -> list[tuple[str, str, str]]:
     with gzip.open(DATA / "scifact" / "corpus.jsonl.gz", "rt", encoding="utf-8") as f:
@@ -69,14 +70,30 @@ def synthetic_memories(n: int, agent: str = "bench") -> list[Memory]:
     now = datetime.now(UTC)
     out = []
     for i in range(n):
-        text = pool[i % len(pool)] if i < len(pool) else pool[rng.randrange(len(pool))] + " " + pool[rng.randrange(len(pool))]
-        out.append(Memory(key=f"m{i}", content=text, level=sm.Level.PUBLIC, tags=(), category="core",
-                          agent_id=agent, session_id=None, created_at=now, updated_at=now,
-                          lineage_id=str(uuid.uuid4())))
+        text = (
+            pool[i % len(pool)]
+            if i < len(pool)
+            else pool[rng.randrange(len(pool))] + " " + pool[rng.randrange(len(pool))]
+        )
+        out.append(
+            Memory(
+                key=f"m{i}",
+                content=text,
+                level=sm.Level.PUBLIC,
+                tags=(),
+                category="core",
+                agent_id=agent,
+                session_id=None,
+                created_at=now,
+                updated_at=now,
+                lineage_id=str(uuid.uuid4()),
+            )
+        )
     return out
 
 
 # ---------------------------------------------------------------------------- helpers
+
 
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
@@ -99,11 +116,11 @@ def fts5_query(analyzer: sm.store.Analyzer, query: str) -> str:
 
 
 def fts5_search(conn: sqlite3.Connection, match: str, k: int) -> list[str]:
-    return [r[0] for r in conn.execute(
-        "SELECT key FROM f WHERE f MATCH ? ORDER BY rank LIMIT ?", (match, k))]
+    return [r[0] for r in conn.execute("SELECT key FROM f WHERE f MATCH ? ORDER BY rank LIMIT ?", (match, k))]
 
 
 # ---------------------------------------------------------------------------- throughput
+
 
 def bench_saves(n: int, synchronous: str) -> float:
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,6 +148,7 @@ def bench_import(n: int) -> float:
 
 # ---------------------------------------------------------------------------- latency
 
+
 def _short(analyzer, query: str, words: int) -> str:
     """The first few content words of a query: a memory-style short question."""
     kept = [w for w in tokens(query) if w not in analyzer._stop]
@@ -147,7 +165,10 @@ def bench_search(n: int, n_queries: int) -> list[dict]:
         store.import_memories(memories)
         s = store.session("bench")
         fts = fts5_db([(m.key, m.content) for m in memories])
-        for label, queries in (("claims", claims), ("3 words", [_short(store.analyzer, q, 3) for q in claims])):
+        for label, queries in (
+            ("claims", claims),
+            ("3 words", [_short(store.analyzer, q, 3) for q in claims]),
+        ):
             matches = [fts5_query(store.analyzer, q) for q in queries]
             for q, m in zip(queries[:20], matches[:20]):  # warm both caches
                 s.search(q)
@@ -161,17 +182,23 @@ def bench_search(n: int, n_queries: int) -> list[dict]:
                 t2 = time.perf_counter()
                 ours.append((t1 - t0) * 1000)
                 bare.append((t2 - t1) * 1000)
-            results.append({
-                "n": n, "queries": label,
-                "p50": pct(ours, 50), "p95": pct(ours, 95),
-                "fts_p50": pct(bare, 50), "fts_p95": pct(bare, 95),
-                "qps": 1000 / statistics.mean(ours),
-            })
+            results.append(
+                {
+                    "n": n,
+                    "queries": label,
+                    "p50": pct(ours, 50),
+                    "p95": pct(ours, 95),
+                    "fts_p50": pct(bare, 50),
+                    "fts_p95": pct(bare, 95),
+                    "qps": 1000 / statistics.mean(ours),
+                }
+            )
         store.close()
     return results
 
 
 # ---------------------------------------------------------------------------- quality
+
 
 def ndcg_at(ranked: list[str], gold: set[str], k: int = 10) -> float:
     dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:k]) if d in gold)
@@ -236,9 +263,13 @@ def locomo() -> dict:
                 ours = [h.memory.key for h in s.search(qa["question"], max_results=25)]
                 bare = fts5_search(fts, fts5_query(store.analyzer, qa["question"]), 25)
                 for name, ranked in (("stratamem", ours), ("fts5", bare)):
-                    for metric, value in (("r@5", recall_at(ranked, gold, 5)), ("r@10", recall_at(ranked, gold, 10)),
-                                          ("r@25", recall_at(ranked, gold, 25)), ("ndcg@10", ndcg_at(ranked, gold)),
-                                          ("mrr@10", mrr_at(ranked, gold))):
+                    for metric, value in (
+                        ("r@5", recall_at(ranked, gold, 5)),
+                        ("r@10", recall_at(ranked, gold, 10)),
+                        ("r@25", recall_at(ranked, gold, 25)),
+                        ("ndcg@10", ndcg_at(ranked, gold)),
+                        ("mrr@10", mrr_at(ranked, gold)),
+                    ):
                         scores[name][metric].append(value)
                         scores[name][f"{metric}/cat{cat}"].append(value)
         store.close()
@@ -252,9 +283,18 @@ def scifact() -> dict:
         store = sm.open_store(str(Path(tmp) / "scifact.db"))
         now = datetime.now(UTC)
         store.import_memories(
-            Memory(key=doc_id, content=f"{title}. {text}" if title else text, level=sm.Level.PUBLIC, tags=(),
-                   category="core", agent_id="scifact", session_id=None, created_at=now, updated_at=now,
-                   lineage_id=str(uuid.uuid4()))
+            Memory(
+                key=doc_id,
+                content=f"{title}. {text}" if title else text,
+                level=sm.Level.PUBLIC,
+                tags=(),
+                category="core",
+                agent_id="scifact",
+                session_id=None,
+                created_at=now,
+                updated_at=now,
+                lineage_id=str(uuid.uuid4()),
+            )
             for doc_id, title, text in corpus
         )
         s = store.session("scifact")
@@ -269,6 +309,7 @@ def scifact() -> dict:
 
 # ---------------------------------------------------------------------------- main
 
+
 def machine() -> str:
     cpu = "unknown cpu"
     try:
@@ -278,8 +319,10 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return (f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} cores, "
-            f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}")
+    return (
+        f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}"
+    )
 
 
 def main() -> None:
@@ -299,11 +342,15 @@ def main() -> None:
     print(f"  import, one batch of 10k:                          {bench_import(10_000):8.0f} memories/s\n")
 
     print("search latency, one agent, top 10, SciFact claims as queries (ms; qps = one client, sequential)")
-    print(f"  {'memories':>9} {'queries':>8} {'p50':>7} {'p95':>7} {'FTS5 p50':>9} {'FTS5 p95':>9} {'p50 ratio':>9} {'qps':>7}")
+    print(
+        f"  {'memories':>9} {'queries':>8} {'p50':>7} {'p95':>7} {'FTS5 p50':>9} {'FTS5 p95':>9} {'p50 ratio':>9} {'qps':>7}"
+    )
     for n in sizes:
         for r in bench_search(n, n_queries):
-            print(f"  {n:>9} {r['queries']:>8} {r['p50']:7.2f} {r['p95']:7.2f} {r['fts_p50']:9.2f} {r['fts_p95']:9.2f} "
-                  f"{r['p50'] / r['fts_p50']:8.2f}x {r['qps']:7.0f}")
+            print(
+                f"  {n:>9} {r['queries']:>8} {r['p50']:7.2f} {r['p95']:7.2f} {r['fts_p50']:9.2f} {r['fts_p95']:9.2f} "
+                f"{r['p50'] / r['fts_p50']:8.2f}x {r['qps']:7.0f}"
+            )
 
     if args.skip_quality:
         return

@@ -14,7 +14,6 @@ import json
 import os
 import random
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -24,11 +23,23 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import stratamem as sm  # noqa: E402
-from bench_core import machine  # noqa: E402
-from stratamem.tools import execute  # noqa: E402
+from bench_core import machine
 
-TYPES = ["person", "team", "project", "decision", "service", "document", "meeting", "customer", "vendor", "risk"]
+import stratamem as sm
+from stratamem.tools import execute
+
+TYPES = [
+    "person",
+    "team",
+    "project",
+    "decision",
+    "service",
+    "document",
+    "meeting",
+    "customer",
+    "vendor",
+    "risk",
+]
 RELATIONS = ["manages", "depends_on", "owns", "reviews", "blocks", "mentions", "works_with", "decided_by"]
 ENTITY_BATCH = 100
 RELATION_BATCH = 300
@@ -48,8 +59,14 @@ def workload(n: int, seed: int = 7) -> tuple[list[dict], list[dict], list[str], 
     words = vocabulary(rng)
     zipf = [1 / (i + 1) for i in range(len(words))]
     pick = lambda k: rng.choices(words, weights=zipf, k=k)  # noqa: E731
-    entities = [{"name": f"{pick(1)[0]}-{i}", "entityType": rng.choice(TYPES),
-                 "observations": [" ".join(pick(8)), " ".join(pick(8))]} for i in range(n)]
+    entities = [
+        {
+            "name": f"{pick(1)[0]}-{i}",
+            "entityType": rng.choice(TYPES),
+            "observations": [" ".join(pick(8)), " ".join(pick(8))],
+        }
+        for i in range(n)
+    ]
     names = [e["name"] for e in entities]
     relations, seen = [], set()
     while len(relations) < 3 * n:
@@ -78,10 +95,11 @@ def timed(calls: list[Callable[[], object]]) -> dict[str, float]:
 
 
 def batches(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 # ---------------------------------------------------------------------------- in process (public API)
+
 
 def run_inprocess(n: int, directory: str) -> dict:
     entities, relations, queries, opens, starts = workload(n)
@@ -96,17 +114,22 @@ def run_inprocess(n: int, directory: str) -> dict:
         assert answer.startswith("["), answer[:200]
     elapsed = time.perf_counter() - start
     result = {
-        "nodes": n, "edges": len(relations), "build_s": round(elapsed, 1),
+        "nodes": n,
+        "edges": len(relations),
+        "build_s": round(elapsed, 1),
         "writes_per_s": round((len(entities) + len(relations)) / elapsed),
         "search_nodes": timed([lambda q=q: execute(session, "search_nodes", {"query": q}) for q in queries]),
         "open_nodes": timed([lambda o=o: execute(session, "open_nodes", {"names": o}) for o in opens]),
-        "neighbors_depth2": timed([lambda s=s: session.graph.neighbors(s, depth=2, limit=100) for s in starts]),
+        "neighbors_depth2": timed(
+            [lambda s=s: session.graph.neighbors(s, depth=2, limit=100) for s in starts]
+        ),
     }
     store.close()
     return result
 
 
 # ---------------------------------------------------------------------------- over MCP stdio
+
 
 def run_stdio(command: str, args: list[str], env: dict[str, str], n: int) -> dict:
     import anyio
@@ -168,14 +191,36 @@ def main() -> None:
         if options.no_official or shutil.which("npx") is None:
             print("official server comparison skipped (no npx or --no-official)")
             return
-        official = run_stdio("npx", ["-y", "@modelcontextprotocol/server-memory"],
-                             {"MEMORY_FILE_PATH": os.path.join(directory, "memory.jsonl")}, small)
+        official = run_stdio(
+            "npx",
+            ["-y", "@modelcontextprotocol/server-memory"],
+            {"MEMORY_FILE_PATH": os.path.join(directory, "memory.jsonl")},
+            small,
+        )
         print(json.dumps({"official_stdio": {"nodes": small, **official}}), flush=True)
-        ours = run_stdio(sys.executable, ["-m", "stratamem", "--db", os.path.join(directory, "stdio.db"), "mcp",
-                                          "--profile", "mcp-memory"], {}, small)
+        ours = run_stdio(
+            sys.executable,
+            [
+                "-m",
+                "stratamem",
+                "--db",
+                os.path.join(directory, "stdio.db"),
+                "mcp",
+                "--profile",
+                "mcp-memory",
+            ],
+            {},
+            small,
+        )
         print(json.dumps({"stratamem_stdio": {"nodes": small, **ours}}), flush=True)
-        print(json.dumps({"ratio_stdio_vs_official": ratio(official, ours),
-                          "ratio_in_process_vs_official": ratio(official, results[small])}))
+        print(
+            json.dumps(
+                {
+                    "ratio_stdio_vs_official": ratio(official, ours),
+                    "ratio_in_process_vs_official": ratio(official, results[small]),
+                }
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import stratamem as sm  # noqa: E402
-from stratamem.models import Memory  # noqa: E402
+import stratamem as sm
+from stratamem.models import Memory
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact" / "corpus.jsonl.gz"
 
@@ -41,7 +41,20 @@ def texts(n: int) -> list[str]:
                 if len(out) >= n + 1000:
                     break
     rng = random.Random(7)
-    words = "memory river meeting coffee plan budget travel health code review friday garden".split()
+    words = [
+        "memory",
+        "river",
+        "meeting",
+        "coffee",
+        "plan",
+        "budget",
+        "travel",
+        "health",
+        "code",
+        "review",
+        "friday",
+        "garden",
+    ]
     while len(out) < n + 1000:
         out.append(" ".join(rng.choice(words) for _ in range(12)))
     return out
@@ -56,9 +69,20 @@ def corpus(n: int) -> list[Memory]:
         roll = rng.random()
         category = "core" if roll < 0.2 else "daily" if roll < 0.7 else f"topic{i % 10}"
         at = start + timedelta(days=rng.randrange(100), seconds=i)
-        out.append(Memory(key=f"m{i}", content=sents[i], level=sm.Level.PUBLIC if i % 3 else sm.Level.INTERNAL,
-                          tags=(f"t{i % 7}",), category=category, agent_id="main", session_id=None,
-                          created_at=at, updated_at=at, lineage_id=str(uuid.uuid4())))
+        out.append(
+            Memory(
+                key=f"m{i}",
+                content=sents[i],
+                level=sm.Level.PUBLIC if i % 3 else sm.Level.INTERNAL,
+                tags=(f"t{i % 7}",),
+                category=category,
+                agent_id="main",
+                session_id=None,
+                created_at=at,
+                updated_at=at,
+                lineage_id=str(uuid.uuid4()),
+            )
+        )
     return out
 
 
@@ -74,8 +98,12 @@ def build(url: str, mems: list[Memory], saves: int, result: dict) -> tuple[sm.St
     s = store.session("main")
     s.escalate(sm.Level.INTERNAL, "bench")
     for category in ("core", "topic1"):
-        t = timed(lambda: [s.save(f"new-{category}-{i}", f"a fresh note number {i}", category=category)
-                           for i in range(saves)])
+        t = timed(
+            lambda: [
+                s.save(f"new-{category}-{i}", f"a fresh note number {i}", category=category)
+                for i in range(saves)
+            ]
+        )
         result[f"saves_per_s_{category}"] = saves / t
     return store, s
 
@@ -104,12 +132,16 @@ def main() -> None:
     args = parser.parse_args()
     mems = corpus(args.size)
     rng = random.Random(3)
-    queries = [" ".join(rng.sample(m.content.split(), min(3, len(m.content.split())))) for m in
-               rng.sample(mems, args.queries)]
+    queries = [
+        " ".join(rng.sample(m.content.split(), min(3, len(m.content.split()))))
+        for m in rng.sample(mems, args.queries)
+    ]
     tmp = Path(tempfile.mkdtemp(prefix="bench-md-"))
     try:
-        print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
-              f"Python {platform.python_version()}, SQLite {__import__('sqlite3').sqlite_version}")
+        print(
+            f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
+            f"Python {platform.python_version()}, SQLite {__import__('sqlite3').sqlite_version}"
+        )
         print(f"{args.size} memories, {args.saves} saves per category, {args.queries} queries")
         lite: dict = {}
         md: dict = {}
@@ -127,14 +159,18 @@ def main() -> None:
         warm = [timed(lambda: sm.open_store(f"markdown://{md_dir}").close()) for _ in range(3)]
         print(f"open with sidecar (warm): {min(warm):.3f} s")
         shutil.rmtree(md_dir / ".stratamem")
-        print(f"open without sidecar (rebuild): {timed(lambda: sm.open_store(f'markdown://{md_dir}').close()):.3f} s")
+        print(
+            f"open without sidecar (rebuild): {timed(lambda: sm.open_store(f'markdown://{md_dir}').close()):.3f} s"
+        )
         store = sm.open_store(f"markdown://{md_dir}?scan_interval=3600")
         edited = 0
         for path in sorted(files):
             text = path.read_text(encoding="utf-8")
             n = min(100 - edited, text.count("\n- updated: "))
             for _ in range(n):
-                text = re.sub(r"(- updated: [^\n]*\n(?:- [^\n]*\n)*\n)(?!EDITED )", r"\1EDITED ", text, count=1)
+                text = re.sub(
+                    r"(- updated: [^\n]*\n(?:- [^\n]*\n)*\n)(?!EDITED )", r"\1EDITED ", text, count=1
+                )
             path.write_text(text, encoding="utf-8")
             edited += n
             if edited >= 100:

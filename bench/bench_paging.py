@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import stratamem as sm  # noqa: E402
-from stratamem.models import Memory  # noqa: E402
-from stratamem.tools import execute  # noqa: E402
+import stratamem as sm
+from stratamem.models import Memory
+from stratamem.tools import execute
 
 
 def main() -> None:
@@ -32,8 +32,18 @@ def main() -> None:
     with sm.open_store(url) as store:
         now = datetime.now(UTC)
         store.import_memories(
-            Memory(f"key{i:06d}", "x" * 250 + f" word{i}", sm.Level.PUBLIC, ("t",), "core", "a", None, now, now,
-                   f"lineage-{i}")
+            Memory(
+                f"key{i:06d}",
+                "x" * 250 + f" word{i}",
+                sm.Level.PUBLIC,
+                ("t",),
+                "core",
+                "a",
+                None,
+                now,
+                now,
+                f"lineage-{i}",
+            )
             for i in range(args.n)
         )
         session = store.session("a", peers=("b",) if args.peer else ())
@@ -46,8 +56,10 @@ def main() -> None:
             page = json.loads(execute(session, "memory_list", {"limit": 200, "cursor": cursor}))
             cursor, seen, pages = page["next_cursor"], seen + len(page["memories"]), pages + 1
         walk_ms = (time.perf_counter() - started) * 1000
-        print(f"{args.n} memories: first page {len(text)} bytes in {first_ms:.1f} ms; "
-              f"{pages} pages ({seen} memories) in {walk_ms:.0f} ms, {walk_ms / max(pages - 1, 1):.1f} ms per page")
+        print(
+            f"{args.n} memories: first page {len(text)} bytes in {first_ms:.1f} ms; "
+            f"{pages} pages ({seen} memories) in {walk_ms:.0f} ms, {walk_ms / max(pages - 1, 1):.1f} ms per page"
+        )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ HOSTILE = {
     "spaced letters": "c u r l " * 8000,
     "zero-width x60000": "\u200b" * 60000,
     "key + 100k spaces": "key" + " " * 100000,
-    "//" " x100000": "//" * 100000,
+    "// x100000": "//" * 100000,
     "sk- x30000": "sk-" * 30000,
     "1 MB of a": "a" * 1_000_000,
 }
@@ -50,17 +50,23 @@ def main() -> None:
     started = time.perf_counter()
     missed = Counter(name for _, name, text in corpus if not scan(text))
     took = time.perf_counter() - started
-    print(f"scanner: {sum(missed.values())}/{len(corpus)} obfuscated writes bypass "
-          f"({sum(missed.values()) / len(corpus):.1%}); {dict(missed) or 'none'}; {took / len(corpus) * 1e3:.2f} ms/write")
+    print(
+        f"scanner: {sum(missed.values())}/{len(corpus)} obfuscated writes bypass "
+        f"({sum(missed.values()) / len(corpus):.1%}); {dict(missed) or 'none'}; {took / len(corpus) * 1e3:.2f} ms/write"
+    )
     flagged = [t for t in BENIGN if scan(t)]
     print(f"scanner: {len(flagged)}/{len(BENIGN)} benign writes flagged")
     survivors = [kind for kind, text, secret in CREDENTIALS if secret in redact_secrets(text)]
     changed = [t for t in REDACTION_BENIGN if redact_secrets(t) != t]
-    print(f"redaction: {len(survivors)}/{len(CREDENTIALS)} credential kinds survive {survivors or ''}; "
-          f"{len(changed)}/{len(REDACTION_BENIGN)} benign texts changed")
+    print(
+        f"redaction: {len(survivors)}/{len(CREDENTIALS)} credential kinds survive {survivors or ''}; "
+        f"{len(changed)}/{len(REDACTION_BENIGN)} benign texts changed"
+    )
     print(f"{'hostile input':<22} {'chars':>9} {'scan s':>8} {'redact s':>9}")
     for name, text in HOSTILE.items():
-        print(f"{name:<22} {len(text):>9} {timed(scan, text[:65536]):>8.3f} {timed(redact_secrets, text):>9.3f}")
+        print(
+            f"{name:<22} {len(text):>9} {timed(scan, text[:65536]):>8.3f} {timed(redact_secrets, text):>9.3f}"
+        )
 
 
 if __name__ == "__main__":

@@ -26,13 +26,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_core as core  # noqa: E402  (puts src/ on the path)
-import stratamem as sm  # noqa: E402
+import bench_core as core
+
+import stratamem as sm
 
 IMPORT_BATCH = 10_000
 
 
 # ---------------------------------------------------------------------------- servers and stores
+
 
 def start_embedded() -> str:
     """A throwaway server with PostgreSQL's default settings; stopped and deleted at exit."""
@@ -69,18 +71,21 @@ def settle(store: sm.Store) -> None:
 
         config = parse_url(store.url)
         with psycopg.connect(config.conninfo, autocommit=True) as conn:
-            conn.execute(f"VACUUM ANALYZE {config.schema}.memories, {config.schema}.postings, "
-                         f"{config.schema}.part_stats, {config.schema}.term_stats")
+            conn.execute(
+                f"VACUUM ANALYZE {config.schema}.memories, {config.schema}.postings, "
+                f"{config.schema}.part_stats, {config.schema}.term_stats"
+            )
 
 
 def import_in_batches(store: sm.Store, memories: list) -> float:
     start = time.perf_counter()
     for i in range(0, len(memories), IMPORT_BATCH):
-        store.import_memories(memories[i:i + IMPORT_BATCH])
+        store.import_memories(memories[i : i + IMPORT_BATCH])
     return len(memories) / (time.perf_counter() - start)
 
 
 # ---------------------------------------------------------------------------- single client
+
 
 def bench_saves(url: str, n: int) -> float:
     with sm.open_store(url) as store:
@@ -100,7 +105,10 @@ def bench_search(url: str, n: int, n_queries: int) -> tuple[float, list[dict]]:
         rate = import_in_batches(store, memories)
         settle(store)
         s = store.session("bench")
-        for label, queries in (("claims", claims), ("3 words", [core._short(store.analyzer, q, 3) for q in claims])):
+        for label, queries in (
+            ("claims", claims),
+            ("3 words", [core._short(store.analyzer, q, 3) for q in claims]),
+        ):
             for q in queries[:20]:
                 s.search(q)
             times = []
@@ -108,12 +116,19 @@ def bench_search(url: str, n: int, n_queries: int) -> tuple[float, list[dict]]:
                 t0 = time.perf_counter()
                 s.search(q, max_results=10)
                 times.append((time.perf_counter() - t0) * 1000)
-            results.append({"queries": label, "p50": core.pct(times, 50), "p95": core.pct(times, 95),
-                            "qps": 1000 / statistics.mean(times)})
+            results.append(
+                {
+                    "queries": label,
+                    "p50": core.pct(times, 50),
+                    "p95": core.pct(times, 95),
+                    "qps": 1000 / statistics.mean(times),
+                }
+            )
     return rate, results
 
 
 # ---------------------------------------------------------------------------- N processes
+
 
 def _writer(url: str, agent: str, texts: list[str], barrier, out) -> None:
     with sm.open_store(url) as store:
@@ -163,18 +178,26 @@ def bench_concurrent(url: str, procs: int, writes: int, n_queries: int) -> dict:
     texts = core.sentences()
     claims = [q for _, q in core.scifact_queries()[0]]
     write_rate, write_times = _gang(
-        _writer, lambda k: (url, f"w{k}", texts[k * writes:(k + 1) * writes]), procs)
-    search_rate, search_times = _gang(
-        _searcher, lambda k: (url, claims[k::procs][:n_queries]), procs)
-    return {"write_rate": write_rate, "write_p50": core.pct(write_times, 50), "write_p95": core.pct(write_times, 95),
-            "search_rate": search_rate, "search_p50": core.pct(search_times, 50),
-            "search_p95": core.pct(search_times, 95)}
+        _writer, lambda k: (url, f"w{k}", texts[k * writes : (k + 1) * writes]), procs
+    )
+    search_rate, search_times = _gang(_searcher, lambda k: (url, claims[k::procs][:n_queries]), procs)
+    return {
+        "write_rate": write_rate,
+        "write_p50": core.pct(write_times, 50),
+        "write_p95": core.pct(write_times, 95),
+        "search_rate": search_rate,
+        "search_p50": core.pct(search_times, 50),
+        "search_p95": core.pct(search_times, 95),
+    }
 
 
 # ---------------------------------------------------------------------------- main
 
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--procs", type=int, default=8)
@@ -191,8 +214,10 @@ def main() -> None:
         version = conn.execute("SHOW server_version").fetchone()[0]
         fsync = conn.execute("SHOW fsync").fetchone()[0]
     print(f"machine: {core.machine()}")
-    print(f"PostgreSQL {version} ({'embedded, ' if not args.pg else ''}fsync={fsync}, Unix socket), "
-          f"psycopg {psycopg.__version__}\n")
+    print(
+        f"PostgreSQL {version} ({'embedded, ' if not args.pg else ''}fsync={fsync}, Unix socket), "
+        f"psycopg {psycopg.__version__}\n"
+    )
 
     rows: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -206,7 +231,9 @@ def main() -> None:
                 rate, results = bench_search(url, n, n_queries)
                 col[f"import/s, {n // 1000}k in batches of 10k"] = f"{rate:.0f}"
                 for r in results:
-                    col[f"search {n // 1000}k, {r['queries']}: p50 / p95 ms"] = f"{r['p50']:.2f} / {r['p95']:.2f}"
+                    col[f"search {n // 1000}k, {r['queries']}: p50 / p95 ms"] = (
+                        f"{r['p50']:.2f} / {r['p95']:.2f}"
+                    )
                     col[f"search {n // 1000}k, {r['queries']}: qps (1 client)"] = f"{r['qps']:.0f}"
                 big_url = url
             c = bench_concurrent(big_url, args.procs, 100, max(20, n_queries // args.procs))
@@ -214,7 +241,9 @@ def main() -> None:
             col[f"{p} procs writing: saves/s total"] = f"{c['write_rate']:.0f}"
             col[f"{p} procs writing: save p50 / p95 ms"] = f"{c['write_p50']:.2f} / {c['write_p95']:.2f}"
             col[f"{p} procs searching {sizes[-1] // 1000}k: qps total"] = f"{c['search_rate']:.0f}"
-            col[f"{p} procs searching {sizes[-1] // 1000}k: p50 / p95 ms"] = f"{c['search_p50']:.2f} / {c['search_p95']:.2f}"
+            col[f"{p} procs searching {sizes[-1] // 1000}k: p50 / p95 ms"] = (
+                f"{c['search_p50']:.2f} / {c['search_p95']:.2f}"
+            )
             rows[backend] = col
             print(f"  ... {backend} done", file=sys.stderr, flush=True)
 
@@ -222,8 +251,10 @@ def main() -> None:
     print(f"  {'':<{width}}  {'SQLite':>15}  {'PostgreSQL':>15}")
     for key in rows["sqlite"]:
         print(f"  {key:<{width}}  {rows['sqlite'][key]:>15}  {rows['postgres'].get(key, '-'):>15}")
-    print("\nsearch = one agent, top 10, SciFact claims (about 9 terms) and their first 3 content words;"
-          "\nPostgreSQL stores are VACUUM ANALYZEd after the bulk import, as autovacuum would do.")
+    print(
+        "\nsearch = one agent, top 10, SciFact claims (about 9 terms) and their first 3 content words;"
+        "\nPostgreSQL stores are VACUUM ANALYZEd after the bulk import, as autovacuum would do."
+    )
 
 
 if __name__ == "__main__":

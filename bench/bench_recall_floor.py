@@ -19,10 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import stratamem as sm  # noqa: E402
-from stratamem.models import Hit  # noqa: E402
-from stratamem.turn.context import ContextConfig, select_entries  # noqa: E402
-from stratamem.turn.recall import term_coverage  # noqa: E402
+import stratamem as sm
+from stratamem.turn.context import ContextConfig, select_entries
+from stratamem.turn.recall import term_coverage
 
 
 def data_file() -> Path:
@@ -78,10 +77,15 @@ def main() -> None:
         other = [(session.search(q, max_results=16), cover(q)) for q, _ in questions[1 - i]]
         runs.append((own, other))
     print("min_relevance  min_coverage  recall@4  unrelated_dropped  related_entries")
-    settings = ([(a / 2, 0.0) for a in range(0, 13, 2)] + [(0.0, c / 100) for c in (10, 15, 20, 21, 25, 30, 40, 50)]
-                + [(3.75, 0.0), (3.0, 0.2), (2.0, 0.24), (3.0, 0.24)])
+    settings = (
+        [(a / 2, 0.0) for a in range(0, 13, 2)]
+        + [(0.0, c / 100) for c in (10, 15, 20, 21, 25, 30, 40, 50)]
+        + [(3.75, 0.0), (3.0, 0.2), (2.0, 0.24), (3.0, 0.24)]
+    )
     for absolute, minimum in settings:
-        config = ContextConfig(min_relevance=absolute, relative_floor=0.0, min_coverage=minimum, half_life_days=0)
+        config = ContextConfig(
+            min_relevance=absolute, relative_floor=0.0, min_coverage=minimum, half_life_days=0
+        )
         recall_sum = n = 0
         kept_related = 0
         unrelated_before = unrelated_after = 0
@@ -93,9 +97,13 @@ def main() -> None:
                 n += 1
             for hits, cover in other:
                 unrelated_before += len(select_entries(hits, config0, now, include_conversation=True))
-                unrelated_after += len(select_entries(hits, config, now, include_conversation=True, coverage=cover))
+                unrelated_after += len(
+                    select_entries(hits, config, now, include_conversation=True, coverage=cover)
+                )
         dropped = 1 - unrelated_after / unrelated_before if unrelated_before else 0.0
-        print(f"{absolute:13.2f}  {minimum:12.2f}  {recall_sum / n:8.4f}  {dropped:17.1%}  {kept_related / n:15.2f}")
+        print(
+            f"{absolute:13.2f}  {minimum:12.2f}  {recall_sum / n:8.4f}  {dropped:17.1%}  {kept_related / n:15.2f}"
+        )
     default = ContextConfig()
     print(f"default: min_relevance={default.min_relevance} min_coverage={default.min_coverage}")
 

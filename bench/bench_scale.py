@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import stratamem as sm  # noqa: E402
+import stratamem as sm
 
 BATCH = 1_000
 
@@ -54,6 +54,7 @@ def pct(values: list[float], p: float) -> float:
 
 # ---------------------------------------------------------------------------- bare FTS5
 
+
 def fts(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -79,8 +80,10 @@ def fts_batched(path: str, items: list[str]) -> float:
     start = time.perf_counter()
     for b in range(0, len(items), BATCH):
         conn.execute("BEGIN")
-        conn.executemany("INSERT INTO docs(key, content) VALUES (?, ?)",
-                         [(f"k{b + i}", t) for i, t in enumerate(items[b:b + BATCH])])
+        conn.executemany(
+            "INSERT INTO docs(key, content) VALUES (?, ?)",
+            [(f"k{b + i}", t) for i, t in enumerate(items[b : b + BATCH])],
+        )
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - start
     conn.close()
@@ -92,14 +95,17 @@ def fts_search(path: str, qs: list[str]) -> list[float]:
     out = []
     for q in qs:
         start = time.perf_counter()
-        conn.execute("SELECT key, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT 10",
-                     (" OR ".join(q.split()),)).fetchall()
+        conn.execute(
+            "SELECT key, bm25(docs) FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT 10",
+            (" OR ".join(q.split()),),
+        ).fetchall()
         out.append(time.perf_counter() - start)
     conn.close()
     return out
 
 
 # ---------------------------------------------------------------------------- stratamem
+
 
 def single(url: str, items: list[str]) -> float:
     with sm.open_store(url) as store:
@@ -116,8 +122,9 @@ def batched(url: str, items: list[str], agents: int = 1) -> float:
         sessions = [store.session(f"agent{a}") for a in range(agents)]
         start = time.perf_counter()
         for n, b in enumerate(range(0, len(items), BATCH)):
-            sessions[n % agents].save_many([{"key": f"k{b + i}", "content": t}
-                                            for i, t in enumerate(items[b:b + BATCH])])
+            sessions[n % agents].save_many(
+                [{"key": f"k{b + i}", "content": t} for i, t in enumerate(items[b : b + BATCH])]
+            )
         return len(items) / (time.perf_counter() - start)
 
 
@@ -147,7 +154,9 @@ def pg_url(base: str, name: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=100_000, help="memories for the ingest and search runs")
     parser.add_argument("--single", type=int, default=5_000, help="single saves timed")
     parser.add_argument("--queries", type=int, default=300)
@@ -157,9 +166,12 @@ def main() -> None:
     parser.add_argument("--dir", help="where the files go (default: a temporary directory)")
     args = parser.parse_args()
     tmp = args.dir or tempfile.mkdtemp(prefix="stratamem-scale-")
-    report: dict = {"machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.system()} "
-                               f"{platform.release()}, Python {platform.python_version()}, "
-                               f"SQLite {sqlite3.sqlite_version}", "n": args.n}
+    report: dict = {
+        "machine": f"{platform.machine()} {os.cpu_count()} cpu, {platform.system()} "
+        f"{platform.release()}, Python {platform.python_version()}, "
+        f"SQLite {sqlite3.sqlite_version}",
+        "n": args.n,
+    }
 
     def show(name: str, value) -> None:
         report[name] = value
@@ -168,30 +180,47 @@ def main() -> None:
     short = texts(args.single, seed=3)
     bare = fts_single(f"{tmp}/fts-single.db", short)
     ours = single(f"{tmp}/single.db", short)
-    show("sqlite_single_per_s", {"stratamem": round(ours), "fts5": round(bare), "ratio": round(bare / ours, 2)})
+    show(
+        "sqlite_single_per_s", {"stratamem": round(ours), "fts5": round(bare), "ratio": round(bare / ours, 2)}
+    )
 
     corpus = texts(args.n)
     bare = fts_batched(f"{tmp}/fts-{args.n}.db", corpus)
     ours = batched(f"{tmp}/one-agent.db", corpus)
-    show("sqlite_batch1000_per_s", {"stratamem": round(ours), "fts5": round(bare), "ratio": round(bare / ours, 2)})
+    show(
+        "sqlite_batch1000_per_s",
+        {"stratamem": round(ours), "fts5": round(bare), "ratio": round(bare / ours, 2)},
+    )
 
     qs = queries(args.queries)
     bare_t, ours_t = fts_search(f"{tmp}/fts-{args.n}.db", qs), search(f"{tmp}/one-agent.db", qs)
-    show("search_one_agent_ms", {
-        "stratamem_p50": round(statistics.median(ours_t) * 1e3, 2), "stratamem_p95": round(pct(ours_t, .95) * 1e3, 2),
-        "fts5_p50": round(statistics.median(bare_t) * 1e3, 2), "fts5_p95": round(pct(bare_t, .95) * 1e3, 2),
-        "p50_ratio": round(statistics.median(ours_t) / statistics.median(bare_t), 2)})
+    show(
+        "search_one_agent_ms",
+        {
+            "stratamem_p50": round(statistics.median(ours_t) * 1e3, 2),
+            "stratamem_p95": round(pct(ours_t, 0.95) * 1e3, 2),
+            "fts5_p50": round(statistics.median(bare_t) * 1e3, 2),
+            "fts5_p95": round(pct(bare_t, 0.95) * 1e3, 2),
+            "p50_ratio": round(statistics.median(ours_t) / statistics.median(bare_t), 2),
+        },
+    )
 
     spread = batched(f"{tmp}/spread.db", corpus, agents=args.agents)
     spread_t = search(f"{tmp}/spread.db", qs, agent="agent7")
-    show("spread", {"agents": args.agents, "ingest_per_s": round(spread),
-                    "search_p50_ms": round(statistics.median(spread_t) * 1e3, 2),
-                    "search_p95_ms": round(pct(spread_t, .95) * 1e3, 2)})
+    show(
+        "spread",
+        {
+            "agents": args.agents,
+            "ingest_per_s": round(spread),
+            "search_p50_ms": round(statistics.median(spread_t) * 1e3, 2),
+            "search_p95_ms": round(pct(spread_t, 0.95) * 1e3, 2),
+        },
+    )
 
     if not args.no_pg:
         base = args.pg or start_pg()
         pg_single = single(pg_url(base, "single"), short[:2_000])
-        pg_batch = batched(pg_url(base, "batch"), corpus[:min(args.n, 100_000)])
+        pg_batch = batched(pg_url(base, "batch"), corpus[: min(args.n, 100_000)])
         show("postgres_per_s", {"single": round(pg_single), "batch1000": round(pg_batch)})
 
     print(json.dumps(report))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import tempfile
@@ -27,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_core as core  # noqa: E402
-from bench_core import sm  # noqa: E402
+import bench_core as core
+from bench_core import sm
 
 # ../shared/data beside the checkout, or wherever STRATAMEM_BENCH_DATA points (e.g. from a worktree).
 DATA = core.DATA = Path(os.environ.get("STRATAMEM_BENCH_DATA") or core.DATA)
@@ -68,13 +67,21 @@ class Locomo:
     def run(self, modes=MODES, with_fts=True) -> dict:
         scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for agent, question, gold, cat in self.questions:
-            ranked = {m: [h.memory.key for h in self.sessions[agent].search(question, 25, mode=m)] for m in modes}
+            ranked = {
+                m: [h.memory.key for h in self.sessions[agent].search(question, 25, mode=m)] for m in modes
+            }
             if with_fts:
-                ranked["fts5"] = core.fts5_search(self.fts[agent], core.fts5_query(self.store.analyzer, question), 25)
+                ranked["fts5"] = core.fts5_search(
+                    self.fts[agent], core.fts5_query(self.store.analyzer, question), 25
+                )
             for name, keys in ranked.items():
-                for metric, value in (("r@5", core.recall_at(keys, gold, 5)), ("r@10", core.recall_at(keys, gold, 10)),
-                                      ("r@25", core.recall_at(keys, gold, 25)), ("ndcg@10", core.ndcg_at(keys, gold)),
-                                      ("mrr@10", core.mrr_at(keys, gold))):
+                for metric, value in (
+                    ("r@5", core.recall_at(keys, gold, 5)),
+                    ("r@10", core.recall_at(keys, gold, 10)),
+                    ("r@25", core.recall_at(keys, gold, 25)),
+                    ("ndcg@10", core.ndcg_at(keys, gold)),
+                    ("mrr@10", core.mrr_at(keys, gold)),
+                ):
                     scores[name][metric].append(value)
                     scores[name][f"{metric}/cat{cat}"].append(value)
         return {name: {k: statistics.mean(v) for k, v in table.items()} for name, table in scores.items()}
@@ -83,7 +90,9 @@ class Locomo:
 def print_locomo(result: dict) -> None:
     print(f"{'':>10} {'r@5':>7} {'r@10':>7} {'r@25':>7} {'ndcg@10':>8} {'mrr@10':>7}")
     for name, t in result.items():
-        print(f"{name:>10} {t['r@5']:7.3f} {t['r@10']:7.3f} {t['r@25']:7.3f} {t['ndcg@10']:8.3f} {t['mrr@10']:7.3f}")
+        print(
+            f"{name:>10} {t['r@5']:7.3f} {t['r@10']:7.3f} {t['r@25']:7.3f} {t['ndcg@10']:8.3f} {t['mrr@10']:7.3f}"
+        )
     print("  recall@10 by category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial)")
     for name, t in result.items():
         print(f"{name:>10} " + " ".join(f"cat{c} {t.get(f'r@10/cat{c}', 0):.3f}" for c in range(1, 6)))
@@ -91,7 +100,9 @@ def print_locomo(result: dict) -> None:
 
 def tune(loc: Locomo) -> None:
     model = shared_minilm()
-    print("LoCoMo dev, hybrid recall@10 / multi-hop recall@10 by dense weight (rows) and similarity floor (columns)")
+    print(
+        "LoCoMo dev, hybrid recall@10 / multi-hop recall@10 by dense weight (rows) and similarity floor (columns)"
+    )
     floors = (0.0, 0.1, 0.2, 0.3)
     print(f"{'weight':>8} " + " ".join(f"{f:>13}" for f in floors))
     saved = (fusion.DENSE_WEIGHT, model.min_similarity)
@@ -111,10 +122,20 @@ def scifact(tmp: str) -> dict:
     store = sm.open_store(str(Path(tmp) / "scifact.db"), search_mode="hybrid", embedder="minilm")
     now = datetime.now(UTC)
     store.import_memories(
-        Memory(key=doc_id, content=f"{title}. {text}" if title else text, level=sm.Level.PUBLIC, tags=(),
-               category="core", agent_id="scifact", session_id=None, created_at=now, updated_at=now,
-               lineage_id=f"l{doc_id}")
-        for doc_id, title, text in corpus)
+        Memory(
+            key=doc_id,
+            content=f"{title}. {text}" if title else text,
+            level=sm.Level.PUBLIC,
+            tags=(),
+            category="core",
+            agent_id="scifact",
+            session_id=None,
+            created_at=now,
+            updated_at=now,
+            lineage_id=f"l{doc_id}",
+        )
+        for doc_id, title, text in corpus
+    )
     start = time.perf_counter()
     store.reindex()
     rate = len(corpus) / (time.perf_counter() - start)
@@ -124,9 +145,15 @@ def scifact(tmp: str) -> dict:
     for qid, text in queries:
         for mode in MODES:
             out[mode].append(core.ndcg_at([h.memory.key for h in s.search(text, 10, mode=mode)], qrels[qid]))
-        out["fts5"].append(core.ndcg_at(core.fts5_search(fts, core.fts5_query(store.analyzer, text), 10), qrels[qid]))
+        out["fts5"].append(
+            core.ndcg_at(core.fts5_search(fts, core.fts5_query(store.analyzer, text), 10), qrels[qid])
+        )
     store.close()
-    return {"ndcg": {k: statistics.mean(v) for k, v in out.items()}, "embed_rate": rate, "queries": len(queries)}
+    return {
+        "ndcg": {k: statistics.mean(v) for k, v in out.items()},
+        "embed_rate": rate,
+        "queries": len(queries),
+    }
 
 
 class RandomVectors:
@@ -165,7 +192,10 @@ def latency(n: int, n_queries: int, real_vectors: bool, tmp: str) -> dict:
     rows = []
     with sm.open_store(path, search_mode="hybrid", embedder="minilm") as store:
         s = store.session("bench")
-        for label, queries in (("claims", claims), ("3 words", [core._short(store.analyzer, q, 3) for q in claims])):
+        for label, queries in (
+            ("claims", claims),
+            ("3 words", [core._short(store.analyzer, q, 3) for q in claims]),
+        ):
             for q in queries[:10]:
                 s.search(q, mode="hybrid")
                 s.search(q, mode="lexical")
@@ -180,9 +210,15 @@ def latency(n: int, n_queries: int, real_vectors: bool, tmp: str) -> dict:
                 t0 = time.perf_counter()
                 model.embed_query(q)
                 t_embed.append((time.perf_counter() - t0) * 1000)
-            rows.append({"n": n, "queries": label, "embed_p50": core.pct(t_embed, 50),
-                         **{f"{m}_p50": core.pct(v, 50) for m, v in times.items()},
-                         **{f"{m}_p95": core.pct(v, 95) for m, v in times.items()}})
+            rows.append(
+                {
+                    "n": n,
+                    "queries": label,
+                    "embed_p50": core.pct(t_embed, 50),
+                    **{f"{m}_p50": core.pct(v, 50) for m, v in times.items()},
+                    **{f"{m}_p95": core.pct(v, 95) for m, v in times.items()},
+                }
+            )
     return {"rows": rows, "import_rate": import_rate, "reindex_s": reindex_s, "real": real_vectors}
 
 
@@ -193,13 +229,21 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-quality", action="store_true")
     parser.add_argument("--sizes", help="comma-separated store sizes for latency (default 10000,100000)")
-    parser.add_argument("--fill", choices=("auto", "model", "random"), default="auto",
-                        help="vectors for latency stores: the model, random unit vectors, or auto (model up to 10k)")
+    parser.add_argument(
+        "--fill",
+        choices=("auto", "model", "random"),
+        default="auto",
+        help="vectors for latency stores: the model, random unit vectors, or auto (model up to 10k)",
+    )
     args = parser.parse_args()
     print("machine:", core.machine())
     model = shared_minilm()
-    print("model:", model.identity, f"(fusion {fusion.DENSE_WEIGHT} dense + {1 - fusion.DENSE_WEIGHT} BM25, "
-          f"floor {model.min_similarity})")
+    print(
+        "model:",
+        model.identity,
+        f"(fusion {fusion.DENSE_WEIGHT} dense + {1 - fusion.DENSE_WEIGHT} BM25, "
+        f"floor {model.min_similarity})",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         if not args.skip_quality:
             loc = Locomo(tmp)
@@ -209,23 +253,37 @@ def main() -> None:
                 tune(loc)
             loc.store.close()
             sf = scifact(tmp)
-            print(f"\nSciFact train ({sf['queries']} claims) nDCG@10: "
-                  + "  ".join(f"{k} {v:.3f}" for k, v in sf["ndcg"].items())
-                  + f"   (embedding {sf['embed_rate']:.0f} abstracts/s)")
-        sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else [10_000] if args.quick else [10_000, 100_000]
+            print(
+                f"\nSciFact train ({sf['queries']} claims) nDCG@10: "
+                + "  ".join(f"{k} {v:.3f}" for k, v in sf["ndcg"].items())
+                + f"   (embedding {sf['embed_rate']:.0f} abstracts/s)"
+            )
+        sizes = (
+            [int(x) for x in args.sizes.split(",")]
+            if args.sizes
+            else [10_000]
+            if args.quick
+            else [10_000, 100_000]
+        )
         print("\nsearch latency, one agent, top 10, ms (hybrid includes embedding the query)")
-        print(f"{'memories':>9} {'queries':>8} {'embed':>6} {'lexical':>8} {'hybrid':>7} {'semantic':>9} "
-              f"{'hyb p95':>8} {'ratio':>6}")
+        print(
+            f"{'memories':>9} {'queries':>8} {'embed':>6} {'lexical':>8} {'hybrid':>7} {'semantic':>9} "
+            f"{'hyb p95':>8} {'ratio':>6}"
+        )
         for n in sizes:
             real = args.fill == "model" or (args.fill == "auto" and n <= 10_000)
             result = latency(n, args.queries, real_vectors=real, tmp=tmp)
             for r in result["rows"]:
-                print(f"{r['n']:>9} {r['queries']:>8} {r['embed_p50']:6.2f} {r['lexical_p50']:8.2f} "
-                      f"{r['hybrid_p50']:7.2f} {r['semantic_p50']:9.2f} {r['hybrid_p95']:8.2f} "
-                      f"{r['hybrid_p50'] / r['lexical_p50']:5.2f}x")
+                print(
+                    f"{r['n']:>9} {r['queries']:>8} {r['embed_p50']:6.2f} {r['lexical_p50']:8.2f} "
+                    f"{r['hybrid_p50']:7.2f} {r['semantic_p50']:9.2f} {r['hybrid_p95']:8.2f} "
+                    f"{r['hybrid_p50'] / r['lexical_p50']:5.2f}x"
+                )
             what = "model" if result["real"] else "random vectors (no model)"
-            print(f"          import {result['import_rate']:.0f} memories/s; reindex with {what}: "
-                  f"{result['reindex_s']:.1f} s ({n / result['reindex_s']:.0f}/s)")
+            print(
+                f"          import {result['import_rate']:.0f} memories/s; reindex with {what}: "
+                f"{result['reindex_s']:.1f} s ({n / result['reindex_s']:.0f}/s)"
+            )
 
 
 if __name__ == "__main__":

@@ -49,12 +49,20 @@ def free_port() -> int:
 
 
 def summary(label: str, clients: int, latencies_ms: list[float], wall_s: float) -> dict:
-    return {"path": label, "clients": clients, "requests": len(latencies_ms), "rps": len(latencies_ms) / wall_s,
-            "p50": pct(latencies_ms, 50), "p95": pct(latencies_ms, 95), "mean": statistics.mean(latencies_ms)}
+    return {
+        "path": label,
+        "clients": clients,
+        "requests": len(latencies_ms),
+        "rps": len(latencies_ms) / wall_s,
+        "p50": pct(latencies_ms, 50),
+        "p95": pct(latencies_ms, 95),
+        "mean": statistics.mean(latencies_ms),
+    }
 
 
-def run_threads(clients: int, queries: list[str], one: Callable[[object, str], None],
-                make: Callable[[], object]) -> tuple[list[float], float]:
+def run_threads(
+    clients: int, queries: list[str], one: Callable[[object, str], None], make: Callable[[], object]
+) -> tuple[list[float], float]:
     """``clients`` threads share the query list round-robin; returns latencies and wall time."""
     latencies: list[float] = []
     lock = threading.Lock()
@@ -92,8 +100,12 @@ def bench_in_process(db: str, queries: list[str], clients: int) -> list[dict]:
         execute(session, "memory_search", {"query": q, "max_results": 10})
     rows = []
     for n in (1, clients):
-        lat, wall = run_threads(n, queries, lambda s, q: execute(s, "memory_search", {"query": q, "max_results": 10}),
-                                lambda: session)
+        lat, wall = run_threads(
+            n,
+            queries,
+            lambda s, q: execute(s, "memory_search", {"query": q, "max_results": 10}),
+            lambda: session,
+        )
         rows.append(summary("in-process tools.execute", n, lat, wall))
     store.close()
     return rows
@@ -111,7 +123,9 @@ def bench_rest(url: str, token: str, queries: list[str], clients: int) -> dict:
         if r.status_code != 200:
             raise RuntimeError(r.text)
 
-    lat, wall = run_threads(clients, queries, one, lambda: httpx2.Client(base_url=url, headers=headers, timeout=60))
+    lat, wall = run_threads(
+        clients, queries, one, lambda: httpx2.Client(base_url=url, headers=headers, timeout=60)
+    )
     return summary("HTTP REST POST /v1/sessions/{id}/search", clients, lat, wall)
 
 
@@ -157,12 +171,28 @@ def bench_mcp(url: str, token: str, queries: list[str], clients: int) -> dict:
 def start_server(db: str, tmp: Path) -> tuple[subprocess.Popen, str, str]:
     token = new_token()
     config = tmp / "server.toml"
-    config.write_text(f'[server]\nlog_level = "warning"\n[[principals]]\nname = "bench"\n'
-                      f'token_sha256 = "{token_digest(token)}"\nagent = "{AGENT}"\nclearance = "PUBLIC"\n')
+    config.write_text(
+        f'[server]\nlog_level = "warning"\n[[principals]]\nname = "bench"\n'
+        f'token_sha256 = "{token_digest(token)}"\nagent = "{AGENT}"\nclearance = "PUBLIC"\n'
+    )
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen([sys.executable, "-m", "stratamem", "--db", db, "serve", "--port", str(port),
-                             "--config", str(config)], env=env, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "stratamem",
+            "--db",
+            db,
+            "serve",
+            "--port",
+            str(port),
+            "--config",
+            str(config),
+        ],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):
         try:
@@ -183,8 +213,10 @@ def main() -> None:
 
     claims = [q for _, q in scifact_queries()[0]]
     queries = [claims[i % len(claims)] for i in range(args.requests)]
-    print(f"stratamem server benchmark — {args.memories} memories, {args.clients} concurrent clients, "
-          f"{args.requests} memory_search calls per path, max_results=10")
+    print(
+        f"stratamem server benchmark — {args.memories} memories, {args.clients} concurrent clients, "
+        f"{args.requests} memory_search calls per path, max_results=10"
+    )
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs\n")
 
     with tempfile.TemporaryDirectory() as tmp_dir:
@@ -205,8 +237,10 @@ def main() -> None:
 
     print(f"{'path':<42} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'mean ms':>8}")
     for r in rows:
-        print(f"{r['path']:<42} {r['clients']:>7} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p95']:>8.2f} "
-              f"{r['mean']:>8.2f}")
+        print(
+            f"{r['path']:<42} {r['clients']:>7} {r['rps']:>8.0f} {r['p50']:>8.2f} {r['p95']:>8.2f} "
+            f"{r['mean']:>8.2f}"
+        )
 
 
 if __name__ == "__main__":

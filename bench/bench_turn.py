@@ -47,8 +47,10 @@ CALLS = [ToolCallRequest(f"c{i}", "lookup", '{"q": "x"}') for i in range(3)]
 def prefill(session: sm.Session, turns: int) -> None:
     messages = []
     for i in range(turns):
-        messages += [Message("user", f"earlier question {i} about the study design and its cohort"),
-                     Message("assistant", f"earlier answer {i}: the cohort was followed for several years")]
+        messages += [
+            Message("user", f"earlier question {i} about the study design and its cohort"),
+            Message("assistant", f"earlier answer {i}: the cohort was followed for several years"),
+        ]
     Transcript(session).append(*messages)
 
 
@@ -66,8 +68,10 @@ def turn_over_rest(client: httpx2.Client, sid: str, question: str) -> None:
     base = f"/v1/sessions/{sid}/turns/{turn['turn_id']}"
     client.post(f"{base}/tool-calls", json={"tool_calls": [c.to_dict() for c in CALLS]})
     for call in CALLS:
-        client.post(f"{base}/tool-results", json={"call_id": call.id, "tool_name": call.name,
-                                                  "output": "result text " * 40})
+        client.post(
+            f"{base}/tool-results",
+            json={"call_id": call.id, "tool_name": call.name, "output": "result text " * 40},
+        )
     client.post(f"{base}/usage", json={"model": "model", "input_tokens": 1200, "output_tokens": 300})
     answer = client.post(f"{base}/end", json={"content": "an answer"})
     assert answer.status_code == 200, answer.text
@@ -81,10 +85,18 @@ def measure(label: str, run, questions: list[str]) -> dict:
         t0 = time.perf_counter()
         run(q)
         latencies.append((time.perf_counter() - t0) * 1000)
-    row = {"path": label, "turns": len(latencies), "p50": bench_core.pct(latencies, 50),
-           "p95": bench_core.pct(latencies, 95), "mean": statistics.mean(latencies)}
-    print(f"{row['path']:<28} {row['turns']:>5}  p50 {row['p50']:7.2f} ms  p95 {row['p95']:7.2f} ms  "
-          f"mean {row['mean']:7.2f} ms", flush=True)
+    row = {
+        "path": label,
+        "turns": len(latencies),
+        "p50": bench_core.pct(latencies, 50),
+        "p95": bench_core.pct(latencies, 95),
+        "mean": statistics.mean(latencies),
+    }
+    print(
+        f"{row['path']:<28} {row['turns']:>5}  p50 {row['p50']:7.2f} ms  p95 {row['p95']:7.2f} ms  "
+        f"mean {row['mean']:7.2f} ms",
+        flush=True,
+    )
     return row
 
 
@@ -92,7 +104,7 @@ def fill(url: str, memories: int, turns: int) -> sm.Store:
     store = sm.open_store(url)
     batch = bench_core.synthetic_memories(memories, agent="bench")
     for i in range(0, len(batch), 10_000):
-        store.import_memories(batch[i:i + 10_000])
+        store.import_memories(batch[i : i + 10_000])
     return store
 
 
@@ -112,9 +124,11 @@ def main() -> None:
         samples = json.loads((bench_core.DATA / "locomo-dev.json").read_text(encoding="utf-8"))
         questions = [qa["question"] for sample in samples for qa in sample["qa"]]
     questions = questions[: args.measured + 5]
-    print(f"stratamem whole-turn benchmark — {args.memories} memories, {args.turns}-turn transcript, "
-          f"{args.questions} questions, "
-          f"{platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus")
+    print(
+        f"stratamem whole-turn benchmark — {args.memories} memories, {args.turns}-turn transcript, "
+        f"{args.questions} questions, "
+        f"{platform.python_version()} on {platform.machine()}, {os.cpu_count()} cpus"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="stratamem-bench-turn-"))
     urls = {"sqlite": str(tmp / "memory.db")}
     if args.pg or args.pg_url:
@@ -135,7 +149,9 @@ def main() -> None:
 
         proc, base_url, token = start_server(url, tmp)
         try:
-            with httpx2.Client(base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as c:
+            with httpx2.Client(
+                base_url=base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+            ) as c:
                 sid = c.post("/v1/sessions").json()["id"]
                 with sm.open_store(url) as direct:
                     prefill(sm.Session(direct, sid), args.turns)

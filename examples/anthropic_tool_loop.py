@@ -40,15 +40,19 @@ def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, An
             continue
         if m.get("tool_calls"):
             blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m["content"] else []
-            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": json.loads(c["arguments"])}
-                       for c in m["tool_calls"]]
+            blocks += [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": json.loads(c["arguments"])}
+                for c in m["tool_calls"]
+            ]
             out.append({"role": "assistant", "content": blocks})
             continue
         out.append({"role": m["role"], "content": m["content"]})
     return "\n\n".join(system), out
 
 
-def run_turn(session: sm.Session, user_message: str, model: Model, model_name: str = "claude-sonnet-4-5") -> str:
+def run_turn(
+    session: sm.Session, user_message: str, model: Model, model_name: str = "claude-sonnet-4-5"
+) -> str:
     """One user turn: prompt, tool_use blocks through ``tools.execute``, usage, the final answer."""
     definitions = tools.definitions(dialect="anthropic", profile="triggerfish")
     turn = session.turn(user_message, origin="interactive")
@@ -62,7 +66,9 @@ def run_turn(session: sm.Session, user_message: str, model: Model, model_name: s
         if not uses:
             turn.end(text)
             return text
-        turn.record_tool_calls([ToolCallRequest(u["id"], u["name"], json.dumps(u["input"])) for u in uses], text)
+        turn.record_tool_calls(
+            [ToolCallRequest(u["id"], u["name"], json.dumps(u["input"])) for u in uses], text
+        )
         for use in uses:
             arguments = use["input"] if isinstance(use["input"], dict) else {}
             output = tools.execute(session, use["name"], arguments)
@@ -79,14 +85,26 @@ def anthropic_model(model_name: str) -> Model:  # pragma: no cover - needs the S
 
     client = anthropic.Anthropic()
 
-    def call(system: str, messages: list[dict[str, Any]], definitions: list[dict[str, Any]]) -> dict[str, Any]:
-        return client.messages.create(model=model_name, max_tokens=1024, system=system or anthropic.NOT_GIVEN,
-                                      messages=messages, tools=definitions).model_dump()
+    def call(
+        system: str, messages: list[dict[str, Any]], definitions: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        return client.messages.create(
+            model=model_name,
+            max_tokens=1024,
+            system=system or anthropic.NOT_GIVEN,
+            messages=messages,
+            tools=definitions,
+        ).model_dump()
 
     return call
 
 
 if __name__ == "__main__":  # pragma: no cover
     session = sm.open_store().session("anthropic-example")
-    print(run_turn(session, " ".join(sys.argv[1:]) or "What do you remember about me?",
-                   anthropic_model("claude-sonnet-4-5")))
+    print(
+        run_turn(
+            session,
+            " ".join(sys.argv[1:]) or "What do you remember about me?",
+            anthropic_model("claude-sonnet-4-5"),
+        )
+    )

@@ -27,9 +27,10 @@ def to_openai(message: dict[str, Any]) -> dict[str, Any]:
     """A stratamem prompt message in the chat-completions format."""
     out: dict[str, Any] = {"role": message["role"], "content": message["content"]}
     if message.get("tool_calls"):
-        out["tool_calls"] = [{"id": c["id"], "type": "function",
-                              "function": {"name": c["name"], "arguments": c["arguments"]}}
-                             for c in message["tool_calls"]]
+        out["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in message["tool_calls"]
+        ]
     if message.get("tool_call_id"):
         out["tool_call_id"] = message["tool_call_id"]
     return out
@@ -49,8 +50,10 @@ def run_turn(session: sm.Session, user_message: str, model: Model, model_name: s
             answer = message.get("content") or ""
             turn.end(answer)
             return answer
-        turn.record_tool_calls([ToolCallRequest(c["id"], c["function"]["name"], c["function"]["arguments"])
-                                for c in calls], message.get("content") or "")
+        turn.record_tool_calls(
+            [ToolCallRequest(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in calls],
+            message.get("content") or "",
+        )
         for call in calls:
             name = call["function"]["name"]
             try:
@@ -60,7 +63,9 @@ def run_turn(session: sm.Session, user_message: str, model: Model, model_name: s
             output = tools.execute(session, name, arguments if isinstance(arguments, dict) else {})
             if output is None:  # not one of ours: your own tools would run here
                 output = json.dumps({"error": {"code": "NOT_FOUND", "message": f"no tool {name}"}})
-            turn.record_tool_result(call["id"], name, ToolResult(True, output), arguments=call["function"]["arguments"])
+            turn.record_tool_result(
+                call["id"], name, ToolResult(True, output), arguments=call["function"]["arguments"]
+            )
     answer = "(stopped: too many tool calls)"
     turn.end(answer)
     return answer
@@ -72,11 +77,17 @@ def openai_model(model_name: str) -> Model:  # pragma: no cover - needs the SDK 
     client = OpenAI()
 
     def call(messages: list[dict[str, Any]], definitions: list[dict[str, Any]]) -> dict[str, Any]:
-        return client.chat.completions.create(model=model_name, messages=messages, tools=definitions).model_dump()
+        return client.chat.completions.create(
+            model=model_name, messages=messages, tools=definitions
+        ).model_dump()
 
     return call
 
 
 if __name__ == "__main__":  # pragma: no cover
     session = sm.open_store().session("openai-example")
-    print(run_turn(session, " ".join(sys.argv[1:]) or "What do you remember about me?", openai_model("gpt-4o-mini")))
+    print(
+        run_turn(
+            session, " ".join(sys.argv[1:]) or "What do you remember about me?", openai_model("gpt-4o-mini")
+        )
+    )

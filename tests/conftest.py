@@ -6,9 +6,9 @@ import os
 import socket
 from datetime import UTC, datetime, timedelta
 
+import pg_server
 import pytest
 
-import pg_server
 import stratamem as sm
 
 # The suite written for lexical search keeps testing it whether or not the
@@ -32,8 +32,11 @@ class FakeClock:
 
 def backend_urls(tmp_path) -> dict[str, str]:
     """One URL per backend; PostgreSQL URLs name a new schema, so each is an empty, isolated store."""
-    urls = {"sqlite-memory": ":memory:", "sqlite-file": str(tmp_path / "memory.db"),
-            "markdown": f"markdown://{tmp_path / 'markdown'}"}
+    urls = {
+        "sqlite-memory": ":memory:",
+        "sqlite-file": str(tmp_path / "memory.db"),
+        "markdown": f"markdown://{tmp_path / 'markdown'}",
+    }
     if "postgres" in BACKENDS:
         urls["postgres"] = pg_server.fresh_url()
     return urls

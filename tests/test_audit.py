@@ -26,7 +26,15 @@ def test_every_operation_is_audited_without_content(store):
     s.reset()
     events = store.audit_events()
     assert [e.operation for e in events] == [
-        "session.open", "save", "get", "search", "list", "escalate", "escalate", "delete", "session.open",
+        "session.open",
+        "save",
+        "get",
+        "search",
+        "list",
+        "escalate",
+        "escalate",
+        "delete",
+        "session.open",
     ]
     assert [e.outcome for e in events][5:8] == ["ok", "refused", "not_found"]
     save = events[1]

@@ -87,15 +87,29 @@ def test_consistent_rewrite_is_caught_only_with_the_anchor(store):
     events = store.audit_events()
     forged, prev = [], events[1].prev_hash
     for event in events[1:]:
-        draft = AuditDraft(event.operation, event.session_id, event.agent_id, event.taint, event.keys,
-                           event.levels, event.lineage_ids, event.outcome, event.detail)
+        draft = AuditDraft(
+            event.operation,
+            event.session_id,
+            event.agent_id,
+            event.taint,
+            event.keys,
+            event.levels,
+            event.lineage_ids,
+            event.outcome,
+            event.detail,
+        )
         if event.seq == 2:
             draft = replace(draft, keys=("forged",))
         sealed = seal(event.seq, event.time, draft, prev)
         forged.append(sealed)
         prev = sealed.hash
-    statements = [("UPDATE audit SET keys = ?, prev_hash = ?, hash = ? WHERE seq = ?",
-                   (json.dumps(list(e.keys)), e.prev_hash, e.hash, e.seq)) for e in forged]
+    statements = [
+        (
+            "UPDATE audit SET keys = ?, prev_hash = ?, hash = ? WHERE seq = ?",
+            (json.dumps(list(e.keys)), e.prev_hash, e.hash, e.seq),
+        )
+        for e in forged
+    ]
     _raw(store, [*statements, *_set_head(store, forged[-1].seq, forged[-1].hash)])
     assert store.verify_audit() is None
     assert store.verify_audit(anchor) == anchor.seq
@@ -131,8 +145,14 @@ def test_keyed_anchor_cannot_be_forged_without_the_key():
         AuditAnchor.loads(text, other)
     with pytest.raises(ValidationError, match="HMAC"):
         AuditAnchor.loads(anchor.dumps(), key)
-    for bad in ["", "[]", "{}", '{"stratamem_audit_anchor": 1, "seq": -1, "hash": "' + "a" * 64 + '"}',
-                '{"stratamem_audit_anchor": 1, "seq": 1, "hash": "xyz"}', "[" * 100_000]:
+    for bad in [
+        "",
+        "[]",
+        "{}",
+        '{"stratamem_audit_anchor": 1, "seq": -1, "hash": "' + "a" * 64 + '"}',
+        '{"stratamem_audit_anchor": 1, "seq": 1, "hash": "xyz"}',
+        "[" * 100_000,
+    ]:
         with pytest.raises(ValidationError):
             AuditAnchor.loads(bad)
 
@@ -154,7 +174,9 @@ def test_cli_anchor_and_verify(tmp_path):
     ok = run("--json", "audit", "verify", "--anchor", str(anchor_file), "--key", str(key_file))
     assert ok.exit_code == 0 and json.loads(ok.output) == {"intact": True, "anchor_seq": anchor.seq}
     printed = run("audit", "anchor")
-    assert printed.exit_code == 0 and json.loads(printed.output)["seq"] == anchor.seq  # verifying appends nothing
+    assert (
+        printed.exit_code == 0 and json.loads(printed.output)["seq"] == anchor.seq
+    )  # verifying appends nothing
     import sqlite3
 
     conn = sqlite3.connect(db)
@@ -165,10 +187,11 @@ def test_cli_anchor_and_verify(tmp_path):
     assert run("audit", "verify").exit_code == 0
     broken = run("audit", "verify", "--anchor", str(anchor_file), "--key", str(key_file))
     assert broken.exit_code == 3 and f"sequence {anchor.seq - 1}" in broken.output
-    assert run("audit", "anchor").exit_code == 0  # the truncated chain is self-consistent; only an anchor knows
+    assert (
+        run("audit", "anchor").exit_code == 0
+    )  # the truncated chain is self-consistent; only an anchor knows
     (tmp_path / "wrong.key").write_bytes(os.urandom(32))
     forged = run("audit", "verify", "--anchor", str(anchor_file), "--key", str(tmp_path / "wrong.key"))
     assert forged.exit_code == 2 and "HMAC" in forged.output
     assert run("audit", "verify", "--anchor", str(tmp_path / "missing.json")).exit_code == 2
     assert run("audit", "verify", "--key", str(key_file)).exit_code == 2
-

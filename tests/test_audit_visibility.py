@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import BACKENDS, fresh_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import BACKENDS, fresh_store
 from stratamem.levels import Level
 from stratamem.policy import lineage
 
@@ -54,8 +54,10 @@ def test_escalations_are_recorded_at_the_level_asked_for(store):
     assert not [e for e in public if e.operation == "escalate"]
     assert "payroll" not in repr(public) and "board minutes" not in repr(public)
     escalations = [e for e in store.audit_events() if e.operation == "escalate"]
-    assert [(e.taint, e.outcome) for e in escalations] == [(Level.CONFIDENTIAL, "ok"),
-                                                          (Level.RESTRICTED, "refused")]
+    assert [(e.taint, e.outcome) for e in escalations] == [
+        (Level.CONFIDENTIAL, "ok"),
+        (Level.RESTRICTED, "refused"),
+    ]
 
 
 def test_pages_are_bounded_and_continue(store):
@@ -85,14 +87,21 @@ def test_lineage_queries_apply_the_same_rule(store):
 
 # Noninterference for the audit reader: what a principal sees of the log does not depend on what other
 # principals (of the same agent, with peers or higher clearance) or the operator did.
-ACTIONS = st.lists(st.tuples(st.sampled_from(["save", "get", "list", "escalate", "peer-get", "export"]),
-                             st.sampled_from(["k1", "k2"]),
-                             st.sampled_from(list(Level))), max_size=8)
+ACTIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["save", "get", "list", "escalate", "peer-get", "export"]),
+        st.sampled_from(["k1", "k2"]),
+        st.sampled_from(list(Level)),
+    ),
+    max_size=8,
+)
 
 
 def _view(store, owner: str) -> list[tuple]:
-    return [(e.operation, e.keys, e.levels, e.outcome, e.taint, e.detail.get("count"))
-            for e in store.audit_events(Level.INTERNAL, owner=owner)]
+    return [
+        (e.operation, e.keys, e.levels, e.outcome, e.taint, e.detail.get("count"))
+        for e in store.audit_events(Level.INTERNAL, owner=owner)
+    ]
 
 
 def _act(store, session, peer_session, action: tuple) -> None:
@@ -131,7 +140,12 @@ def test_a_principals_audit_view_ignores_everyone_else(backend, tmp_path, mine, 
                 if with_others and i < len(others):
                     _act(store, them, peer, others[i])
                 if i < len(mine):
-                    _act(store, me, None, mine[i] if mine[i][0] not in ("export", "peer-get") else ("list", "", 0))
+                    _act(
+                        store,
+                        me,
+                        None,
+                        mine[i] if mine[i][0] not in ("export", "peer-get") else ("list", "", 0),
+                    )
             views.append(_view(store, "me"))
         finally:
             store.close()

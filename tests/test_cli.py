@@ -79,7 +79,10 @@ def test_export_import_round_trips_every_field(run, tmp_path):
     assert run("export", str(out)).exit_code == 0
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(m["agent_id"], m["key"], m["level"]) for m in lines] == [
-        ("alice", "a", "PUBLIC"), ("alice", "a", "RESTRICTED"), ("bob", "b", "INTERNAL")]
+        ("alice", "a", "PUBLIC"),
+        ("alice", "a", "RESTRICTED"),
+        ("bob", "b", "INTERNAL"),
+    ]
     other_db = str(tmp_path / "other.db")
     r = CliRunner().invoke(cli, ["--db", other_db, "import", str(out)])
     assert r.exit_code == 0 and "imported 3" in r.output
@@ -91,13 +94,18 @@ def test_export_import_round_trips_every_field(run, tmp_path):
 def test_import_refuses_bad_lines_with_numbers_and_imports_nothing(run, tmp_path):
     good = {"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main"}
     bad_file = tmp_path / "bad.jsonl"
-    bad_file.write_text("\n".join([
-        json.dumps(good),
-        "{not json",
-        json.dumps({**good, "level": "TOP-SECRET"}),
-        json.dumps({**good, "key": ""}),
-        json.dumps({"content": "no key"}),
-    ]) + "\n")
+    bad_file.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                "{not json",
+                json.dumps({**good, "level": "TOP-SECRET"}),
+                json.dumps({**good, "key": ""}),
+                json.dumps({"content": "no key"}),
+            ]
+        )
+        + "\n"
+    )
     r = run("import", str(bad_file))
     assert r.exit_code == 2
     for n in (2, 3, 4, 5):
@@ -147,11 +155,18 @@ def test_purge_command(run):
 def test_real_console_script_with_non_utf8_argument(tmp_path):
     db = str(tmp_path / "x.db")
     env = {**os.environ, "STRATAMEM_DB": db}
-    bad = subprocess.run([sys.executable, "-m", "stratamem", "save", b"k\xff".decode("utf-8", "surrogateescape"),
-                          "v"], capture_output=True, env=env)
+    bad = subprocess.run(
+        [sys.executable, "-m", "stratamem", "save", b"k\xff".decode("utf-8", "surrogateescape"), "v"],
+        capture_output=True,
+        env=env,
+    )
     assert bad.returncode == 2 and b"UTF-8" in bad.stderr
-    ok = subprocess.run([sys.executable, "-m", "stratamem", "--json", "save", "k", "v"], capture_output=True,
-                        env=env, text=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "stratamem", "--json", "save", "k", "v"],
+        capture_output=True,
+        env=env,
+        text=True,
+    )
     assert ok.returncode == 0 and json.loads(ok.stdout)["saved"] is True
 
 

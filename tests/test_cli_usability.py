@@ -18,8 +18,9 @@ def run(tmp_path, monkeypatch):
     db = str(tmp_path / "cli.db")
 
     def invoke(*args, input=None, with_db=True):
-        return CliRunner().invoke(cli, [*(["--db", db] if with_db else []), *args], input=input,
-                                  catch_exceptions=False)
+        return CliRunner().invoke(
+            cli, [*(["--db", db] if with_db else []), *args], input=input, catch_exceptions=False
+        )
 
     invoke.db = db
     return invoke
@@ -37,13 +38,27 @@ def test_global_options_after_the_command(run, tmp_path):
     other = str(tmp_path / "other.db")
     r = run("save", "k", "v", "--json", "--agent", "a1", "--taint", "INTERNAL", "--db", other, with_db=False)
     assert r.exit_code == 0 and json.loads(r.output)["classification"] == "INTERNAL"
-    got = json.loads(run("get", "k", "--json", "--db", other, "--taint", "INTERNAL", "--agent", "a1",
-                         with_db=False).output)
+    got = json.loads(
+        run("get", "k", "--json", "--db", other, "--taint", "INTERNAL", "--agent", "a1", with_db=False).output
+    )
     assert got["found"] is True and got["content"] == "v"
     assert json.loads(run("get", "k", "--json", "--agent", "a1").output)["found"] is False  # the other store
     # the later value wins; nested groups take them too
-    assert json.loads(run("--db", run.db, "list", "--json", "--db", other, "--agent", "a1", "--taint", "INTERNAL",
-                          with_db=False).output)["memories"]
+    assert json.loads(
+        run(
+            "--db",
+            run.db,
+            "list",
+            "--json",
+            "--db",
+            other,
+            "--agent",
+            "a1",
+            "--taint",
+            "INTERNAL",
+            with_db=False,
+        ).output
+    )["memories"]
     r = run("audit", "show", "--json", "--limit", "1", "--db", other, with_db=False)
     assert r.exit_code == 0 and isinstance(json.loads(r.output), dict)
 
@@ -110,8 +125,13 @@ def test_config_snippet_hides_a_postgres_password(run):
 def test_config_snippet_command_runs_this_install(run):
     """The snippet's command is this interpreter with -m stratamem: it works without PATH."""
     server = json.loads(run("config", "--json").output)["mcp"]["mcpServers"]["stratamem"]
-    done = subprocess.run([server["command"], *server["args"][:2], "--version"], capture_output=True, text=True,
-                          env={}, timeout=120)
+    done = subprocess.run(
+        [server["command"], *server["args"][:2], "--version"],
+        capture_output=True,
+        text=True,
+        env={},
+        timeout=120,
+    )
     assert done.returncode == 0 and done.stdout.strip() == f"stratamem {stratamem.__version__}"
 
 
@@ -123,8 +143,13 @@ def test_shell_completion_script(run, monkeypatch):
 
 def test_mcp_names_its_database_on_stderr(tmp_path):
     db = tmp_path / "where.db"
-    done = subprocess.run([sys.executable, "-m", "stratamem", "mcp", "--db", str(db)], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "stratamem", "mcp", "--db", str(db)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert f"database SQLite {db}" in done.stderr and done.stdout == ""
 
 

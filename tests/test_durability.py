@@ -31,8 +31,9 @@ def test_acknowledged_writes_survive_sigkill(tmp_path, kind):
     db = str(tmp_path / "kill.db") if kind == "sqlite" else f"markdown://{tmp_path / 'kill-md'}"
     for round_no, delay in enumerate((0.3, 0.6, 0.9)):
         agent = f"w{round_no}"
-        proc = subprocess.Popen([sys.executable, "-c", WRITER, db, agent, "100000"],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, db, agent, "100000"], stdout=subprocess.PIPE, text=True
+        )
         time.sleep(delay)
         acknowledged = []
         deadline = time.time() + 30
@@ -66,8 +67,12 @@ def test_concurrent_processes_lose_nothing(tmp_path):
     db = str(tmp_path / "shared.db")
     n_proc, n_writes = 4, 60
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, db, f"p{k}", str(n_writes)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, db, f"p{k}", str(n_writes)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for k in range(n_proc)
     ]
     for proc in procs:

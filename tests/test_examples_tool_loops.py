@@ -37,22 +37,42 @@ def test_openai_function_calling_loop(session):
         assert any(d["function"]["name"] == "memory_save" for d in definitions)
         if messages[-1]["role"] == "user":
             arguments = json.dumps({"key": "lang", "content": "prefers Python"})
-            call = {"id": "call_1", "type": "function", "function": {"name": "memory_save", "arguments": arguments}}
-            return {"choices": [{"message": {"content": None, "tool_calls": [call]}}],
-                    "usage": {"prompt_tokens": 50, "completion_tokens": 5}}
+            call = {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "memory_save", "arguments": arguments},
+            }
+            return {
+                "choices": [{"message": {"content": None, "tool_calls": [call]}}],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 5},
+            }
         assert messages[-1]["role"] == "tool" and json.loads(messages[-1]["content"])["saved"] is True
         assert messages[-2]["tool_calls"][0]["function"]["name"] == "memory_save"
-        return {"choices": [{"message": {"content": "Noted: Python."}}], "usage": {"prompt_tokens": 80,
-                                                                                   "completion_tokens": 4}}
+        return {
+            "choices": [{"message": {"content": "Noted: Python."}}],
+            "usage": {"prompt_tokens": 80, "completion_tokens": 4},
+        }
 
     assert example.run_turn(session, "Remember that I prefer Python.", model) == "Noted: Python."
     assert session.get("lang").content == "prefers Python" and len(seen) == 2
     roles = [m.message.role for m in Transcript(session).page(0, 20)[0]]
     assert roles == ["user", "assistant", "tool", "assistant"]
     # the next turn recalls it into the prompt
-    example.run_turn(session, "Which language do I prefer?",
-                     lambda messages, _: {"choices": [{"message": {"content": "Python" if any(
-                         "prefers Python" in (m["content"] or "") for m in messages) else "?"}}]})
+    example.run_turn(
+        session,
+        "Which language do I prefer?",
+        lambda messages, _: {
+            "choices": [
+                {
+                    "message": {
+                        "content": "Python"
+                        if any("prefers Python" in (m["content"] or "") for m in messages)
+                        else "?"
+                    }
+                }
+            ]
+        },
+    )
     assert [m.message.content for m in Transcript(session).page(0, 20)[0]][-1] == "Python"
 
 
@@ -64,17 +84,27 @@ def test_anthropic_messages_loop(session):
         assert any(d["name"] == "memory_search" for d in definitions)
         last = messages[-1]
         if last["role"] == "user" and isinstance(last["content"], str):
-            return {"content": [{"type": "text", "text": "Let me check."},
-                                {"type": "tool_use", "id": "toolu_1", "name": "memory_search",
-                                 "input": {"query": "Lisbon"}},
-                                {"type": "tool_use", "id": "toolu_2", "name": "not_ours", "input": {}}],
-                    "usage": {"input_tokens": 40, "output_tokens": 9}}
+            return {
+                "content": [
+                    {"type": "text", "text": "Let me check."},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "memory_search",
+                        "input": {"query": "Lisbon"},
+                    },
+                    {"type": "tool_use", "id": "toolu_2", "name": "not_ours", "input": {}},
+                ],
+                "usage": {"input_tokens": 40, "output_tokens": 9},
+            }
         results = last["content"]
         assert [b["tool_use_id"] for b in results] == ["toolu_1", "toolu_2"]
         assert "Lisbon" in results[0]["content"] and "NOT_FOUND" in results[1]["content"]
         assert messages[-2]["content"][1]["type"] == "tool_use"
-        return {"content": [{"type": "text", "text": "You live in Lisbon."}], "usage": {"input_tokens": 60,
-                                                                                      "output_tokens": 6}}
+        return {
+            "content": [{"type": "text", "text": "You live in Lisbon."}],
+            "usage": {"input_tokens": 60, "output_tokens": 6},
+        }
 
     assert example.run_turn(session, "Where do I live?", model) == "You live in Lisbon."
     assert sum(u.input_tokens for u in session.store.usage()) == 100
@@ -96,8 +126,10 @@ def test_readme_tools_example_runs():
     import re
 
     readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
-    [example] = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "defs = tools.definitions" in b]
+    [example] = [
+        b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "defs = tools.definitions" in b
+    ]
     namespace: dict = {}
-    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(example, "README.md", "exec"), namespace)
     assert json.loads(namespace["answer"])["saved"] is True
     namespace["session"].store.close()

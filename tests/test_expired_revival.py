@@ -86,13 +86,24 @@ def test_import_over_expired_version_keeps_the_imported_fields(make_store, clock
     clock.advance(60)
     template = s.save("other", "template")
     imported = type(template)(
-        key="k", content="imported", level=Level.PUBLIC, tags=(), category="core", agent_id="main",
-        session_id=None, created_at=template.created_at - timedelta(days=3),
-        updated_at=template.created_at - timedelta(days=2), lineage_id="imported-lineage",
+        key="k",
+        content="imported",
+        level=Level.PUBLIC,
+        tags=(),
+        category="core",
+        agent_id="main",
+        session_id=None,
+        created_at=template.created_at - timedelta(days=3),
+        updated_at=template.created_at - timedelta(days=2),
+        lineage_id="imported-lineage",
     )
     assert store.import_memories([imported]) == 1
     got = s.get("k")
-    assert (got.content, got.created_at, got.lineage_id) == ("imported", imported.created_at, "imported-lineage")
+    assert (got.content, got.created_at, got.lineage_id) == (
+        "imported",
+        imported.created_at,
+        "imported-lineage",
+    )
     exported = [m for m in store.export() if m.key == "k"]
     assert len(exported) == 1
     assert json.dumps(exported[0].to_dict())

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from conftest import BACKENDS, FakeClock, fresh_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -29,21 +30,56 @@ from stratamem import shapes
 from stratamem.errors import StratamemError
 from stratamem.tools import TOOLS, execute
 from stratamem.transfer import read_lines
-from conftest import BACKENDS, FakeClock, fresh_store
 
 CLEAR_CODES = {"VALIDATION_ERROR", "NOT_FOUND", "POLICY_BLOCKED"}
-FAST = settings(max_examples=120, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FAST = settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 # -- hostile values ------------------------------------------------------------------------------------
 
 SURROGATES = ["\ud800", "\udcff", "a\udfffb", "\ud83d", "key\udc80"]
-NASTY_TEXT = ["", " ", "   ", "\t\n", "\x00", "a\x00b", "\x1b[31m", "\u200b", "\u202e", "\ufeff", "\uffff",
-              "NaN", "null", "<script>alert(1)</script>", "../../etc/passwd", "%00", "*", "-", "😀" * 50,
-              "x" * 257, "y" * 10_001, "z" * 70_000, "PUBLIC", "restricted", "c1.", "c1.WyJhIiwiYiJd"]
+NASTY_TEXT = [
+    "",
+    " ",
+    "   ",
+    "\t\n",
+    "\x00",
+    "a\x00b",
+    "\x1b[31m",
+    "\u200b",
+    "\u202e",
+    "\ufeff",
+    "\uffff",
+    "NaN",
+    "null",
+    "<script>alert(1)</script>",
+    "../../etc/passwd",
+    "%00",
+    "*",
+    "-",
+    "😀" * 50,
+    "x" * 257,
+    "y" * 10_001,
+    "z" * 70_000,
+    "PUBLIC",
+    "restricted",
+    "c1.",
+    "c1.WyJhIiwiYiJd",
+]
 HUGE_NUMBERS = [1e12, 1e308, -1e308, 2**63, -(2**63), 2**200, 10**400, 0, -1, -0.0, 0.5]
-ODD_TIMES = ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "9999-12-31T23:59:59.999999",
-             "2026-13-01", "2026-02-30T00:00:00Z", "yesterday", "1e9", "0000-00-00"]
+ODD_TIMES = [
+    "0001-01-01T00:00:00+14:00",
+    "9999-12-31T23:59:59-14:00",
+    "9999-12-31T23:59:59.999999",
+    "2026-13-01",
+    "2026-02-30T00:00:00Z",
+    "yesterday",
+    "1e9",
+    "0000-00-00",
+]
 
 
 def nested(depth: int, leaf: object = 1) -> object:
@@ -63,8 +99,22 @@ hostile_scalar = st.one_of(
     st.sampled_from(HUGE_NUMBERS),
     st.floats(allow_nan=True, allow_infinity=True),
     st.integers(min_value=-(2**80), max_value=2**80),
-    st.sampled_from([None, True, False, b"bytes", b"\xff\xfe", timedelta.max, timedelta.min, timedelta(0),
-                     datetime.min, datetime.max, datetime(2026, 1, 1), datetime.max.replace(tzinfo=UTC)]),
+    st.sampled_from(
+        [
+            None,
+            True,
+            False,
+            b"bytes",
+            b"\xff\xfe",
+            timedelta.max,
+            timedelta.min,
+            timedelta(0),
+            datetime.min,
+            datetime.max,
+            datetime(2026, 1, 1),
+            datetime.max.replace(tzinfo=UTC),
+        ]
+    ),
 )
 hostile = st.one_of(
     hostile_scalar,
@@ -77,8 +127,11 @@ hostile = st.one_of(
 )
 # what survives a trip through JSON (no bytes, datetimes or timedeltas), for REST, MCP and import
 json_hostile = st.recursive(
-    st.one_of(hostile_text, st.sampled_from(HUGE_NUMBERS[:8] + [None, True, False]),
-              st.floats(allow_nan=False, allow_infinity=False)),
+    st.one_of(
+        hostile_text,
+        st.sampled_from(HUGE_NUMBERS[:8] + [None, True, False]),
+        st.floats(allow_nan=False, allow_infinity=False),
+    ),
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(hostile_text, inner, max_size=3)),
     max_leaves=8,
 )
@@ -126,8 +179,15 @@ def test_session_methods(backend, tmp_path_factory, method, a, b, c, d):
     calls = {
         "save": lambda: session.save(a, b, tags=c, category="core", ttl=d),
         "get": lambda: session.get(a),
-        "list": lambda: session.list(a, limit=b, cursor=c, category=d if isinstance(d, str) else None,
-                                     saved_by=a if isinstance(a, str) else None, since=b, until=d),
+        "list": lambda: session.list(
+            a,
+            limit=b,
+            cursor=c,
+            category=d if isinstance(d, str) else None,
+            saved_by=a if isinstance(a, str) else None,
+            since=b,
+            until=d,
+        ),
         "recent": lambda: session.recent(a, since=b, until=c, without_tag=d),
         "search": lambda: session.search(a, max_results=b),
         "delete": lambda: session.delete(a),
@@ -140,12 +200,19 @@ def test_session_methods(backend, tmp_path_factory, method, a, b, c, d):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @FAST
-@given(method=st.sampled_from(["session", "purge", "export", "audit_events", "open"]), a=hostile, b=hostile,
-       c=hostile, d=hostile)
+@given(
+    method=st.sampled_from(["session", "purge", "export", "audit_events", "open"]),
+    a=hostile,
+    b=hostile,
+    c=hostile,
+    d=hostile,
+)
 def test_store_methods(backend, tmp_path_factory, method, a, b, c, d):
     store = _store(backend, tmp_path_factory)
     calls = {
-        "session": lambda: store.session(a, session_id=b, clearance=c if c is not None else "PUBLIC", peers=d or ()),
+        "session": lambda: store.session(
+            a, session_id=b, clearance=c if c is not None else "PUBLIC", peers=d or ()
+        ),
         "purge": lambda: store.purge(a, agent_id=b),
         "export": lambda: list(store.export(agent_id=a)),
         "audit_events": lambda: store.audit_events(a if a is not None else "PUBLIC", lineage_id=b),
@@ -233,7 +300,9 @@ def rest(tmp_path_factory):
     directory = tmp_path_factory.mktemp("rest")
     config = load_config(write_config(directory))
     store = sm.open_store(str(directory / "memory.db"))
-    state = ServerState(store, Principals(config.principals), profile=config.profile, policy=config.policy.build())
+    state = ServerState(
+        store, Principals(config.principals), profile=config.profile, policy=config.policy.build()
+    )
     client = TestClient(build_app(state), raise_server_exceptions=False, headers=auth("alice"))
     session_id = client.post("/v1/sessions").json()["id"]
     yield client, session_id
@@ -250,13 +319,27 @@ def body_bytes(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=True).encode("ascii")  # lone surrogates travel as \ud800 escapes
 
 
-RAW_BODIES = [b"", b"{", b"\xff\xfe{}", b"[]", b"null", b"1e999", b'{"key": NaN}', b"{" * 5000,
-              b'{"key":' + b"[" * 100_000 + b"]" * 100_000 + b"}", b'{"key": "\\ud800", "content": "x"}',
-              b'{"level": "INTERNAL", "reason": "\\udfff"}', b'{"clearance": {"a": [[[]]]}}']
+RAW_BODIES = [
+    b"",
+    b"{",
+    b"\xff\xfe{}",
+    b"[]",
+    b"null",
+    b"1e999",
+    b'{"key": NaN}',
+    b"{" * 5000,
+    b'{"key":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    b'{"key": "\\ud800", "content": "x"}',
+    b'{"level": "INTERNAL", "reason": "\\udfff"}',
+    b'{"clearance": {"a": [[[]]]}}',
+]
 
 
 def check_http(response) -> None:
-    assert response.status_code in {200, 201, 400, 401, 403, 404, 405, 413}, (response.status_code, response.text)
+    assert response.status_code in {200, 201, 400, 401, 403, 404, 405, 413}, (
+        response.status_code,
+        response.text,
+    )
     data = response.json()
     if response.status_code >= 400 and not (response.status_code == 404 and data.get("found") is False):
         assert set(data) == {"error"} and data["error"]["code"] in CLEAR_CODES | {"UNAUTHENTICATED"}, data
@@ -266,13 +349,19 @@ url_text = hostile_text.filter(lambda t: len(t) < 2000)  # longer URLs are refus
 
 
 @FAST
-@given(segment=url_text, query=st.dictionaries(st.sampled_from(["tag", "limit", "cursor", "query",
-                                                                   "max_results", "lineage", "after"]),
-                                                 url_text, max_size=3),
-       body=st.one_of(json_hostile.map(body_bytes), st.sampled_from(RAW_BODIES)),
-       route=st.sampled_from(["memories", "memories/{k}", "search", "escalate", "reset", "", "sessions",
-                              "audit"]),
-       method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]))
+@given(
+    segment=url_text,
+    query=st.dictionaries(
+        st.sampled_from(["tag", "limit", "cursor", "query", "max_results", "lineage", "after"]),
+        url_text,
+        max_size=3,
+    ),
+    body=st.one_of(json_hostile.map(body_bytes), st.sampled_from(RAW_BODIES)),
+    route=st.sampled_from(
+        ["memories", "memories/{k}", "search", "escalate", "reset", "", "sessions", "audit"]
+    ),
+    method=st.sampled_from(["GET", "POST", "PUT", "DELETE"]),
+)
 def test_rest_endpoints(rest, segment, query, body, route, method):
     client, session_id = rest
     if route == "sessions":
@@ -309,6 +398,7 @@ def test_mcp_client_gets_tool_errors_not_protocol_failures(tmp_path):
     store = sm.open_store(str(tmp_path / "memory.db"))
     try:
         with live_server(store, write_config(tmp_path)) as server:
+
             async def main() -> None:
                 async with mcp_http(server.url, "alice") as conn:
                     for name, arguments in hostile_calls:
@@ -325,10 +415,18 @@ def test_mcp_client_gets_tool_errors_not_protocol_failures(tmp_path):
 cli_text = st.one_of(hostile_text, st.sampled_from(["PUBLIC", "restricted", "k", "2026-01-01T00:00:00Z"]))
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
-@given(command=st.sampled_from(["save", "get", "search", "list", "delete", "purge", "audit", "export"]),
-       a=cli_text, b=cli_text, option=st.sampled_from(["--agent", "--taint", "--session", None]), value=cli_text)
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    command=st.sampled_from(["save", "get", "search", "list", "delete", "purge", "audit", "export"]),
+    a=cli_text,
+    b=cli_text,
+    option=st.sampled_from(["--agent", "--taint", "--session", None]),
+    value=cli_text,
+)
 def test_cli_commands(tmp_path, command, a, b, option, value):
     from click.testing import CliRunner
 
@@ -376,8 +474,12 @@ def test_cli_argv_that_is_not_utf8_is_a_validation_error(tmp_path, argv):
     env = {k: v for k, v in os.environ.items() if not k.startswith("STRATAMEM_")}
     env["STRATAMEM_HOME"] = str(tmp_path)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
-    proc = subprocess.run([sys.executable.encode(), b"-m", b"stratamem", b"--db", str(tmp_path / "m.db").encode(),
-                           *argv], env=env, capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"stratamem", b"--db", str(tmp_path / "m.db").encode(), *argv],
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
     assert proc.returncode == 2, proc.stderr
     assert b"Traceback" not in proc.stderr and b"error [VALIDATION_ERROR]" in proc.stderr, proc.stderr
 
@@ -385,13 +487,28 @@ def test_cli_argv_that_is_not_utf8_is_a_validation_error(tmp_path, argv):
 # -- import (JSON Lines) ----------------------------------------------------------------------------------------
 
 GOOD_LINE = {"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main"}
-line_field = st.sampled_from(["key", "content", "level", "agent_id", "tags", "category", "session_id",
-                              "created_at", "updated_at", "expires_at", "lineage_id"])
+line_field = st.sampled_from(
+    [
+        "key",
+        "content",
+        "level",
+        "agent_id",
+        "tags",
+        "category",
+        "session_id",
+        "created_at",
+        "updated_at",
+        "expires_at",
+        "lineage_id",
+    ]
+)
 
 
 @FAST
-@given(changes=st.dictionaries(line_field, json_hostile, max_size=3),
-       raw=st.one_of(st.none(), st.binary(max_size=40), st.sampled_from(RAW_BODIES)))
+@given(
+    changes=st.dictionaries(line_field, json_hostile, max_size=3),
+    raw=st.one_of(st.none(), st.binary(max_size=40), st.sampled_from(RAW_BODIES)),
+)
 def test_import_lines(changes, raw):
     line = json.dumps({**GOOD_LINE, **changes}, ensure_ascii=True)
     for text in (line, None if raw is None else raw.decode("utf-8", "surrogateescape").replace("\n", " ")):
@@ -412,16 +529,21 @@ def test_import_lines_reported_in_the_issue(tmp_path):
     from stratamem.cli import cli
 
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b"\n".join([
-        json.dumps({**GOOD_LINE, "created_at": "9999-12-31T23:59:59-14:00"}).encode(),
-        json.dumps({**GOOD_LINE, "expires_at": "0001-01-01T00:00:00+01:00"}).encode(),
-        b'{"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "m\xffx"}',
-        b'{"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main", "session_id": "\xfe"}',
-        b'{"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main", "lineage_id": "\\ud800"}',
-        b'{"key":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-    ]) + b"\n")
+    bad.write_bytes(
+        b"\n".join(
+            [
+                json.dumps({**GOOD_LINE, "created_at": "9999-12-31T23:59:59-14:00"}).encode(),
+                json.dumps({**GOOD_LINE, "expires_at": "0001-01-01T00:00:00+01:00"}).encode(),
+                b'{"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "m\xffx"}',
+                b'{"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main", "session_id": "\xfe"}',
+                b'{"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main", "lineage_id": "\\ud800"}',
+                b'{"key":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            ]
+        )
+        + b"\n"
+    )
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "import", str(bad)])
-    assert result.exit_code == 2 and result.exception is None or isinstance(result.exception, SystemExit)
+    assert (result.exit_code == 2 and result.exception is None) or isinstance(result.exception, SystemExit)
     assert result.exit_code == 2
     for number in range(1, 7):
         assert f"line {number}:" in result.output
@@ -433,7 +555,7 @@ def test_rest_bodies_reported_in_the_issue(rest):
     memories = f"/v1/sessions/{session_id}/memories"
     cases = [
         ("POST", memories, b'{"key": "k", "content": "c", "tags": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),
-        ("POST", "/v1/sessions", b'{"clearance": ' + b"{\"a\": " * 50_000 + b"1" + b"}" * 50_000 + b"}"),
+        ("POST", "/v1/sessions", b'{"clearance": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_000 + b"}"),
         ("POST", memories, b'{"key": "k", "content": "c", "tags": ["\\ud800"]}'),
         ("POST", f"/v1/sessions/{session_id}/escalate", b'{"level": "INTERNAL", "reason": "\\udfff"}'),
         ("PUT", memories + "/%20%20%20", b'{"content": "blank key"}'),

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import FakeClock
 
 import stratamem as sm
 from stratamem import Level, NotFound, ValidationError
 from stratamem.graph.checks import MAX_OBSERVATIONS_PER_CALL
 from stratamem.migrate import migrate
-from conftest import FakeClock, backend_urls
 
 
 def names(nodes):
@@ -19,16 +19,28 @@ def names(nodes):
 
 def test_capture_open_relate_round_trip(store):
     s = store.session("a")
-    sam = s.graph.capture("Sam", "person", "runs the billing team", tags=["staff"], observations=["likes tea"],
-                          source="chat")
+    sam = s.graph.capture(
+        "Sam", "person", "runs the billing team", tags=["staff"], observations=["likes tea"], source="chat"
+    )
     assert (sam.name, sam.type, sam.content, sam.tags, sam.level, sam.source) == (
-        "Sam", "person", "runs the billing team", ("staff",), Level.PUBLIC, "chat")
+        "Sam",
+        "person",
+        "runs the billing team",
+        ("staff",),
+        Level.PUBLIC,
+        "chat",
+    )
     assert [o.text for o in sam.observations] == ["likes tea"]
     assert sam.agent_id == "a" and sam.session_id == s.id and sam.created_at == sam.updated_at
     s.graph.capture("Billing", "team")
     edge = s.graph.relate("Sam", "Billing", "manages", note="since 2024")
-    assert (edge.source, edge.target, edge.relation, edge.note, edge.level) == ("Sam", "Billing", "manages",
-                                                                                 "since 2024", Level.PUBLIC)
+    assert (edge.source, edge.target, edge.relation, edge.note, edge.level) == (
+        "Sam",
+        "Billing",
+        "manages",
+        "since 2024",
+        Level.PUBLIC,
+    )
     nodes, edges = s.graph.open(["Sam", "nobody"])
     assert names(nodes) == ["Sam"] and [(e.source, e.target) for e in edges] == [("Sam", "Billing")]
     again = s.graph.capture("Sam", observations=["likes tea", "plays chess"])
@@ -235,11 +247,18 @@ def test_migrate_copies_the_graph(make_store, tmp_path):
 
 def test_import_mcp_memory_file(store, tmp_path):
     good = tmp_path / "memory.jsonl"
-    good.write_text("\n".join([
-        json.dumps({"type": "entity", "name": "Sam", "entityType": "person", "observations": ["likes tea"]}),
-        json.dumps({"type": "entity", "name": "Billing", "entityType": "team", "observations": []}),
-        json.dumps({"type": "relation", "from": "Sam", "to": "Billing", "relationType": "manages"}),
-    ]), encoding="utf-8")
+    good.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {"type": "entity", "name": "Sam", "entityType": "person", "observations": ["likes tea"]}
+                ),
+                json.dumps({"type": "entity", "name": "Billing", "entityType": "team", "observations": []}),
+                json.dumps({"type": "relation", "from": "Sam", "to": "Billing", "relationType": "manages"}),
+            ]
+        ),
+        encoding="utf-8",
+    )
     assert store.import_graph(good, agent_id="a", level="internal") == (2, 1)
     s = store.session("a")
     assert s.graph.get("Sam") is None
@@ -247,18 +266,28 @@ def test_import_mcp_memory_file(store, tmp_path):
     assert s.graph.get("Sam").level == Level.INTERNAL
     assert [n.node.name for n in s.graph.neighbors("Sam")] == ["Billing"]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join([
-        json.dumps({"type": "entity", "name": "New", "entityType": "x", "observations": []}),
-        "{not json",
-        json.dumps({"type": "entity", "name": "", "entityType": "x"}),
-        json.dumps({"type": "mystery"}),
-    ]), encoding="utf-8")
+    bad.write_text(
+        "\n".join(
+            [
+                json.dumps({"type": "entity", "name": "New", "entityType": "x", "observations": []}),
+                "{not json",
+                json.dumps({"type": "entity", "name": "", "entityType": "x"}),
+                json.dumps({"type": "mystery"}),
+            ]
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(ValidationError) as info:
         store.import_graph(bad, agent_id="a", level="internal")
-    assert "line 2" in info.value.message and "line 3" in info.value.message and "line 4" in info.value.message
+    assert (
+        "line 2" in info.value.message and "line 3" in info.value.message and "line 4" in info.value.message
+    )
     dangling = tmp_path / "dangling.jsonl"
-    dangling.write_text(json.dumps({"type": "entity", "name": "New", "entityType": "x", "observations": []}) + "\n"
-                        + json.dumps({"type": "relation", "from": "New", "to": "Nope", "relationType": "r"}))
+    dangling.write_text(
+        json.dumps({"type": "entity", "name": "New", "entityType": "x", "observations": []})
+        + "\n"
+        + json.dumps({"type": "relation", "from": "New", "to": "Nope", "relationType": "r"})
+    )
     with pytest.raises(ValidationError) as info:
         store.import_graph(dangling, agent_id="a", level="internal")
     assert "line 2" in info.value.message
@@ -286,13 +315,32 @@ def test_cli_imports_an_mcp_memory_file(tmp_path):
     from stratamem.cli import cli
 
     db, good, bad = tmp_path / "m.db", tmp_path / "memory.jsonl", tmp_path / "bad.jsonl"
-    good.write_text(json.dumps({"type": "entity", "name": "Ann", "entityType": "person", "observations": ["hi"]})
-                    + "\n", encoding="utf-8")
-    bad.write_text(json.dumps({"type": "entity", "name": "Bob", "entityType": "person", "observations": []})
-                   + "\n[1, 2]\n", encoding="utf-8")
+    good.write_text(
+        json.dumps({"type": "entity", "name": "Ann", "entityType": "person", "observations": ["hi"]}) + "\n",
+        encoding="utf-8",
+    )
+    bad.write_text(
+        json.dumps({"type": "entity", "name": "Bob", "entityType": "person", "observations": []})
+        + "\n[1, 2]\n",
+        encoding="utf-8",
+    )
     runner = CliRunner()
-    done = runner.invoke(cli, ["--db", str(db), "--agent", "ops", "--json", "import", "--format", "mcp-memory",
-                               "--level", "confidential", str(good)])
+    done = runner.invoke(
+        cli,
+        [
+            "--db",
+            str(db),
+            "--agent",
+            "ops",
+            "--json",
+            "import",
+            "--format",
+            "mcp-memory",
+            "--level",
+            "confidential",
+            str(good),
+        ],
+    )
     assert done.exit_code == 0 and json.loads(done.output) == {"imported": {"nodes": 1, "edges": 0}}
     refused = runner.invoke(cli, ["--db", str(db), "import", "--format", "mcp-memory", str(bad)])
     assert refused.exit_code == 2 and "line 2" in refused.output
@@ -315,6 +363,7 @@ def test_export_as_mcp_memory_round_trips(store, tmp_path):
     assert [json.loads(line) for line in lines] == [
         {"type": "entity", "name": "Billing", "entityType": "team", "observations": []},
         {"type": "entity", "name": "Sam", "entityType": "person", "observations": ["likes tea"]},
-        {"type": "relation", "from": "Sam", "to": "Billing", "relationType": "manages"}]
+        {"type": "relation", "from": "Sam", "to": "Billing", "relationType": "manages"},
+    ]
     assert store.import_graph(lines, agent_id="copy", level="PUBLIC") == (2, 1)
     assert [n.node.name for n in store.session("copy").graph.neighbors("Sam")] == ["Billing"]

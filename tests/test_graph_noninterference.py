@@ -11,13 +11,13 @@ paths, stats, pages, suggestions and errors — must come out identical.
 from __future__ import annotations
 
 import pytest
+from conftest import BACKENDS, fresh_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_noninterference import assert_noninterference
 
 from stratamem import Level, NotFound
 from stratamem.graph import EdgeDraft
-from conftest import BACKENDS, fresh_store
-from test_noninterference import assert_noninterference
 
 WORDS = ["apple", "river", "running", "blue", "meeting", "tea"]
 NAMES = ["n0", "n1", "n2", "n3"]
@@ -42,8 +42,11 @@ def _ops(agent, lv, names):
 
 
 def visible_op(taint: Level):
-    return _ops(st.sampled_from([OWN, PEER]), st.sampled_from([lv for lv in Level if lv <= taint]),
-                st.sampled_from(NAMES))
+    return _ops(
+        st.sampled_from([OWN, PEER]),
+        st.sampled_from([lv for lv in Level if lv <= taint]),
+        st.sampled_from(NAMES),
+    )
 
 
 def hidden_op(taint: Level):
@@ -51,11 +54,17 @@ def hidden_op(taint: Level):
     choices = [
         _ops(st.just(OUTSIDER), level, every),
         # written, then soft-deleted: a hidden name, a text and a relation no visible op uses
-        st.tuples(st.just("node_deleted"), st.sampled_from([OWN, PEER]), level, st.sampled_from(HIDDEN_NAMES),
-                  text),
+        st.tuples(
+            st.just("node_deleted"), st.sampled_from([OWN, PEER]), level, st.sampled_from(HIDDEN_NAMES), text
+        ),
         st.tuples(st.just("obs_deleted"), st.sampled_from([OWN, PEER]), level, st.sampled_from(NAMES), text),
-        st.tuples(st.just("edge_deleted"), st.sampled_from([OWN, PEER]), level, st.sampled_from(NAMES),
-                  st.sampled_from(NAMES)),
+        st.tuples(
+            st.just("edge_deleted"),
+            st.sampled_from([OWN, PEER]),
+            level,
+            st.sampled_from(NAMES),
+            st.sampled_from(NAMES),
+        ),
     ]
     above = [lv for lv in Level if lv > taint]
     if above:
@@ -66,15 +75,33 @@ def hidden_op(taint: Level):
 @st.composite
 def scenario(draw):
     taint = draw(level)
-    steps = draw(st.lists(st.one_of(st.tuples(st.just("visible"), visible_op(taint)),
-                                    st.tuples(st.just("hidden"), hidden_op(taint))), max_size=30))
+    steps = draw(
+        st.lists(
+            st.one_of(
+                st.tuples(st.just("visible"), visible_op(taint)),
+                st.tuples(st.just("hidden"), hidden_op(taint)),
+            ),
+            max_size=30,
+        )
+    )
     queries = draw(st.lists(text, min_size=1, max_size=2))
     return taint, steps, queries
 
 
 def node_view(n):
-    return None if n is None else (n.agent_id, n.name, n.type, n.content, n.tags, n.level,
-                                   tuple((o.text, o.level) for o in n.observations))
+    return (
+        None
+        if n is None
+        else (
+            n.agent_id,
+            n.name,
+            n.type,
+            n.content,
+            n.tags,
+            n.level,
+            tuple((o.text, o.level) for o in n.observations),
+        )
+    )
 
 
 def edge_view(e):
@@ -145,18 +172,38 @@ class World:
                 out.append(("search", q, limit, [(node_view(h.node), h.score) for h in g.search(q, limit)]))
         for n in everyone:
             for depth in (1, 2, 3):
-                out.append(("neighbors", n, depth, attempt(lambda: [
-                    (node_view(x.node), x.distance, edge_view(x.edge)) for x in g.neighbors(n, depth, 100)])))
+                out.append(
+                    (
+                        "neighbors",
+                        n,
+                        depth,
+                        attempt(
+                            lambda: [
+                                (node_view(x.node), x.distance, edge_view(x.edge))
+                                for x in g.neighbors(n, depth, 100)
+                            ]
+                        ),
+                    )
+                )
             out.append(("degree", n, attempt(lambda: g.degree(n))))
-            out.append(("suggest", n, attempt(lambda: [(node_view(s.node), s.shared_neighbors, s.score)
-                                                       for s in g.suggest(n, 100)])))
+            out.append(
+                (
+                    "suggest",
+                    n,
+                    attempt(
+                        lambda: [(node_view(s.node), s.shared_neighbors, s.score) for s in g.suggest(n, 100)]
+                    ),
+                )
+            )
             for m in everyone:
                 out.append(("path", n, m, attempt(lambda: [edge_view(e) for e in g.path(n, m) or []])))
         out.append(("stats", g.stats()))
         cursor, pages = None, []
         for _ in range(10):
             page = g.read(cursor, limit=2)
-            pages.append(([node_view(n) for n in page.nodes], [edge_view(e) for e in page.edges], page.truncated))
+            pages.append(
+                ([node_view(n) for n in page.nodes], [edge_view(e) for e in page.edges], page.truncated)
+            )
             cursor = page.cursor
             if cursor is None:
                 break

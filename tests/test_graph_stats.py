@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import pytest
+from conftest import BACKENDS, fresh_store
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stratamem import Level, NotFound
 from stratamem.storage import graph_sql as q
-from conftest import BACKENDS, fresh_store
 
 NAMES = ["n0", "n1", "n2"]
-ops = st.lists(st.tuples(st.sampled_from(["node", "obs", "delete", "unobserve"]), st.sampled_from(["a", "b"]),
-                         st.sampled_from(list(Level)), st.sampled_from(NAMES),
-                         st.sampled_from(["red fox", "blue whale jumps", "fox"])), max_size=25)
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["node", "obs", "delete", "unobserve"]),
+        st.sampled_from(["a", "b"]),
+        st.sampled_from(list(Level)),
+        st.sampled_from(NAMES),
+        st.sampled_from(["red fox", "blue whale jumps", "fox"]),
+    ),
+    max_size=25,
+)
 
 
 def brute_force(rows_nodes, rows_obs, agents, lvl):
@@ -29,11 +36,19 @@ def brute_force(rows_nodes, rows_obs, agents, lvl):
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops, st.sampled_from(list(Level)))
-@example([("node", "a", Level.PUBLIC, "n0", "fox"), ("obs", "a", Level.INTERNAL, "n0", "red fox"),
-          ("obs", "a", Level.PUBLIC, "n0", "blue whale jumps"), ("node", "a", Level.INTERNAL, "n0", "red fox"),
-          ("unobserve", "a", Level.PUBLIC, "n0", "blue whale jumps"), ("node", "b", Level.PUBLIC, "n1", "fox"),
-          ("obs", "b", Level.CONFIDENTIAL, "n1", "fox"), ("delete", "b", Level.PUBLIC, "n1", "fox")],
-         Level.CONFIDENTIAL)
+@example(
+    [
+        ("node", "a", Level.PUBLIC, "n0", "fox"),
+        ("obs", "a", Level.INTERNAL, "n0", "red fox"),
+        ("obs", "a", Level.PUBLIC, "n0", "blue whale jumps"),
+        ("node", "a", Level.INTERNAL, "n0", "red fox"),
+        ("unobserve", "a", Level.PUBLIC, "n0", "blue whale jumps"),
+        ("node", "b", Level.PUBLIC, "n1", "fox"),
+        ("obs", "b", Level.CONFIDENTIAL, "n1", "fox"),
+        ("delete", "b", Level.PUBLIC, "n1", "fox"),
+    ],
+    Level.CONFIDENTIAL,
+)
 def test_partition_counts_minus_flagged_rows_are_exact(backend, tmp_path, steps, taint):
     store = fresh_store(backend, tmp_path)
     try:
@@ -61,7 +76,9 @@ def test_partition_counts_minus_flagged_rows_are_exact(backend, tmp_path, steps,
 
         def body(gc):
             nodes = gc.rows("SELECT agent_id, name, level, length FROM graph_nodes WHERE deleted_us IS NULL")
-            obs = gc.rows("SELECT agent_id, name, level, length FROM graph_observations WHERE deleted_us IS NULL")
+            obs = gc.rows(
+                "SELECT agent_id, name, level, length FROM graph_observations WHERE deleted_us IS NULL"
+            )
             got = q.visible_stats(gc, q.Scope(record))[:2]
             return (got, brute_force(nodes, obs, ("a", "b"), int(taint))), q.AuditDraft("test")
 

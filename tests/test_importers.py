@@ -11,11 +11,26 @@ import stratamem as sm
 from stratamem.cli import cli
 from stratamem.importers import formats
 
-MEM0 = {"results": [
-    {"id": "a1", "memory": "Prefers Python", "hash": "h", "metadata": None, "categories": ["preferences"],
-     "created_at": "2024-07-25T23:57:00.856Z", "updated_at": None, "user_id": "alice"},
-    {"id": "a2", "memory": "Lives in Lisbon", "created_at": "2024-07-26T10:00:00-07:00", "user_id": "alice"},
-]}
+MEM0 = {
+    "results": [
+        {
+            "id": "a1",
+            "memory": "Prefers Python",
+            "hash": "h",
+            "metadata": None,
+            "categories": ["preferences"],
+            "created_at": "2024-07-25T23:57:00.856Z",
+            "updated_at": None,
+            "user_id": "alice",
+        },
+        {
+            "id": "a2",
+            "memory": "Lives in Lisbon",
+            "created_at": "2024-07-26T10:00:00-07:00",
+            "user_id": "alice",
+        },
+    ]
+}
 
 
 @pytest.fixture
@@ -46,13 +61,17 @@ def test_registry_finds_every_format():
 def test_mem0_lands_at_the_operators_agent_and_level(run, tmp_path):
     path = tmp_path / "mem0.json"
     path.write_text(json.dumps(MEM0), encoding="utf-8")
-    r = run("--json", "import", str(path), "--format", "mem0", "--level", "CONFIDENTIAL", "--agent", "assistant")
+    r = run(
+        "--json", "import", str(path), "--format", "mem0", "--level", "CONFIDENTIAL", "--agent", "assistant"
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout) == {"imported": 2} and "read 2 memories" in r.stderr
     got = _memories(run.db, "assistant")
     assert set(got) == {"mem0-a1", "mem0-a2"}
     one = got["mem0-a1"]
-    assert one.level == sm.Level.CONFIDENTIAL and one.content == "Prefers Python" and one.agent_id == "assistant"
+    assert (
+        one.level == sm.Level.CONFIDENTIAL and one.content == "Prefers Python" and one.agent_id == "assistant"
+    )
     assert set(one.tags) == {"mem0", "preferences", "user:alice"} and one.created_at.year == 2024
     assert _memories(run.db, "assistant", "INTERNAL") == {}  # nothing below the chosen level
     # a bare list works too
@@ -60,15 +79,21 @@ def test_mem0_lands_at_the_operators_agent_and_level(run, tmp_path):
     assert run("import", str(path), "--format", "mem0", "--level", "PUBLIC").exit_code == 0
 
 
-@pytest.mark.parametrize(("text", "position"), [
-    ('{"results": [{"id": "a", "memory": "x"}, {"id": "b", "memory": ', "line 1 column"),
-    ('{"results": [], "results": []}', "duplicate key"),
-    ('{"results": [{"id": "a", "memory": "x"}, {"id": "a", "memory": "y"}]}', "record 2: id 'a' repeats record 1"),
-    ('{"results": [{"id": "a", "memory": "x"}, {"id": "b", "memory": ""}]}', "record 2"),
-    ('{"results": [{"id": "a", "memory": "x"}, "text"]}', "record 2"),
-    ('{"memories": []}', "results"),
-    ("[1, 2", "line 1"),
-])
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        ('{"results": [{"id": "a", "memory": "x"}, {"id": "b", "memory": ', "line 1 column"),
+        ('{"results": [], "results": []}', "duplicate key"),
+        (
+            '{"results": [{"id": "a", "memory": "x"}, {"id": "a", "memory": "y"}]}',
+            "record 2: id 'a' repeats record 1",
+        ),
+        ('{"results": [{"id": "a", "memory": "x"}, {"id": "b", "memory": ""}]}', "record 2"),
+        ('{"results": [{"id": "a", "memory": "x"}, "text"]}', "record 2"),
+        ('{"memories": []}', "results"),
+        ("[1, 2", "line 1"),
+    ],
+)
 def test_mem0_bad_files_import_nothing_and_say_where(run, tmp_path, text, position):
     path = tmp_path / "bad.json"
     path.write_text(text, encoding="utf-8")
@@ -107,8 +132,9 @@ def _notes(root):
     (root / ".obsidian").mkdir()
     (root / ".obsidian" / "skip.md").write_text("not a note", encoding="utf-8")
     (root / "projects" / "lisbon.md").write_text(
-        "---\ntitle: Lisbon\ntags: [move, \"#travel\"]\ntype: note\ncreated: 2024-05-01\n---\n\nWe move in May.\n",
-        encoding="utf-8")
+        '---\ntitle: Lisbon\ntags: [move, "#travel"]\ntype: note\ncreated: 2024-05-01\n---\n\nWe move in May.\n',
+        encoding="utf-8",
+    )
     (root / "inbox.md").write_text("No front matter, tags: ignored.\nSecond line.", encoding="utf-8")
     (root / "empty.md").write_text("---\ntags: x\n---\n\n", encoding="utf-8")
 
@@ -121,16 +147,21 @@ def test_markdown_notes_one_note_one_memory(run, tmp_path):
     got = _memories(run.db)
     assert set(got) == {"projects/lisbon", "inbox"}
     note = got["projects/lisbon"]
-    assert note.content == "We move in May." and set(note.tags) == {"move", "travel"} and note.category == "note"
+    assert (
+        note.content == "We move in May." and set(note.tags) == {"move", "travel"} and note.category == "note"
+    )
     assert note.level == sm.Level.INTERNAL and note.created_at.year == 2024
     assert got["inbox"].content == "No front matter, tags: ignored.\nSecond line."
 
 
-@pytest.mark.parametrize(("name", "body", "position"), [
-    ("broken.md", "---\ntags: [a, b\n---\nbody", "broken.md: line"),
-    ("open.md", "---\ntags: a\nbody without end", "open.md: line 1: front matter is not closed"),
-    ("list.md", "---\n- a\n- b\n---\nbody", "list.md: line 2"),
-])
+@pytest.mark.parametrize(
+    ("name", "body", "position"),
+    [
+        ("broken.md", "---\ntags: [a, b\n---\nbody", "broken.md: line"),
+        ("open.md", "---\ntags: a\nbody without end", "open.md: line 1: front matter is not closed"),
+        ("list.md", "---\n- a\n- b\n---\nbody", "list.md: line 2"),
+    ],
+)
 def test_markdown_notes_bad_front_matter(run, tmp_path, name, body, position):
     root = tmp_path / "vault"
     _notes(root)
@@ -154,9 +185,11 @@ def _zeroclaw(root):
     (root / "memory").mkdir(parents=True)
     (root / "MEMORY.md").write_text(
         "# MEMORY.md — Long-Term Memory\n\n## Preferences\n- **user-lang**: prefers Python\n- Likes short answers\n",
-        encoding="utf-8")
-    (root / "memory" / "2026-02-14.md").write_text("# 2026-02-14\n\n- Booked the flight to Lisbon\n",
-                                                  encoding="utf-8")
+        encoding="utf-8",
+    )
+    (root / "memory" / "2026-02-14.md").write_text(
+        "# 2026-02-14\n\n- Booked the flight to Lisbon\n", encoding="utf-8"
+    )
     (root / "memory" / "notes.txt").write_text("ignored", encoding="utf-8")
 
 

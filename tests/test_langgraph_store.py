@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 
@@ -101,8 +101,11 @@ def test_search_filters_and_paging_match_langgraphs_store(lg):
         dict(namespace_prefix=(), filter={"kind": "report"}),
     ]
     for case in cases:
-        assert sorted(_view(lg.search(case["namespace_prefix"], filter=case.get("filter"), limit=50))) == sorted(
-            _view(reference.search(case["namespace_prefix"], filter=case.get("filter"), limit=50))), case
+        assert sorted(
+            _view(lg.search(case["namespace_prefix"], filter=case.get("filter"), limit=50))
+        ) == sorted(_view(reference.search(case["namespace_prefix"], filter=case.get("filter"), limit=50))), (
+            case
+        )
     pages = [lg.search(("docs",), limit=3, offset=o) for o in (0, 3, 6)]
     keys = [i.key for page in pages for i in page]
     assert len(keys) == 8 == len(set(keys)) and all(len(p) <= 3 for p in pages)
@@ -111,14 +114,29 @@ def test_search_filters_and_paging_match_langgraphs_store(lg):
 def test_list_namespaces_matches_langgraphs_store(lg):
     """Ported from LangGraph's test_list_namespaces cases: prefix, suffix, wildcards, depth, paging."""
     reference = InMemoryStore()
-    namespaces = [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("a", "b", "f"), ("a", "c", "f"),
-                  ("b", "a", "f"), ("users", "123"), ("users", "456", "settings"), ("admin", "users", "789")]
+    namespaces = [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("a", "b", "f"),
+        ("a", "c", "f"),
+        ("b", "a", "f"),
+        ("users", "123"),
+        ("users", "456", "settings"),
+        ("admin", "users", "789"),
+    ]
     for s in (lg, reference):
         for i, ns in enumerate(namespaces):
             s.put(ns, f"id_{i}", {"id": i})
     cases = [
-        dict(), dict(prefix=("a", "b")), dict(suffix=("f",)), dict(prefix=("a", "*", "f")), dict(max_depth=2),
-        dict(prefix=("users",), max_depth=2), dict(suffix=("*", "f")), dict(limit=3, offset=2),
+        dict(),
+        dict(prefix=("a", "b")),
+        dict(suffix=("f",)),
+        dict(prefix=("a", "*", "f")),
+        dict(max_depth=2),
+        dict(prefix=("users",), max_depth=2),
+        dict(suffix=("*", "f")),
+        dict(limit=3, offset=2),
         dict(prefix=("nope",)),
     ]
     for case in cases:
@@ -156,9 +174,9 @@ def test_other_memories_never_appear_as_items(store, lg):
 
 
 def test_ttl_expires_items(tmp_path):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    clock = {"t": datetime(2026, 1, 1, tzinfo=timezone.utc)}
+    clock = {"t": datetime(2026, 1, 1, tzinfo=UTC)}
     store = sm.open_store(str(tmp_path / "ttl.db"), clock=lambda: clock["t"])
     try:
         lg = StratamemStore(store.session("graph"), ttl={"default_ttl": 5})
@@ -204,5 +222,5 @@ def test_readme_langgraph_example_runs(tmp_path, monkeypatch):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     [example] = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "StratamemStore(session" in b]
     namespace: dict = {}
-    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - our own README
+    exec(compile(example, "README.md", "exec"), namespace)
     namespace["session"].store.close()

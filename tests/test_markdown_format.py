@@ -18,8 +18,25 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 text = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=300)
 keyish = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40)
 # Content that looks like the format itself: headings, escapes, field lines, blank lines.
-tricky_lines = st.sampled_from(["## k", "##", "\\## k", "\\\\##", "- category: core", "- tags: a", "", " ",
-                                "# title", "<!-- c -->", "```", "\r", "x\r", "##x", "\u2028"])
+tricky_lines = st.sampled_from(
+    [
+        "## k",
+        "##",
+        "\\## k",
+        "\\\\##",
+        "- category: core",
+        "- tags: a",
+        "",
+        " ",
+        "# title",
+        "<!-- c -->",
+        "```",
+        "\r",
+        "x\r",
+        "##x",
+        "\u2028",
+    ]
+)
 tricky = st.lists(st.one_of(tricky_lines, text), min_size=1, max_size=8).map("\n".join).filter(bool)
 times = st.integers(0, 4_000_000_000_000_000).map(lambda us: T0 + timedelta(microseconds=us))
 
@@ -32,8 +49,12 @@ def memories(draw):
         content=draw(st.one_of(text, tricky)),
         level=draw(st.sampled_from(list(Level))),
         tags=check_tags(draw(st.lists(keyish.filter(lambda t: len(t) <= 128), max_size=4))),
-        category=draw(st.one_of(st.sampled_from(["core", "daily", "notes"]),
-                                keyish.filter(lambda c: _valid(check_category, c)))),
+        category=draw(
+            st.one_of(
+                st.sampled_from(["core", "daily", "notes"]),
+                keyish.filter(lambda c: _valid(check_category, c)),
+            )
+        ),
         agent_id="main",
         session_id=draw(st.one_of(st.none(), keyish)),
         created_at=draw(times),
@@ -61,7 +82,11 @@ def test_render_then_parse_is_identity(mems):
         back = got[m.key]
         assert back.content == m.content
         assert back.tags == m.tags and back.category == m.category
-        assert (back.created_at, back.updated_at, back.expires_at) == (m.created_at, m.updated_at, m.expires_at)
+        assert (back.created_at, back.updated_at, back.expires_at) == (
+            m.created_at,
+            m.updated_at,
+            m.expires_at,
+        )
         assert (back.lineage_id, back.session_id) == (m.lineage_id, m.session_id)
     assert len(parsed) == len(mems)
 
@@ -81,18 +106,23 @@ def test_segment_names_are_safe_and_reversible(name):
 
 def test_hand_written_section_without_fields():
     sections = fmt.parse_file("# notes\n\n## colour\n\nblue\n", 1000)
-    assert [(s.key, s.content, s.category, s.lineage_id) for s in sections] == [("colour", "blue", None, None)]
+    assert [(s.key, s.content, s.category, s.lineage_id) for s in sections] == [
+        ("colour", "blue", None, None)
+    ]
 
 
-@pytest.mark.parametrize("text_, line, words", [
-    ("stray text\n## k\n\nv\n", 1, "outside a section"),
-    ("## k\n\nv\n\n## k\n\nw\n", 5, "appears twice"),
-    ("## k\n\n- created: yesterday\n\nv\n", 3, "ISO 8601"),
-    ("## k\n\n- category: core\n- colour: red\n\nv\n", 4, "unknown field"),
-    ("## k\n\n- tags: [1, 2]\n\nv\n", 3, "tags"),
-    ("##\n\nv\n", 1, "empty"),
-    ("## k\n\n", 1, "content"),
-])
+@pytest.mark.parametrize(
+    "text_, line, words",
+    [
+        ("stray text\n## k\n\nv\n", 1, "outside a section"),
+        ("## k\n\nv\n\n## k\n\nw\n", 5, "appears twice"),
+        ("## k\n\n- created: yesterday\n\nv\n", 3, "ISO 8601"),
+        ("## k\n\n- category: core\n- colour: red\n\nv\n", 4, "unknown field"),
+        ("## k\n\n- tags: [1, 2]\n\nv\n", 3, "tags"),
+        ("##\n\nv\n", 1, "empty"),
+        ("## k\n\n", 1, "content"),
+    ],
+)
 def test_malformed_files_name_the_line(text_, line, words):
     with pytest.raises(fmt.FormatError) as info:
         fmt.parse_file(text_, 1000)
@@ -111,4 +141,6 @@ def test_layout_paths():
 
 def test_a_file_an_editor_turned_to_crlf_still_parses():
     sections = fmt.parse_file("## k\r\n\r\n- category: notes\r\n- tags: a, b\r\n\r\nbody\r\n", 1000)
-    assert [(s.key, s.category, s.tags, s.content) for s in sections] == [("k", "notes", ("a", "b"), "body\r")]
+    assert [(s.key, s.category, s.tags, s.content) for s in sections] == [
+        ("k", "notes", ("a", "b"), "body\r")
+    ]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from click.testing import CliRunner
+from conftest import BACKENDS, FakeClock
 
 import stratamem as sm
-from conftest import BACKENDS, FakeClock
 from stratamem.cli import cli
 from stratamem.migrate import migrate, stored_languages
 
@@ -46,7 +44,9 @@ def rows(store: sm.Store) -> dict[str, list[dict]]:
 def observe(store: sm.Store, ids: dict[str, str]) -> list:
     conf = store.session("a", session_id=ids["conf"], clearance=sm.Level.CONFIDENTIAL, peers=("b",))
     out = [conf.taint]
-    out.append([(m.key, m.level, m.content, m.tags, m.category, m.lineage_id, m.created_at) for m in conf.list()])
+    out.append(
+        [(m.key, m.level, m.content, m.tags, m.category, m.lineage_id, m.created_at) for m in conf.list()]
+    )
     out.append([(h.memory.key, h.score) for h in conf.search("plans picnic merger canción")])
     return out
 
@@ -103,7 +103,10 @@ def test_export_and_import_markdown_from_any_backend(tmp_path):
     result = run(cli, ["--db", src, "export", "--format", "markdown", "--levels", "public", str(out)])
     assert result.exit_code == 0, result.output
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.md")) == [
-        "a/PUBLIC/MEMORY.md", "a/PUBLIC/memory/2026-01-01.md", "b/PUBLIC/notes%2Fodd.md"]
+        "a/PUBLIC/MEMORY.md",
+        "a/PUBLIC/memory/2026-01-01.md",
+        "b/PUBLIC/notes%2Fodd.md",
+    ]
     # The export is a Markdown store as it stands ...
     with sm.open_store(f"markdown://{out}") as md:
         got = {m.key: m.content for m in md.session("a", peers=("b",)).list()}
@@ -113,9 +116,25 @@ def test_export_and_import_markdown_from_any_backend(tmp_path):
     result = run(cli, ["--db", dst, "import", "--format", "markdown", str(out)])
     assert result.exit_code == 0, result.output
     with sm.open_store(src) as a, sm.open_store(dst) as b:
+
         def view(store):
-            return sorted((m.agent_id, m.key, m.level, m.content, m.tags, m.category, m.lineage_id, m.created_at,
-                           m.updated_at, m.expires_at) for m in store.export() if m.level == sm.Level.PUBLIC)
+            return sorted(
+                (
+                    m.agent_id,
+                    m.key,
+                    m.level,
+                    m.content,
+                    m.tags,
+                    m.category,
+                    m.lineage_id,
+                    m.created_at,
+                    m.updated_at,
+                    m.expires_at,
+                )
+                for m in store.export()
+                if m.level == sm.Level.PUBLIC
+            )
+
         assert view(a) == view(b)
     assert run(cli, ["--db", src, "export", "--format", "markdown", str(out)]).exit_code == 2  # not empty
 

@@ -11,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import FakeClock
 
 import stratamem as sm
-from conftest import FakeClock
 from stratamem import Level
 
 
@@ -48,8 +48,12 @@ def test_layout_and_modes(root):
     s.save("secret", "the merger")
     store.close()
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*.md"))
-    assert files == ["main/CONFIDENTIAL/MEMORY.md", "main/PUBLIC/MEMORY.md", "main/PUBLIC/memory/2026-01-01.md",
-                     "main/PUBLIC/projects.md"]
+    assert files == [
+        "main/CONFIDENTIAL/MEMORY.md",
+        "main/PUBLIC/MEMORY.md",
+        "main/PUBLIC/memory/2026-01-01.md",
+        "main/PUBLIC/projects.md",
+    ]
     for p in [root, *root.rglob("*")]:
         mode = stat.S_IMODE(p.stat().st_mode)
         assert mode == (0o700 if p.is_dir() else 0o600), p
@@ -78,7 +82,7 @@ def test_sections_added_and_removed_by_hand(root):
     text = (root / "main/PUBLIC/projects.md").read_text()
     start = text.index("## plan")
     end = text.find("\n## ", start)
-    (root / "main/PUBLIC/projects.md").write_text(text[:start] + (text[end + 1:] if end >= 0 else ""))
+    (root / "main/PUBLIC/projects.md").write_text(text[:start] + (text[end + 1 :] if end >= 0 else ""))
     assert s.get("plan") is None and s.get("idea") is not None
     assert [e for e in store.audit_events() if e.operation == "markdown.edit"][-1].detail["deleted"] == 1
 
@@ -94,7 +98,9 @@ def test_moving_a_section_to_another_level_folder_changes_its_level(root):
     moved = s.get("plan")
     assert moved.level == Level.INTERNAL and moved.content == "a plan"
     event = [e for e in store.audit_events() if e.operation == "markdown.move"][-1]
-    assert event.levels == (Level.PUBLIC, Level.INTERNAL) and event.detail["to"] == "main/INTERNAL/projects.md"
+    assert (
+        event.levels == (Level.PUBLIC, Level.INTERNAL) and event.detail["to"] == "main/INTERNAL/projects.md"
+    )
     assert not (root / "main/PUBLIC/projects.md").exists()
 
 
@@ -104,7 +110,9 @@ def test_malformed_edit_is_reported_with_its_line_and_changes_nothing(root):
     edit(path, "- created: ", "- created: yesterday ")
     assert s.get("colour").content.startswith("blue")
     problem = store.backend.problems[-1]
-    assert problem["file"] == "main/PUBLIC/MEMORY.md" and problem["line"] == 9 and "ISO 8601" in problem["error"]
+    assert (
+        problem["file"] == "main/PUBLIC/MEMORY.md" and problem["line"] == 9 and "ISO 8601" in problem["error"]
+    )
     assert [e.operation for e in store.audit_events()].count("markdown.error") == 1
     # A save into the same file keeps the unread hand edit beside it, never over it.
     s.save("other", "x")
@@ -120,7 +128,9 @@ def test_duplicate_key_in_one_level_is_refused(root):
     assert s.get("colour").content.startswith("blue")
     assert s.get("plan").content == "a plan"
     problem = store.backend.problems[-1]
-    assert problem["file"] == "main/PUBLIC/projects.md" and "also in main/PUBLIC/MEMORY.md" in problem["error"]
+    assert (
+        problem["file"] == "main/PUBLIC/projects.md" and "also in main/PUBLIC/MEMORY.md" in problem["error"]
+    )
 
 
 def test_bad_folders_links_encodings_and_sizes_are_refused(root, tmp_path):
@@ -160,7 +170,10 @@ def test_sidecar_is_rebuilt_from_the_files(root):
     store.close()
     shutil.rmtree(root / ".stratamem")
     store = open_md(root)
-    after = {m.key: (m.content, m.lineage_id, m.created_at, m.tags, m.category) for m in store.session("main").list()}
+    after = {
+        m.key: (m.content, m.lineage_id, m.created_at, m.tags, m.category)
+        for m in store.session("main").list()
+    }
     assert after == before
     assert store.verify_audit() is None
 
@@ -192,7 +205,9 @@ def test_a_kill_between_index_and_files_is_finished_at_next_open(root):
     store = open_md(root)
     assert "## after-crash" in (root / "main/PUBLIC/MEMORY.md").read_text()
     assert store.session("main").get("after-crash").content == "saved just before the kill"
-    assert not any(e.operation == "markdown.edit" for e in store.audit_events())  # not mistaken for a hand edit
+    assert not any(
+        e.operation == "markdown.edit" for e in store.audit_events()
+    )  # not mistaken for a hand edit
 
 
 def test_concurrent_processes_lose_nothing(root):

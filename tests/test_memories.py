@@ -122,9 +122,9 @@ def test_validation_errors_write_nothing(store, key, content, tags, message):
 
 def test_odd_but_valid_text_round_trips(store):
     s = store.session("main")
-    content = 'quotes \' " ` and NUL \x00 and tabs\t\nnewlines, emoji 🦀, RTL \u202e'
-    s.save("it's \"quoted\"", content)
-    assert s.get("it's \"quoted\"").content == content
+    content = "quotes ' \" ` and NUL \x00 and tabs\t\nnewlines, emoji 🦀, RTL \u202e"
+    s.save('it\'s "quoted"', content)
+    assert s.get('it\'s "quoted"').content == content
 
 
 def test_bad_ttl_refused(store):
@@ -163,5 +163,7 @@ def test_agent_scoping(store):
     reader.save("shared", "carol's version")
     assert reader.get("shared").agent_id == "carol"
     assert [(m.agent_id, m.key) for m in reader.list()] == [
-        ("carol", "own"), ("carol", "shared"), ("alice", "shared")
+        ("carol", "own"),
+        ("carol", "shared"),
+        ("alice", "shared"),
     ]

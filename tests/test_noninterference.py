@@ -15,14 +15,14 @@ if the hidden one had never existed.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from conftest import BACKENDS, FakeClock, fresh_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datetime import timedelta
-
 from stratamem import Level, NotFound
-from conftest import BACKENDS, FakeClock, fresh_store
 
 WORDS = ["apple", "banana", "river", "running", "runs", "blue", "meeting", "friday", "tea", "coffee"]
 KEYS = ["k0", "k1", "k2", "k3"]
@@ -49,31 +49,70 @@ def hidden_op(taint: Level):
     seen = st.sampled_from([lv for lv in Level if lv <= taint])
     choices = [
         # Gone records on the very slots the visible history writes (same agent, key and level).
-        st.tuples(st.sampled_from(["save_expired", "save_delete"]), st.sampled_from([OWN, PEER]), seen,
-                  st.sampled_from(KEYS), content, tags),
-        st.tuples(st.just("save"), st.just(OUTSIDER), level, st.sampled_from(KEYS + HIDDEN_KEYS), content, tags),
-        st.tuples(st.just("save_delete"), st.sampled_from([OWN, PEER, OUTSIDER]), level,
-                  st.sampled_from(KEYS + HIDDEN_KEYS), content, tags),
-        st.tuples(st.just("save_expired"), st.sampled_from([OWN, PEER]), level,
-                  st.sampled_from(KEYS + HIDDEN_KEYS), content, tags),
+        st.tuples(
+            st.sampled_from(["save_expired", "save_delete"]),
+            st.sampled_from([OWN, PEER]),
+            seen,
+            st.sampled_from(KEYS),
+            content,
+            tags,
+        ),
+        st.tuples(
+            st.just("save"), st.just(OUTSIDER), level, st.sampled_from(KEYS + HIDDEN_KEYS), content, tags
+        ),
+        st.tuples(
+            st.just("save_delete"),
+            st.sampled_from([OWN, PEER, OUTSIDER]),
+            level,
+            st.sampled_from(KEYS + HIDDEN_KEYS),
+            content,
+            tags,
+        ),
+        st.tuples(
+            st.just("save_expired"),
+            st.sampled_from([OWN, PEER]),
+            level,
+            st.sampled_from(KEYS + HIDDEN_KEYS),
+            content,
+            tags,
+        ),
     ]
     if above:
-        choices.append(st.tuples(st.just("save"), st.sampled_from([OWN, PEER]), st.sampled_from(above),
-                                 st.sampled_from(KEYS + HIDDEN_KEYS), content, tags))
-        choices.append(st.tuples(st.just("delete"), st.sampled_from([OWN, PEER]), st.sampled_from(above),
-                                 st.sampled_from(KEYS)))
+        choices.append(
+            st.tuples(
+                st.just("save"),
+                st.sampled_from([OWN, PEER]),
+                st.sampled_from(above),
+                st.sampled_from(KEYS + HIDDEN_KEYS),
+                content,
+                tags,
+            )
+        )
+        choices.append(
+            st.tuples(
+                st.just("delete"), st.sampled_from([OWN, PEER]), st.sampled_from(above), st.sampled_from(KEYS)
+            )
+        )
     return st.one_of(*choices)
 
 
 @st.composite
 def scenario(draw):
     taint = draw(level)
-    steps = draw(st.lists(st.one_of(
-        st.tuples(st.just("visible"), visible_op(taint)),
-        st.tuples(st.just("hidden"), hidden_op(taint)),
-    ), max_size=25))
-    queries = draw(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
-                            min_size=1, max_size=3))
+    steps = draw(
+        st.lists(
+            st.one_of(
+                st.tuples(st.just("visible"), visible_op(taint)),
+                st.tuples(st.just("hidden"), hidden_op(taint)),
+            ),
+            max_size=25,
+        )
+    )
+    queries = draw(
+        st.lists(
+            st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join), min_size=1, max_size=3
+        )
+    )
     return taint, steps, queries
 
 
@@ -140,9 +179,21 @@ class World:
         def mem(m):
             if m is None:
                 return None
-            lineage = lineages.setdefault(m.lineage_id, len(lineages))  # ids are random: compare their pattern
-            return (m.agent_id, m.key, m.level, m.content, m.tags, m.category, m.created_at, m.updated_at,
-                    m.expires_at, lineage)
+            lineage = lineages.setdefault(
+                m.lineage_id, len(lineages)
+            )  # ids are random: compare their pattern
+            return (
+                m.agent_id,
+                m.key,
+                m.level,
+                m.content,
+                m.tags,
+                m.category,
+                m.created_at,
+                m.updated_at,
+                m.expires_at,
+                lineage,
+            )
 
         out = [("get", k, mem(o.get(k))) for k in KEYS + HIDDEN_KEYS]
         out.append(("list", [mem(m) for m in o.list()]))
@@ -201,8 +252,15 @@ def assert_noninterference(backend, tmp_path, data, prepare=None, world=World, *
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.sampled_from([OWN, PEER, OUTSIDER]), level, st.sampled_from(KEYS), content,
-                          st.booleans()), max_size=30), level)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([OWN, PEER, OUTSIDER]), level, st.sampled_from(KEYS), content, st.booleans()
+        ),
+        max_size=30,
+    ),
+    level,
+)
 def test_nothing_above_taint_or_outside_agents_is_ever_returned(backend, tmp_path, ops, taint):
     world = World(backend, tmp_path, taint)
     store = world.store
@@ -212,7 +270,9 @@ def test_nothing_above_taint_or_outside_agents_is_ever_returned(backend, tmp_pat
             if delete:
                 world.apply(("delete", agent, lv, key), 2 * index + 1)
         o = world.observer
-        seen = [o.get(k) for k in KEYS] + o.list() + [h.memory for q in WORDS + [""] for h in o.search(q, 100)]
+        seen = (
+            [o.get(k) for k in KEYS] + o.list() + [h.memory for q in WORDS + [""] for h in o.search(q, 100)]
+        )
         for m in filter(None, seen):
             assert m.level <= taint and m.agent_id in (OWN, PEER)
         # Shadowing: one version per (agent, key), the highest visible one.

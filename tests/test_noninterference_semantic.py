@@ -11,10 +11,9 @@ must embed only what the observer sees).
 from __future__ import annotations
 
 import pytest
+from conftest import BACKENDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import BACKENDS
 from test_noninterference import assert_noninterference, scenario
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from conftest import FakeClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stratamem as sm
-from conftest import FakeClock
 from stratamem.errors import NotFound, PolicyBlocked, ValidationError
 from stratamem.operator import OperatorView
 from stratamem.storage.console_sql import MAX_PAGE
@@ -36,15 +36,28 @@ def test_states_versions_and_clearance(store, clock):
     _seed(store)
     clock.advance(60)  # "temp" expires
     top = OperatorView.open(store, "RESTRICTED", "ops")
-    assert _states(top) == [("gone", "PUBLIC", "deleted"), ("k", "CONFIDENTIAL", "shown"), ("k", "PUBLIC", "shadowed"),
-                            ("secret", "CONFIDENTIAL", "shown"), ("temp", "PUBLIC", "expired")]
+    assert _states(top) == [
+        ("gone", "PUBLIC", "deleted"),
+        ("k", "CONFIDENTIAL", "shown"),
+        ("k", "PUBLIC", "shadowed"),
+        ("secret", "CONFIDENTIAL", "shown"),
+        ("temp", "PUBLIC", "expired"),
+    ]
     low = OperatorView.open(store, "INTERNAL", "ops")
     # below CONFIDENTIAL the PUBLIC version is the one shown and nothing CONFIDENTIAL is returned or counted
-    assert _states(low) == [("gone", "PUBLIC", "deleted"), ("k", "PUBLIC", "shown"), ("temp", "PUBLIC", "expired")]
+    assert _states(low) == [
+        ("gone", "PUBLIC", "deleted"),
+        ("k", "PUBLIC", "shown"),
+        ("temp", "PUBLIC", "expired"),
+    ]
     assert [(a.agent_id, a.live, a.deleted) for a in low.agents()] == [
-        ("a", {"PUBLIC": 2}, {"PUBLIC": 1}), ("b", {"PUBLIC": 1}, {})]
+        ("a", {"PUBLIC": 2}, {"PUBLIC": 1}),
+        ("b", {"PUBLIC": 1}, {}),
+    ]
     assert [(r.memory.level.name, r.state) for r in top.versions("a", "k")] == [
-        ("CONFIDENTIAL", "shown"), ("PUBLIC", "shadowed")]
+        ("CONFIDENTIAL", "shown"),
+        ("PUBLIC", "shadowed"),
+    ]
     assert [r.memory.level.name for r in low.versions("a", "k")] == ["PUBLIC"]
     secret = next(r for r in top.memories(top.query("a")) if r.memory.key == "secret")
     with pytest.raises(NotFound):
@@ -126,7 +139,9 @@ def test_restore_retires_an_expired_version_in_its_place(store, clock):
     view.restore(ref)
     assert s.get("k").content == "kept for good"
     assert [(r.memory.content, r.state) for r in view.versions("a", "k")] == [
-        ("kept for good", "shown"), ("short lived", "deleted")]
+        ("kept for good", "shown"),
+        ("short lived", "deleted"),
+    ]
 
 
 def test_restore_respects_the_clearance_and_shadowing(store):
@@ -158,7 +173,9 @@ def test_search_playground_runs_as_the_agent_with_matched_terms(store):
     _seed(store)
     view = OperatorView.open(store, "INTERNAL", "ops")
     hits = view.search("a", "coffee payroll facts")
-    assert [(h.memory.key, h.memory.level.name, h.matched) for h in hits] == [("k", "PUBLIC", ("coffe", "fact"))]
+    assert [(h.memory.key, h.memory.level.name, h.matched) for h in hits] == [
+        ("k", "PUBLIC", ("coffe", "fact"))
+    ]
     session = next(s for s in view.sessions("a") if s.history)
     assert session.record.taint == sm.Level.INTERNAL and session.history[0].source == "console:ops"
 
@@ -182,8 +199,10 @@ def test_purge_needs_restricted_and_export_pages(store):
 
 # noninterference: records above the clearance never change what the console answers ------------------
 
-ops = st.lists(st.tuples(st.sampled_from(["k1", "k2", "k3"]), st.sampled_from(["PUBLIC", "INTERNAL"]),
-                         st.booleans()), max_size=8)
+ops = st.lists(
+    st.tuples(st.sampled_from(["k1", "k2", "k3"]), st.sampled_from(["PUBLIC", "INTERNAL"]), st.booleans()),
+    max_size=8,
+)
 hidden = st.lists(st.tuples(st.sampled_from(["k1", "k2", "k9"]), st.booleans()), min_size=1, max_size=5)
 
 
@@ -233,13 +252,15 @@ def test_the_audit_views_follow_the_one_reading_rule(store):
     low = OperatorView.open(store, "CONFIDENTIAL", "ops")
     rows = low.audit_log(limit=200)
     # operator events (no session: console reads, purge, export...) count as RESTRICTED
-    assert rows and all(r.event.session_id is not None and r.event.taint <= sm.Level.CONFIDENTIAL for r in rows)
+    assert rows and all(
+        r.event.session_id is not None and r.event.taint <= sm.Level.CONFIDENTIAL for r in rows
+    )
     top = OperatorView.open(store, "RESTRICTED", "ops")
     assert "console.open" in {r.event.operation for r in top.audit_log(limit=200)}
     expected = [(e.seq, e.operation) for e in store.audit_events("CONFIDENTIAL", limit=200)][::-1]
-    assert [(r.seq, r.event.operation) for r in rows] == expected[:len(rows)]
+    assert [(r.seq, r.event.operation) for r in rows] == expected[: len(rows)]
     record = next(r for r in low.memories(low.query("a")) if r.memory.key == "secret")
     _, lineage = low.lineage(record.ref)
     assert [r.event.operation for r in lineage] == ["save"]
     page = low.audit_log(before=rows[-1].seq, limit=3)
-    assert [r.seq for r in page] == [e for e, _ in expected[len(rows):len(rows) + 3]]
+    assert [r.seq for r in page] == [e for e, _ in expected[len(rows) : len(rows) + 3]]

@@ -6,13 +6,13 @@ import json
 from datetime import timedelta
 
 import pytest
+from conftest import BACKENDS
 from hypothesis import HealthCheck, given, settings
+from test_noninterference import HIDDEN_KEYS, KEYS, OWN, PEER, TAGS, replay, scenario
 
 from stratamem import Level, ValidationError
 from stratamem.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, decode_cursor, encode_cursor
 from stratamem.tools import execute
-from conftest import BACKENDS
-from test_noninterference import HIDDEN_KEYS, KEYS, OWN, PEER, TAGS, replay, scenario
 
 
 def fill(session, n: int, prefix: str = "k", **options) -> None:
@@ -111,7 +111,9 @@ def test_memory_list_tool_answers_one_bounded_page_and_says_when_more_exist(stor
     assert len(json.loads(execute(s, "memory_list", {"limit": 100_000}))["memories"]) == MAX_PAGE_SIZE
     seen, cursor = [], None
     while True:
-        page = json.loads(execute(s, "memory_list", {"limit": 70, "cursor": cursor} if cursor else {"limit": 70}))
+        page = json.loads(
+            execute(s, "memory_list", {"limit": 70, "cursor": cursor} if cursor else {"limit": 70})
+        )
         seen += [m["key"] for m in page["memories"]]
         if (cursor := page["next_cursor"]) is None:
             break

@@ -1,8 +1,9 @@
 import os
 from datetime import timedelta
 
-import stratamem as sm
 from conftest import FakeClock
+
+import stratamem as sm
 
 MARKER = "PURGE-ME-zqxjk-7781"
 

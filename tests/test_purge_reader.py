@@ -16,12 +16,12 @@ import warnings
 from datetime import timedelta
 
 from click.testing import CliRunner
+from conftest import FakeClock
+from test_purge import MARKER, db_bytes
 
 import stratamem as sm
-from conftest import FakeClock
 from stratamem.cli import cli
 from stratamem.storage import sqlite_checkpoint
-from test_purge import MARKER, db_bytes
 
 BOUND_S = 60  # far above the designed ~2 s: only "returns at all while the reader lives" is tested
 
@@ -73,8 +73,10 @@ def test_purge_returns_while_a_reader_holds_a_snapshot_and_a_later_purge_erases(
     result = box["value"]
     assert result == 1 and isinstance(result, int)
     assert result.erased is False and "run purge again" in result.remaining
-    assert any(issubclass(w.category, RuntimeWarning) and "run purge again" in str(w.message)
-               for w in box["warnings"])
+    assert any(
+        issubclass(w.category, RuntimeWarning) and "run purge again" in str(w.message)
+        for w in box["warnings"]
+    )
     # The rows are gone from every read at once.
     s = store.session("main")
     assert s.get("doomed") is None and [m.key for m in s.list()] == ["kept"]
@@ -105,8 +107,9 @@ def test_other_operations_proceed_while_purge_waits(tmp_path, monkeypatch):
     purge_thread, purged = _in_thread(lambda: store.purge(before=clock.now))
     assert waiting.wait(BOUND_S)
     # Purge is now erasing; the store must serve everyone else meanwhile.
-    other_thread, other = _in_thread(lambda: (store.session("main").save("new", "written meanwhile"),
-                                              store.session("main").get("kept")))
+    other_thread, other = _in_thread(
+        lambda: (store.session("main").save("new", "written meanwhile"), store.session("main").get("kept"))
+    )
     other_thread.join(BOUND_S)
     blocked = other_thread.is_alive()
     release.set()
@@ -142,5 +145,3 @@ def test_in_memory_store_purge_is_erased_at_once():
         s.delete("k")
         result = store.purge(before=store.now() + timedelta(seconds=1))
         assert result == 1 and result.erased
-
-

@@ -18,8 +18,12 @@ def test_batch_saves_at_live_taint_with_one_event_each(store):
     s = store.session("a")
     s.escalate("CONFIDENTIAL", "read a contract")
     before = len(store.audit_events())
-    saved = s.save_many([*items(3), {"key": "t", "content": "tagged", "tags": ["x"], "category": "daily",
-                                     "ttl": timedelta(hours=1)}])
+    saved = s.save_many(
+        [
+            *items(3),
+            {"key": "t", "content": "tagged", "tags": ["x"], "category": "daily", "ttl": timedelta(hours=1)},
+        ]
+    )
     assert [m.key for m in saved] == ["k0", "k1", "k2", "t"]
     assert all(m.level is sm.Level.CONFIDENTIAL for m in saved)
     assert saved[3].tags == ("x",) and saved[3].category == "daily" and saved[3].expires_at is not None
@@ -27,7 +31,9 @@ def test_batch_saves_at_live_taint_with_one_event_each(store):
     assert [e.operation for e in events] == ["save"] * 4
     assert [e.keys for e in events] == [("k0",), ("k1",), ("k2",), ("t",)]
     assert [e.lineage_ids for e in events] == [(m.lineage_id,) for m in saved]
-    assert [h.memory.key for h in s.search("lisbon harbour", 10)] and s.get("k1").content == "note 1 about lisbon harbour"
+    assert [h.memory.key for h in s.search("lisbon harbour", 10)] and s.get(
+        "k1"
+    ).content == "note 1 about lisbon harbour"
     assert store.verify_audit() is None
 
 
@@ -41,8 +47,10 @@ def test_batch_matches_one_by_one_saves(make_store):
 
     def view(st):
         s = st.session("a")
-        return ([(m.key, m.content, m.level) for m in s.list()],
-                [(h.memory.key, round(h.score, 9)) for h in s.search("harbour note", 10)])
+        return (
+            [(m.key, m.content, m.level) for m in s.list()],
+            [(h.memory.key, round(h.score, 9)) for h in s.search("harbour note", 10)],
+        )
 
     assert view(one) == view(many)
 
@@ -57,10 +65,18 @@ def test_one_bad_item_among_10k_writes_nothing(store):
     assert store.backend.audit_tip() == before and list(s.list(limit=1)) == []
 
 
-@pytest.mark.parametrize("bad", [
-    "not a list", {"key": "k", "content": "c"}, [{"key": "k"}], [{"key": "k", "content": "c", "level": 3}],
-    [("k", "c")], [{"key": "", "content": "c"}], [{"key": "k", "content": "c", "ttl": -1}],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not a list",
+        {"key": "k", "content": "c"},
+        [{"key": "k"}],
+        [{"key": "k", "content": "c", "level": 3}],
+        [("k", "c")],
+        [{"key": "", "content": "c"}],
+        [{"key": "k", "content": "c", "ttl": -1}],
+    ],
+)
 def test_malformed_batches_are_validation_errors(store, bad):
     with pytest.raises(ValidationError):
         store.session("a").save_many(bad)
@@ -111,7 +127,9 @@ def test_markdown_store_writes_the_files_of_a_batch(tmp_path):
     """The Markdown store keeps its files in step with a batch as with single saves."""
     root = tmp_path / "md"
     with sm.open_store(f"markdown://{root}") as store:
-        store.session("a").save_many([{"key": f"note{i}", "content": f"batch note number {i}"} for i in range(3)])
+        store.session("a").save_many(
+            [{"key": f"note{i}", "content": f"batch note number {i}"} for i in range(3)]
+        )
     texts = "\n".join(p.read_text(encoding="utf-8") for p in root.rglob("*.md"))
     assert all(f"batch note number {i}" in texts for i in range(3))
 
@@ -120,8 +138,12 @@ def test_deferred_index_upkeep_matches_one_by_one(tmp_path):
     """The batch's postings and document frequencies equal those of saving item by item (SQLite tables),
     with keys that already exist, keys repeated in the batch, and terms that leave the store."""
     first = [{"key": f"k{i}", "content": f"old words rarebird{i} harbour"} for i in range(6)]
-    batch = [{"key": "k1", "content": "fresh harbour"}, {"key": "new", "content": "harbour lights"},
-             {"key": "k1", "content": "again harbour rarebird3"}, {"key": "k4", "content": "lights"}]
+    batch = [
+        {"key": "k1", "content": "fresh harbour"},
+        {"key": "new", "content": "harbour lights"},
+        {"key": "k1", "content": "again harbour rarebird3"},
+        {"key": "k4", "content": "lights"},
+    ]
     tables = []
     for mode in ("one", "many"):
         with sm.open_store(str(tmp_path / f"{mode}.db")) as store:
@@ -133,8 +155,16 @@ def test_deferred_index_upkeep_matches_one_by_one(tmp_path):
             else:
                 s.save_many(batch)
             conn = store.backend._conn
-            tables.append([conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
-                           for t in ("term_stats", "part_stats")]
-                          + [conn.execute("SELECT p.term, m.key, p.tf, p.level, p.length FROM postings p "
-                                          "JOIN memories m ON m.id = p.memory_id ORDER BY 1, 2").fetchall()])
+            tables.append(
+                [
+                    conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()
+                    for t in ("term_stats", "part_stats")
+                ]
+                + [
+                    conn.execute(
+                        "SELECT p.term, m.key, p.tf, p.level, p.length FROM postings p "
+                        "JOIN memories m ON m.id = p.memory_id ORDER BY 1, 2"
+                    ).fetchall()
+                ]
+            )
     assert tables[0] == tables[1]

@@ -51,8 +51,12 @@ def test_sigkill_in_the_middle_of_a_batch_leaves_none_of_it(tmp_path):
         assert len(saves) == 1000
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert conn.execute("SELECT count(*) FROM postings WHERE memory_id NOT IN (SELECT id FROM memories)"
-                        ).fetchone()[0] == 0
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM postings WHERE memory_id NOT IN (SELECT id FROM memories)"
+        ).fetchone()[0]
+        == 0
+    )
     conn.close()
 
 
@@ -66,7 +70,9 @@ def test_database_full_during_a_batch_writes_nothing(tmp_path):
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         conn.execute(f"PRAGMA max_page_count = {pages + 20}")
         before = store.backend.audit_tip()
-        big = [{"key": f"b{i}", "content": f"second batch item {i} " + "filler words " * 40} for i in range(2000)]
+        big = [
+            {"key": f"b{i}", "content": f"second batch item {i} " + "filler words " * 40} for i in range(2000)
+        ]
         try:
             s.save_many(big)
         except sm.errors.StorageError as exc:

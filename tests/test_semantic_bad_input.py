@@ -81,7 +81,9 @@ def test_a_stored_vector_of_the_wrong_size_is_ignored_not_misread(tmp_path, capl
     s.save("b", "mountain huts")
     s.search("river")
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE vectors SET vec = x'0102' WHERE memory_id = (SELECT id FROM memories WHERE key = 'b')")
+    conn.execute(
+        "UPDATE vectors SET vec = x'0102' WHERE memory_id = (SELECT id FROM memories WHERE key = 'b')"
+    )
     conn.commit()
     conn.close()
     other = sm.open_store(path, search_mode="hybrid", embedder=HashEmbedder(64))  # a fresh process cache

@@ -30,7 +30,9 @@ def test_minilm_loads_and_embeds_with_the_network_blocked(no_network):
 
 
 @needs_model
-@pytest.mark.parametrize("text", ["東京で寿司を食べた", "Привет, как дела?", "🎉🎉🔥", "x" * 70_000, "a\udc80b", "\x00"])
+@pytest.mark.parametrize(
+    "text", ["東京で寿司を食べた", "Привет, как дела?", "🎉🎉🔥", "x" * 70_000, "a\udc80b", "\x00"]
+)
 def test_minilm_accepts_any_text(text):
     from stratamem.embed import shared_minilm
 
@@ -90,8 +92,11 @@ def test_unknown_embedder_names_are_rejected():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.floats(-1, 1, width=32), min_size=16, max_size=16), min_size=1, max_size=40),
-       st.lists(st.floats(-1, 1, width=32), min_size=16, max_size=16), st.integers(0, 39))
+@given(
+    st.lists(st.lists(st.floats(-1, 1, width=32), min_size=16, max_size=16), min_size=1, max_size=40),
+    st.lists(st.floats(-1, 1, width=32), min_size=16, max_size=16),
+    st.integers(0, 39),
+)
 def test_dense_scores_do_not_depend_on_other_rows(rows, query, pick):
     """A row's score is the same alone and inside any matrix: sums of int8 products are exact in float32."""
     codes = [quantise(np.array(r, dtype=np.float32)) for r in rows]
@@ -100,5 +105,5 @@ def test_dense_scores_do_not_depend_on_other_rows(rows, query, pick):
     scales = np.array([s for _, s in codes])
     together = cosine(matrix @ qcodes.astype(np.float32), scales, qscale)
     i = pick % len(rows)
-    alone = cosine(matrix[i:i + 1] @ qcodes.astype(np.float32), scales[i:i + 1], qscale)
+    alone = cosine(matrix[i : i + 1] @ qcodes.astype(np.float32), scales[i : i + 1], qscale)
     assert together[i] == alone[0]

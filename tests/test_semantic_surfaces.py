@@ -7,7 +7,6 @@ import json
 import pytest
 from click.testing import CliRunner
 
-import stratamem as sm
 from stratamem import tools
 from stratamem.cli import cli
 from stratamem.embed import semantic_available
@@ -52,8 +51,13 @@ def test_cli_semantic_mode_without_an_embedder_exits_2(tmp_path, monkeypatch):
 
 
 @needs_model
-@pytest.mark.parametrize("name,args", [("memory_search", {"query": "which dog does she own"}),
-                                       ("memory_recall", {"query": "which dog does she own"})])
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("memory_search", {"query": "which dog does she own"}),
+        ("memory_recall", {"query": "which dog does she own"}),
+    ],
+)
 def test_tools_use_the_store_mode(make_store, hybrid_default, name, args):
     store = make_store()
     s = store.session()

@@ -18,18 +18,23 @@ def test_resume_keeps_the_limits_it_was_created_with(store):
     store.session("shared").save("note", "shared note")
     resumed = store.session("desk", session_id=created.id)  # no limits named: the session's own
     assert (resumed.clearance, resumed.peers) == (Level.INTERNAL, ("shared",))
-    assert store.session("desk", session_id=created.id, clearance="internal", peers=["shared"]).id == created.id
+    assert (
+        store.session("desk", session_id=created.id, clearance="internal", peers=["shared"]).id == created.id
+    )
     with pytest.raises(ClearanceError):
         resumed.escalate(Level.RESTRICTED, "would need RESTRICTED")
     assert created.get("note").content == "shared note"  # the peer is still there
 
 
-@pytest.mark.parametrize("clearance, peers", [
-    (Level.RESTRICTED, None),  # wider clearance: before the fix this silently replaced INTERNAL
-    (None, ()),  # dropping the peer under a process that relies on it
-    (None, ("shared", "other")),  # an extra peer
-    (Level.PUBLIC, None),  # narrower: refused too, rather than narrowing a shared session's limits
-])
+@pytest.mark.parametrize(
+    "clearance, peers",
+    [
+        (Level.RESTRICTED, None),  # wider clearance: before the fix this silently replaced INTERNAL
+        (None, ()),  # dropping the peer under a process that relies on it
+        (None, ("shared", "other")),  # an extra peer
+        (Level.PUBLIC, None),  # narrower: refused too, rather than narrowing a shared session's limits
+    ],
+)
 def test_resume_asking_for_other_limits_is_refused_and_changes_nothing(store, clearance, peers):
     created = store.session("desk", clearance=Level.INTERNAL, peers=("shared",))
     with pytest.raises(ClearanceError) as info:
@@ -81,8 +86,22 @@ def test_cli_resume_keeps_the_mcp_sessions_clearance_and_peers(tmp_path):
         high.escalate(Level.RESTRICTED, "secret")
         high.save("top", "restricted content")
     runner = CliRunner()
-    out = runner.invoke(cli, ["--db", db, "--agent", "desk", "--session", sid, "--taint", "INTERNAL", "--json",
-                              "get", "peer-note"])
+    out = runner.invoke(
+        cli,
+        [
+            "--db",
+            db,
+            "--agent",
+            "desk",
+            "--session",
+            sid,
+            "--taint",
+            "INTERNAL",
+            "--json",
+            "get",
+            "peer-note",
+        ],
+    )
     assert out.exit_code == 0 and json.loads(out.output)["content"] == "from shared"
     refused = runner.invoke(cli, ["--db", db, "--session", sid, "--taint", "RESTRICTED", "get", "top"])
     assert refused.exit_code == 4  # before the fix: resumed at RESTRICTED and read it
@@ -98,12 +117,32 @@ def test_cli_session_set_and_show(tmp_path):
     runner = CliRunner()
     shown = json.loads(runner.invoke(cli, ["--db", db, "--json", "session", "show", "--session", sid]).output)
     assert (shown["clearance"], shown["peers"], shown["owner"]) == ("INTERNAL", [], None)
-    changed = runner.invoke(cli, ["--db", db, "--json", "session", "set", "--session", sid,
-                                  "--clearance", "confidential", "--peer", "shared"])
+    changed = runner.invoke(
+        cli,
+        [
+            "--db",
+            db,
+            "--json",
+            "session",
+            "set",
+            "--session",
+            sid,
+            "--clearance",
+            "confidential",
+            "--peer",
+            "shared",
+        ],
+    )
     assert changed.exit_code == 0, changed.output
-    assert (json.loads(changed.output)["clearance"], json.loads(changed.output)["peers"]) == ("CONFIDENTIAL",
-                                                                                              ["shared"])
-    assert runner.invoke(cli, ["--db", db, "session", "set", "--session", sid]).exit_code == 2  # nothing to do
-    assert runner.invoke(cli, ["--db", db, "session", "set", "--session", "nope", "--no-peers"]).exit_code == 1
+    assert (json.loads(changed.output)["clearance"], json.loads(changed.output)["peers"]) == (
+        "CONFIDENTIAL",
+        ["shared"],
+    )
+    assert (
+        runner.invoke(cli, ["--db", db, "session", "set", "--session", sid]).exit_code == 2
+    )  # nothing to do
+    assert (
+        runner.invoke(cli, ["--db", db, "session", "set", "--session", "nope", "--no-peers"]).exit_code == 1
+    )
     cleared = runner.invoke(cli, ["--db", db, "--session", sid, "--json", "session", "set", "--no-peers"])
     assert json.loads(cleared.output)["peers"] == []

@@ -5,10 +5,10 @@ import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-
-import stratamem as sm
 from test_durability import WRITER
 from test_noninterference import assert_noninterference, scenario
+
+import stratamem as sm
 
 pytestmark = pytest.mark.slow
 
@@ -21,8 +21,15 @@ def test_noninterference_many_examples(tmp_path, data):
 
 def test_eight_writers_on_one_file(tmp_path):
     db = str(tmp_path / "stress.db")
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, db, f"p{k}", "300"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, db, f"p{k}", "300"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(8)
+    ]
     for proc in procs:
         _, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err

@@ -5,10 +5,10 @@ No session reads above its taint or writes below it; see CONTRACT and README.
 
 from .audit_anchor import AuditAnchor
 from .errors import ClearanceError, NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
+from .install_info import package_version
 from .levels import Level, can_flow_to
 from .models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from .session import Session
-from .install_info import package_version
 from .store import Store, open_store
 
 __version__ = package_version()
@@ -21,6 +21,7 @@ def __getattr__(name: str) -> object:
 
         return getattr(importlib.import_module(f"{__name__}.client"), name)
     raise AttributeError(f"module 'stratamem' has no attribute {name!r}")
+
 
 __all__ = [
     "AuditAnchor",

@@ -82,8 +82,9 @@ def seal(seq: int, time: datetime, draft: AuditDraft, prev_hash: str) -> AuditEv
     )
 
 
-def first_bad_sequence(events: Iterable[AuditEvent], head: tuple[int, str] | None = None,
-                       anchor: tuple[int, str] | None = None) -> int | None:
+def first_bad_sequence(
+    events: Iterable[AuditEvent], head: tuple[int, str] | None = None, anchor: tuple[int, str] | None = None
+) -> int | None:
     """The first sequence number at which the chain is broken, or None when intact.
 
     Catches edited events (hash mismatch), deleted or reordered ones (sequence

@@ -46,8 +46,12 @@ class AuditAnchor:
         return hmac_lib.new(key, message, hashlib.sha256).hexdigest()
 
     def dumps(self, key: bytes | None = None) -> str:
-        body: dict[str, object] = {"stratamem_audit_anchor": FORMAT, "seq": self.seq, "hash": self.hash,
-                                   "time": self.time}
+        body: dict[str, object] = {
+            "stratamem_audit_anchor": FORMAT,
+            "seq": self.seq,
+            "hash": self.hash,
+            "time": self.time,
+        }
         if key is not None:
             body["hmac"] = self.mac(key)
         return json.dumps(body, sort_keys=True) + "\n"
@@ -68,8 +72,10 @@ class AuditAnchor:
         if key is not None:
             given = body.get("hmac")
             if not isinstance(given, str) or not hmac_lib.compare_digest(given, anchor.mac(key)):
-                raise ValidationError("the audit anchor's HMAC does not match this key: the anchor was altered, "
-                                      "or was made with another key or none")
+                raise ValidationError(
+                    "the audit anchor's HMAC does not match this key: the anchor was altered, "
+                    "or was made with another key or none"
+                )
         return anchor
 
 

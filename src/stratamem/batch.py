@@ -52,8 +52,10 @@ def check_batch(items: object, max_batch: int, max_content_bytes: int) -> list[B
     checked: list[BatchItem] = []
     for index, item in enumerate(items):
         if index >= max_batch:
-            raise ValidationError(f"batch too large: more than the maximum of {max_batch} items; "
-                                  "split it into several save_many calls")
+            raise ValidationError(
+                f"batch too large: more than the maximum of {max_batch} items; "
+                "split it into several save_many calls"
+            )
         checked.append(_check_item(index, item, max_content_bytes))
     return checked
 
@@ -80,5 +82,7 @@ def _check_item(index: int, item: object, max_content_bytes: int) -> BatchItem:
 
 def as_items(items: Sequence[BatchItem]) -> list[dict[str, Any]]:
     """Checked items back as save_many mappings (the gate rewrites content and tags, then saves them)."""
-    return [{"key": i.key, "content": i.content, "tags": i.tags, "category": i.category, "ttl": i.ttl_s}
-            for i in items]
+    return [
+        {"key": i.key, "content": i.content, "tags": i.tags, "category": i.category, "ttl": i.ttl_s}
+        for i in items
+    ]

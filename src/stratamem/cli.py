@@ -26,13 +26,13 @@ from .errors import NotFound, StorageError, StratamemError, ValidationError
 from .importers import formats
 from .install_info import describe, location
 from .levels import Level
+from .md_transfer import export_markdown, read_markdown
 from .paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_size
 from .policy.gate import gated_save
 from .policy.redact import redact_secrets
 from .private import private_writer
 from .progress import tracked
 from .session import Session
-from .md_transfer import export_markdown, read_markdown
 from .store import Store, default_url
 from .transfer import dump_lines, read_records
 from .validation import check_agent_id, check_id, parse_time
@@ -118,7 +118,11 @@ def _one_line(text: str, width: int = 100) -> str:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="stratamem", message="%(prog)s %(version)s")
-@click.option("--db", envvar="STRATAMEM_DB", help="Store URL: a path, sqlite:///abs.db, :memory:, markdown:///dir or postgresql://")
+@click.option(
+    "--db",
+    envvar="STRATAMEM_DB",
+    help="Store URL: a path, sqlite:///abs.db, :memory:, markdown:///dir or postgresql://",
+)
 @click.option("--agent", help="Agent id (default: main).")
 @click.option("--taint", help="Raise the session's taint to this level first.")
 @click.option("--session", "session_id", help="Resume this session id (its taint persists).")
@@ -158,8 +162,10 @@ def get(ctx: Context, key: str) -> None:
             ctx.emit(shapes.got(key, None), f"not found: {key}")
             sys.exit(NotFound.exit_code)
         tags = f" tags={','.join(memory.tags)}" if memory.tags else ""
-        ctx.emit(shapes.got(key, memory),
-                 f"{memory.key} [{memory.level.name}] agent={memory.agent_id}{tags}\n{memory.content}")
+        ctx.emit(
+            shapes.got(key, memory),
+            f"{memory.key} [{memory.level.name}] agent={memory.agent_id}{tags}\n{memory.content}",
+        )
 
     _run(ctx, action)
 
@@ -167,8 +173,11 @@ def get(ctx: Context, key: str) -> None:
 @cli.command()
 @click.argument("query")
 @click.option("-n", "max_results", default=10, show_default=True, type=int)
-@click.option("--mode", type=click.Choice(["lexical", "semantic", "hybrid"]),
-              help="Ranking for this call (default: the store's mode; env STRATAMEM_SEARCH_MODE).")
+@click.option(
+    "--mode",
+    type=click.Choice(["lexical", "semantic", "hybrid"]),
+    help="Ranking for this call (default: the store's mode; env STRATAMEM_SEARCH_MODE).",
+)
 @click.pass_obj
 def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None:
     """Search visible memories (empty or * lists the most recent)."""
@@ -176,7 +185,8 @@ def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None
     def action() -> None:
         hits = ctx.session().search(query, max_results=max_results, mode=mode)
         human = "\n".join(
-            f"{h.score:7.3f}  {h.memory.key} [{h.memory.level.name}]: {_one_line(h.memory.content)}" for h in hits
+            f"{h.score:7.3f}  {h.memory.key} [{h.memory.level.name}]: {_one_line(h.memory.content)}"
+            for h in hits
         )
         ctx.emit(shapes.search_results(hits, query), human or "no results")
 
@@ -185,8 +195,13 @@ def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None
 
 @cli.command("list")
 @click.option("--tag", help="Only memories with exactly this tag.")
-@click.option("--limit", default=DEFAULT_PAGE_SIZE, show_default=True, type=int,
-              help=f"Memories per page (1 to {MAX_PAGE_SIZE}).")
+@click.option(
+    "--limit",
+    default=DEFAULT_PAGE_SIZE,
+    show_default=True,
+    type=int,
+    help=f"Memories per page (1 to {MAX_PAGE_SIZE}).",
+)
 @click.option("--cursor", help="Continue after a previous page (its next_cursor).")
 @click.pass_obj
 def list_(ctx: Context, tag: str | None, limit: int, cursor: str | None) -> None:
@@ -244,8 +259,12 @@ _KEY_HELP = "HMAC key file kept apart from the anchor (e.g. head -c 32 /dev/uran
 
 
 @audit.command("verify")
-@click.option("--anchor", "anchor_file", type=click.Path(dir_okay=False),
-              help="An anchor from 'audit anchor': events up to it must all be present and unchanged.")
+@click.option(
+    "--anchor",
+    "anchor_file",
+    type=click.Path(dir_okay=False),
+    help="An anchor from 'audit anchor': events up to it must all be present and unchanged.",
+)
 @click.option("--key", "key_file", type=click.Path(dir_okay=False), help=_KEY_HELP)
 @click.pass_obj
 def audit_verify(ctx: Context, anchor_file: str | None, key_file: str | None) -> None:
@@ -293,34 +312,61 @@ def audit_anchor(ctx: Context, file: str | None, key_file: str | None) -> None:
 
 
 @audit.command("show")
-@click.option("--lineage", help="Only events that touched this lineage id (who read it, when, at what taint).")
-@click.option("--clearance", default="RESTRICTED", show_default=True,
-              help="Show what a reader of this clearance may see (operator actions count as RESTRICTED).")
+@click.option(
+    "--lineage", help="Only events that touched this lineage id (who read it, when, at what taint)."
+)
+@click.option(
+    "--clearance",
+    default="RESTRICTED",
+    show_default=True,
+    help="Show what a reader of this clearance may see (operator actions count as RESTRICTED).",
+)
 @click.option("--principal", help="Show only what this server principal may see: its own sessions' events.")
-@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=0),
-              help="At most N events: the newest, or the next after --after (0 = all).")
+@click.option(
+    "--limit",
+    default=50,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="At most N events: the newest, or the next after --after (0 = all).",
+)
 @click.option("--after", type=click.IntRange(min=0), help="Page forward: events after this sequence number.")
-@click.option("--before", type=click.IntRange(min=0), help="Page back: the newest events before this sequence.")
+@click.option(
+    "--before", type=click.IntRange(min=0), help="Page back: the newest events before this sequence."
+)
 @click.pass_obj
-def audit_show(ctx: Context, lineage: str | None, clearance: str, principal: str | None, limit: int,
-               after: int | None, before: int | None) -> None:
+def audit_show(
+    ctx: Context,
+    lineage: str | None,
+    clearance: str,
+    principal: str | None,
+    limit: int,
+    after: int | None,
+    before: int | None,
+) -> None:
     """Show audit events (no memory content is ever logged)."""
 
     def action() -> None:
         store = ctx.store()
         level = Level.parse(clearance)
         if limit > 0:
-            events, more = store.audit_page(limit, level, lineage, owner=principal, after=after, before=before)
+            events, more = store.audit_page(
+                limit, level, lineage, owner=principal, after=after, before=before
+            )
         else:
-            events, more = store.audit_events(level, lineage, owner=principal, after=after, before=before), False
+            events, more = (
+                store.audit_events(level, lineage, owner=principal, after=after, before=before),
+                False,
+            )
         if ctx.as_json:
             click.echo(shapes.dumps(shapes.audit_page(events, more, forward=after is not None)))
             return
         for e in events:
             keys = ",".join(e.keys)
-            click.echo(f"{e.seq:>6} {e.time.isoformat()} {e.operation:<14} {e.outcome:<9} "
-                       f"taint={e.taint.name:<12} agent={e.agent_id or '-'} session={e.session_id or '-'} "
-                       f"keys={keys or '-'}")
+            click.echo(
+                f"{e.seq:>6} {e.time.isoformat()} {e.operation:<14} {e.outcome:<9} "
+                f"taint={e.taint.name:<12} agent={e.agent_id or '-'} session={e.session_id or '-'} "
+                f"keys={keys or '-'}"
+            )
         if more:
             cursor = f"--after {events[-1].seq}" if after is not None else f"--before {events[0].seq}"
             click.echo(f"(more events: {cursor})", err=True)
@@ -334,14 +380,22 @@ def session_group() -> None:
 
 
 def _session_shape(record) -> dict[str, Any]:
-    return {"id": record.id, "agent_id": record.agent_id, "taint": record.taint.name,
-            "clearance": record.clearance.name, "peers": list(record.peers), "owner": record.owner,
-            "created_at": record.created_at.isoformat()}
+    return {
+        "id": record.id,
+        "agent_id": record.agent_id,
+        "taint": record.taint.name,
+        "clearance": record.clearance.name,
+        "peers": list(record.peers),
+        "owner": record.owner,
+        "created_at": record.created_at.isoformat(),
+    }
 
 
 def _session_human(record) -> str:
-    return (f"session {record.id} agent={record.agent_id} taint={record.taint.name} "
-            f"clearance={record.clearance.name} peers={','.join(record.peers) or '-'} owner={record.owner or '-'}")
+    return (
+        f"session {record.id} agent={record.agent_id} taint={record.taint.name} "
+        f"clearance={record.clearance.name} peers={','.join(record.peers) or '-'} owner={record.owner or '-'}"
+    )
 
 
 @session_group.command("show")
@@ -363,8 +417,9 @@ def session_show(ctx: Context, target: str | None) -> None:
 @click.option("--peer", "peers", multiple=True, help="The new peers, replacing the old (repeatable).")
 @click.option("--no-peers", is_flag=True, help="Remove every peer.")
 @click.pass_obj
-def session_set(ctx: Context, target: str | None, clearance: str | None, peers: tuple[str, ...],
-                no_peers: bool) -> None:
+def session_set(
+    ctx: Context, target: str | None, clearance: str | None, peers: tuple[str, ...], no_peers: bool
+) -> None:
     """Change a session's clearance and/or peers: the only way to, and an audited operator action.
 
     A resume (`--session ID`, `stratamem mcp --session ID`) never changes them.
@@ -395,22 +450,36 @@ def _choices(values: str | None, parse: Callable[[str], Any]) -> set | None:
 
 @cli.command("export")
 @click.argument("file", required=False, type=click.Path(writable=True))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "markdown", "mcp-memory"]), default="jsonl",
-              show_default=True, help="jsonl: stratamem JSON Lines; markdown: FILE is a directory, written in the "
-              "Markdown store's layout; mcp-memory: the graph as an MCP memory server memory.jsonl.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "markdown", "mcp-memory"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: stratamem JSON Lines; markdown: FILE is a directory, written in the "
+    "Markdown store's layout; mcp-memory: the graph as an MCP memory server memory.jsonl.",
+)
 @click.option("--agents", help="Only these agents (comma-separated; default: --agent, or all).")
 @click.option("--levels", help="Only these levels (comma-separated; default: all).")
-@click.option("--level", default="PUBLIC", show_default=True,
-              help="mcp-memory: export the graph of --agent as a session at this level sees it.")
+@click.option(
+    "--level",
+    default="PUBLIC",
+    show_default=True,
+    help="mcp-memory: export the graph of --agent as a session at this level sees it.",
+)
 @click.pass_obj
-def export_(ctx: Context, file: str | None, fmt: str, agents: str | None, levels: str | None, level: str) -> None:
+def export_(
+    ctx: Context, file: str | None, fmt: str, agents: str | None, levels: str | None, level: str
+) -> None:
     """Write every live memory (all levels), then transcripts and usage, as JSON Lines to FILE or stdout;
     the memories as Markdown to a directory; or the graph as an MCP memory file (operator)."""
 
     def action() -> None:
         store = ctx.store()
         if file is not None and fmt != "markdown" and os.path.isdir(file):
-            raise ValidationError(f"{file} is a directory; JSON Lines go to a file (or use --format markdown)")
+            raise ValidationError(
+                f"{file} is a directory; JSON Lines go to a file (or use --format markdown)"
+            )
         if fmt == "mcp-memory":
             lines = store.export_graph(agent_id=ctx.agent or "main", level=level)
         else:
@@ -418,18 +487,24 @@ def export_(ctx: Context, file: str | None, fmt: str, agents: str | None, levels
             chosen_levels = _choices(levels, Level.parse)
             only = next(iter(chosen_agents)) if chosen_agents and len(chosen_agents) == 1 else None
             agent = only if chosen_agents else ctx.agent
-            memories = (m for m in store.export(agent_id=agent)
-                        if (not chosen_agents or m.agent_id in chosen_agents)
-                        and (not chosen_levels or m.level in chosen_levels))
+            memories = (
+                m
+                for m in store.export(agent_id=agent)
+                if (not chosen_agents or m.agent_id in chosen_agents)
+                and (not chosen_levels or m.level in chosen_levels)
+            )
             if fmt == "markdown":
                 if file is None:
                     raise ValidationError("export --format markdown needs a directory")
                 count = export_markdown(memories, file)
                 ctx.emit({"exported": count}, f"exported {count} memories to {file}")
                 return
-            turns = (t for t in store.export_turns(agent_id=agent)
-                     if (not chosen_agents or t.agent_id in chosen_agents)
-                     and (not chosen_levels or t.level in chosen_levels))
+            turns = (
+                t
+                for t in store.export_turns(agent_id=agent)
+                if (not chosen_agents or t.agent_id in chosen_agents)
+                and (not chosen_levels or t.level in chosen_levels)
+            )
             lines = itertools.chain(dump_lines(memories), dump_lines(turns))
         if file is None:
             for line in lines:
@@ -450,13 +525,25 @@ _BUILT_IN_FORMATS = ("jsonl", "markdown", "mcp-memory")
 
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, allow_dash=True))
-@click.option("--format", "fmt", type=click.Choice([*_BUILT_IN_FORMATS, *formats()]), default="jsonl",
-              show_default=True, help="jsonl: stratamem JSON Lines; markdown: FILE is a directory in the Markdown "
-              "store's layout; mcp-memory: an MCP memory server memory.jsonl (a graph); other stores' files: "
-              + ", ".join(formats()) + ".")
-@click.option("--no-scan", is_flag=True, help="Skip the policy gate (poisoning scanner): only for trusted files.")
-@click.option("--level", help="The level every imported record gets (agent: --agent): mcp-memory (default PUBLIC) "
-              "and the other stores' formats (required).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice([*_BUILT_IN_FORMATS, *formats()]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: stratamem JSON Lines; markdown: FILE is a directory in the Markdown "
+    "store's layout; mcp-memory: an MCP memory server memory.jsonl (a graph); other stores' files: "
+    + ", ".join(formats())
+    + ".",
+)
+@click.option(
+    "--no-scan", is_flag=True, help="Skip the policy gate (poisoning scanner): only for trusted files."
+)
+@click.option(
+    "--level",
+    help="The level every imported record gets (agent: --agent): mcp-memory (default PUBLIC) "
+    "and the other stores' formats (required).",
+)
 @click.pass_obj
 def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None) -> None:
     """Import JSON Lines or a Markdown directory, levels kept, or an MCP memory graph or another store's files at
@@ -466,8 +553,10 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
         store = ctx.store()
         if fmt not in _BUILT_IN_FORMATS:
             memories = _read_foreign(ctx, store, file, fmt, level)
-            click.echo(f"stratamem import: read {len(memories)} memories from {file}; screening and writing",
-                       err=True)
+            click.echo(
+                f"stratamem import: read {len(memories)} memories from {file}; screening and writing",
+                err=True,
+            )
             count = store.import_memories(memories, scan=not no_scan)
             ctx.emit({"imported": count}, f"imported {count} memories")
             return
@@ -475,15 +564,22 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
             raise ValidationError(f"{file} is a directory; use --format markdown to import one")
         if fmt == "mcp-memory":
             if file == "-":
-                lines = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape").read().split("\n")
+                lines = (
+                    click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape")
+                    .read()
+                    .split("\n")
+                )
             else:
                 with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                     lines = stream.read().split("\n")
             graph_level = level or "PUBLIC"
-            nodes, edges = store.import_graph(lines, agent_id=ctx.agent or "main", level=graph_level,
-                                              scan=not no_scan)
-            ctx.emit({"imported": {"nodes": nodes, "edges": edges}},
-                     f"imported {nodes} nodes and {edges} relations at {Level.parse(graph_level).name}")
+            nodes, edges = store.import_graph(
+                lines, agent_id=ctx.agent or "main", level=graph_level, scan=not no_scan
+            )
+            ctx.emit(
+                {"imported": {"nodes": nodes, "edges": edges}},
+                f"imported {nodes} nodes and {edges} relations at {Level.parse(graph_level).name}",
+            )
             return
         if fmt == "markdown":
             memories, turns = read_markdown(file, store.max_content_bytes, store.now()), []
@@ -514,7 +610,9 @@ def _read_foreign(ctx: Context, store: Store, file: str, fmt: str, level: str | 
         raise ValidationError(f"--format {fmt} reads a {chosen.source}, not stdin")
     path = Path(file)
     if (chosen.source == "dir") != path.is_dir():
-        raise ValidationError(f"--format {fmt} reads a {'folder' if chosen.source == 'dir' else 'file'}: {file}")
+        raise ValidationError(
+            f"--format {fmt} reads a {'folder' if chosen.source == 'dir' else 'file'}: {file}"
+        )
     click.echo(f"stratamem import: reading {file} as {fmt}", err=True)
     target = Target("main" if ctx.agent is None else ctx.agent, Level.parse(level), store.max_content_bytes)
     return chosen.read(path, target)
@@ -533,8 +631,10 @@ def reindex(ctx: Context, force: bool) -> None:
         count = ctx.store().reindex(progress=progress, force=force)
         if count:
             click.echo("", err=True)
-        ctx.emit({"reindexed": count, "model": ctx.store().semantic.embedder.identity},
-                 f"{count} memories embedded")
+        ctx.emit(
+            {"reindexed": count, "model": ctx.store().semantic.embedder.identity},
+            f"{count} memories embedded",
+        )
 
     _run(ctx, action)
 
@@ -549,10 +649,17 @@ def demo(ctx: Context) -> None:
 
 
 @cli.command()
-@click.option("--host", help="Address to listen on (default 127.0.0.1; a non-loopback address needs --config).")
+@click.option(
+    "--host", help="Address to listen on (default 127.0.0.1; a non-loopback address needs --config)."
+)
 @click.option("--port", type=int, help="Port to listen on (default 8765).")
-@click.option("--config", "config_path", envvar="STRATAMEM_CONFIG",
-              type=click.Path(exists=True, dir_okay=False), help="Server config (TOML): principals, policy.")
+@click.option(
+    "--config",
+    "config_path",
+    envvar="STRATAMEM_CONFIG",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Server config (TOML): principals, policy.",
+)
 @click.pass_obj
 def serve(ctx: Context, host: str | None, port: int | None, config_path: str | None) -> None:
     """Serve memory over HTTP: MCP at /mcp, REST at /v1, docs at /docs."""
@@ -573,25 +680,49 @@ def _say_location(ctx: Context) -> None:
 
 @cli.command("mcp")
 @click.option("--agent", "mcp_agent", help="Agent id [env STRATAMEM_AGENT; default main].")
-@click.option("--clearance", help="Highest level the session may reach [env STRATAMEM_CLEARANCE; default "
-              "RESTRICTED].")
-@click.option("--peer", "peers", multiple=True, help="Agent whose memories may be read (repeatable) "
-              "[env STRATAMEM_PEERS].")
+@click.option(
+    "--clearance", help="Highest level the session may reach [env STRATAMEM_CLEARANCE; default RESTRICTED]."
+)
+@click.option(
+    "--peer",
+    "peers",
+    multiple=True,
+    help="Agent whose memories may be read (repeatable) [env STRATAMEM_PEERS].",
+)
 @click.option("--taint", "mcp_taint", help="Starting taint [env STRATAMEM_TAINT; default PUBLIC].")
 @click.option("--session", "mcp_session", help="Open or resume this session id [env STRATAMEM_SESSION].")
-@click.option("--profile", type=click.Choice(["triggerfish", "zeroclaw", "mcp-memory"]), help="Tool profile [env STRATAMEM_PROFILE].")
-@click.option("--read-only", "read_only", is_flag=True, default=None, help="Offer and allow no writing tools.")
-@click.option("--config", "config_path", envvar="STRATAMEM_CONFIG",
-              type=click.Path(exists=True, dir_okay=False), help="Config file (TOML) with an [mcp] table.")
+@click.option(
+    "--profile",
+    type=click.Choice(["triggerfish", "zeroclaw", "mcp-memory"]),
+    help="Tool profile [env STRATAMEM_PROFILE].",
+)
+@click.option(
+    "--read-only", "read_only", is_flag=True, default=None, help="Offer and allow no writing tools."
+)
+@click.option(
+    "--config",
+    "config_path",
+    envvar="STRATAMEM_CONFIG",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Config file (TOML) with an [mcp] table.",
+)
 @click.pass_obj
-def mcp(ctx: Context, mcp_agent, clearance, peers, mcp_taint, mcp_session, profile, read_only, config_path) -> None:
+def mcp(
+    ctx: Context, mcp_agent, clearance, peers, mcp_taint, mcp_session, profile, read_only, config_path
+) -> None:
     """Serve the memory tools over MCP stdio, for one operator-chosen session."""
     from .server import require_extra, run_mcp
 
     # an explicit empty value ("--agent ''") is kept, so validation refuses it instead of defaulting
-    flags = {"agent": _given(mcp_agent, ctx.agent), "clearance": clearance, "peers": peers,
-             "taint": _given(mcp_taint, ctx.taint), "session": _given(mcp_session, ctx.session_id),
-             "profile": profile, "read_only": read_only}
+    flags = {
+        "agent": _given(mcp_agent, ctx.agent),
+        "clearance": clearance,
+        "peers": peers,
+        "taint": _given(mcp_taint, ctx.taint),
+        "session": _given(mcp_session, ctx.session_id),
+        "profile": profile,
+        "read_only": read_only,
+    }
 
     def action() -> None:
         require_extra()
@@ -602,18 +733,25 @@ def mcp(ctx: Context, mcp_agent, clearance, peers, mcp_taint, mcp_session, profi
 
 
 @cli.command("migrate")
-@click.option("--from", "from_url", required=True, help="Source store URL: a path, sqlite:///abs.db or postgresql://")
+@click.option(
+    "--from", "from_url", required=True, help="Source store URL: a path, sqlite:///abs.db or postgresql://"
+)
 @click.option("--to", "to_url", required=True, help="Target store URL; the target must be empty.")
-@click.option("--language", "languages", multiple=True,
-              help="Stemming language (repeatable; default: the languages the source was built with).")
+@click.option(
+    "--language",
+    "languages",
+    multiple=True,
+    help="Stemming language (repeatable; default: the languages the source was built with).",
+)
 @click.pass_obj
 def migrate_(ctx: Context, from_url: str, to_url: str, languages: tuple[str, ...]) -> None:
     """Copy a whole store to another backend: every version, soft-deleted records, sessions, audit (operator)."""
     from .migrate import migrate
 
     def action() -> None:
-        count = migrate(from_url, to_url, languages=languages or None,
-                        progress=lambda rows: tracked(rows, "copying rows"))
+        count = migrate(
+            from_url, to_url, languages=languages or None, progress=lambda rows: tracked(rows, "copying rows")
+        )
         ctx.emit({"migrated": count}, f"migrated {count} rows")
 
     _run(ctx, action)
@@ -630,13 +768,20 @@ def config_(ctx: Context) -> None:
             click.echo(shapes.dumps(info))
             return
         extras = ", ".join(f"{name} {'yes' if ok else 'no'}" for name, ok in info["extras"].items())
-        lines = [f"version  {info['version']}", f"python   {info['python']}", f"home     {info['home']}",
-                 f"db       {info['db']} ({info['backend']})",
-                 f"token    {info['server_token']} (serve's development token, when it runs without --config)",
-                 f"extras   {extras}"]
+        lines = [
+            f"version  {info['version']}",
+            f"python   {info['python']}",
+            f"home     {info['home']}",
+            f"db       {info['db']} ({info['backend']})",
+            f"token    {info['server_token']} (serve's development token, when it runs without --config)",
+            f"extras   {extras}",
+        ]
         lines += [f"env      {name}={value}" for name, value in info["env"].items()]
-        lines += ["", "MCP client config (Claude Desktop and any mcpServers client):",
-                  json.dumps(info["mcp"], indent=2, ensure_ascii=False)]
+        lines += [
+            "",
+            "MCP client config (Claude Desktop and any mcpServers client):",
+            json.dumps(info["mcp"], indent=2, ensure_ascii=False),
+        ]
         click.echo(shapes.printable("\n".join(lines)))
 
     _run(ctx, action)
@@ -661,8 +806,11 @@ def _accept_globals(command: click.Command) -> None:
     taken = {flag for param in command.params for flag in getattr(param, "opts", ())}
     added = [g for g in _GLOBALS if g[1] not in taken]
     for field, flag, is_flag, help_text in added:
-        command.params.append(click.Option([flag, f"_global_{field}"], is_flag=is_flag, default=None,
-                                           help=help_text, hidden=True))
+        command.params.append(
+            click.Option(
+                [flag, f"_global_{field}"], is_flag=is_flag, default=None, help=help_text, hidden=True
+            )
+        )
     callback = command.callback
     assert callback is not None
 

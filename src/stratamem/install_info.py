@@ -19,8 +19,17 @@ from .server.devtoken import token_path
 from .store import MARKDOWN_SCHEME, default_home, default_url, markdown_location, sqlite_path
 
 #: environment variables the CLI and the MCP server read
-SETTINGS_ENV = ("STRATAMEM_HOME", "STRATAMEM_DB", "STRATAMEM_CONFIG", "STRATAMEM_AGENT", "STRATAMEM_CLEARANCE",
-                "STRATAMEM_PEERS", "STRATAMEM_TAINT", "STRATAMEM_SESSION", "STRATAMEM_PROFILE")
+SETTINGS_ENV = (
+    "STRATAMEM_HOME",
+    "STRATAMEM_DB",
+    "STRATAMEM_CONFIG",
+    "STRATAMEM_AGENT",
+    "STRATAMEM_CLEARANCE",
+    "STRATAMEM_PEERS",
+    "STRATAMEM_TAINT",
+    "STRATAMEM_SESSION",
+    "STRATAMEM_PROFILE",
+)
 
 
 def package_version() -> str:
@@ -85,9 +94,16 @@ def describe(db: str | None, agent: str | None = None) -> dict[str, Any]:
         "home": str(default_home().expanduser().absolute()),
         "db": hide_password(url),
         "server_token": str(token_path().expanduser().absolute()),
-        "backend": "postgresql" if is_postgres(url) else "markdown" if url.startswith(MARKDOWN_SCHEME) else "sqlite",
+        "backend": "postgresql"
+        if is_postgres(url)
+        else "markdown"
+        if url.startswith(MARKDOWN_SCHEME)
+        else "sqlite",
         "extras": {name: installed(name) for name in EXTRAS},
-        "env": {name: (hide_password(os.environ[name]) if name == "STRATAMEM_DB" else os.environ[name])
-                for name in SETTINGS_ENV if name in os.environ},
+        "env": {
+            name: (hide_password(os.environ[name]) if name == "STRATAMEM_DB" else os.environ[name])
+            for name in SETTINGS_ENV
+            if name in os.environ
+        },
         "mcp": mcp_snippet(db, agent),
     }

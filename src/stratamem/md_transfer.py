@@ -22,14 +22,20 @@ from .storage import md_format as fmt
 MAX_REPORTED = 20
 
 
-def export_markdown(memories: Iterable[Memory], directory: str, agents: Collection[str] | None = None,
-                    levels: Collection[Level] | None = None) -> int:
+def export_markdown(
+    memories: Iterable[Memory],
+    directory: str,
+    agents: Collection[str] | None = None,
+    levels: Collection[Level] | None = None,
+) -> int:
     """Write the chosen agents' and levels' memories under ``directory`` (which must hold no memory files yet)."""
     groups: dict[str, list[Memory]] = {}
     for memory in memories:
         if (agents and memory.agent_id not in agents) or (levels and memory.level not in levels):
             continue
-        rel = fmt.file_for(fmt.encode_segment(memory.agent_id), memory.level, memory.category, memory.created_at)
+        rel = fmt.file_for(
+            fmt.encode_segment(memory.agent_id), memory.level, memory.category, memory.created_at
+        )
         groups.setdefault(rel, []).append(memory)
     make_private_dirs(directory)
     root = os.path.realpath(directory)
@@ -44,8 +50,12 @@ def export_markdown(memories: Iterable[Memory], directory: str, agents: Collecti
     return sum(len(g) for g in groups.values())
 
 
-def read_markdown(directory: str, max_content_bytes: int, now: datetime,
-                  max_file_bytes: int = md_files.DEFAULT_MAX_FILE_BYTES) -> list[Memory]:
+def read_markdown(
+    directory: str,
+    max_content_bytes: int,
+    now: datetime,
+    max_file_bytes: int = md_files.DEFAULT_MAX_FILE_BYTES,
+) -> list[Memory]:
     """Every memory in a Markdown-layout directory; one ``ValidationError`` lists every problem."""
     if not os.path.isdir(directory):
         raise ValidationError(f"{directory} is not a directory")
@@ -69,16 +79,21 @@ def read_markdown(directory: str, max_content_bytes: int, now: datetime,
         for s in sections:
             slot = (agent, place.level, s.key)
             if slot in seen:
-                problems.append(f"{rel}:{s.line}: key {s.key!r} is also in {seen[slot]}; a level holds each key once")
+                problems.append(
+                    f"{rel}:{s.line}: key {s.key!r} is also in {seen[slot]}; a level holds each key once"
+                )
                 continue
             if s.category is None and place.default_category is None:
-                problems.append(f"{rel}:{s.line}: this file's name names no category: add a '- category:' line")
+                problems.append(
+                    f"{rel}:{s.line}: this file's name names no category: add a '- category:' line"
+                )
                 continue
             seen[slot] = rel
             memories.append(s.memory(agent, place.level, place.default_category or "core", now))
     if problems:
         shown = problems[:MAX_REPORTED]
         more = f"\n... and {len(problems) - len(shown)} more" if len(problems) > len(shown) else ""
-        raise ValidationError(f"import refused, nothing was imported; {len(problems)} problem(s):\n"
-                              + "\n".join(shown) + more)
+        raise ValidationError(
+            f"import refused, nothing was imported; {len(problems)} problem(s):\n" + "\n".join(shown) + more
+        )
     return memories

@@ -55,10 +55,15 @@ def stored_languages(url: str) -> tuple[str, ...] | None:
         config = parse_url(url)
         try:
             with psycopg.connect(config.conninfo, autocommit=True) as conn:
-                if not conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{config.schema}".meta',)).fetchone()[0]:
+                if not conn.execute(
+                    "SELECT to_regclass(%s) IS NOT NULL", (f'"{config.schema}".meta',)
+                ).fetchone()[0]:
                     return None
-                row = conn.execute(sql.SQL("SELECT value FROM {}.meta WHERE name = 'languages'").format(
-                    sql.Identifier(config.schema))).fetchone()
+                row = conn.execute(
+                    sql.SQL("SELECT value FROM {}.meta WHERE name = 'languages'").format(
+                        sql.Identifier(config.schema)
+                    )
+                ).fetchone()
         except psycopg.Error as exc:
             raise StorageError(f"cannot read the source store: {exc}") from exc
     else:
@@ -92,8 +97,13 @@ def _counted(rows: Iterable[tuple[str, dict]], counts: Counter) -> Iterator[tupl
         yield table, row
 
 
-def migrate(from_url: str, to_url: str, *, languages: Sequence[str] | None = None,
-            progress: Callable[[Iterator[tuple[str, dict]]], Iterator[tuple[str, dict]]] | None = None) -> int:
+def migrate(
+    from_url: str,
+    to_url: str,
+    *,
+    languages: Sequence[str] | None = None,
+    progress: Callable[[Iterator[tuple[str, dict]]], Iterator[tuple[str, dict]]] | None = None,
+) -> int:
     """Copy every row of the store at ``from_url`` into the empty store at ``to_url``; returns the rows copied.
 
     Raises ``ValidationError`` when the source is missing or the target not
@@ -120,11 +130,16 @@ def migrate(from_url: str, to_url: str, *, languages: Sequence[str] | None = Non
         bad = target.verify_audit()
         if bad is not None:
             raise StorageError(f"the copied audit log does not verify (first bad sequence {bad})")
-        target.audit(operator_draft("migrate", detail={
-            "rows": copied,
-            "from": _kind(from_url),
-            "tables": {table: n for table, n in sorted(sent.items()) if table != "meta"},
-        }))
+        target.audit(
+            operator_draft(
+                "migrate",
+                detail={
+                    "rows": copied,
+                    "from": _kind(from_url),
+                    "tables": {table: n for table, n in sorted(sent.items()) if table != "meta"},
+                },
+            )
+        )
         return copied
     finally:
         source.close()

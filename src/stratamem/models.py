@@ -90,7 +90,7 @@ class PurgeResult(int):
     erased: bool
     remaining: str
 
-    def __new__(cls, count: int, erased: bool = True, remaining: str = "") -> "PurgeResult":
+    def __new__(cls, count: int, erased: bool = True, remaining: str = "") -> PurgeResult:
         result = super().__new__(cls, count)
         result.erased = erased
         result.remaining = remaining

@@ -51,7 +51,7 @@ class OperatorView:
         self._sessions: dict[tuple[str, Level], str] = {}
 
     @classmethod
-    def open(cls, store, clearance: Level | str, actor: str) -> "OperatorView":
+    def open(cls, store, clearance: Level | str, actor: str) -> OperatorView:
         """Open a view; the opening itself is audited at the chosen clearance."""
         view = cls(store, Level.parse(clearance), actor)
         view._audit("console.open", None, (), detail={"clearance": view.clearance.name})
@@ -60,9 +60,18 @@ class OperatorView:
     # audit --------------------------------------------------------------------
     def _audit(self, op: str, agent: str | None, memories: Sequence[Memory], **detail: object) -> None:
         extra = detail.pop("detail", {})
-        self.store.audit(AuditDraft(
-            op, None, agent, self.clearance, tuple(m.key for m in memories), tuple(m.level for m in memories),
-            tuple(m.lineage_id for m in memories), detail={"by": self.actor, **extra, **detail}))
+        self.store.audit(
+            AuditDraft(
+                op,
+                None,
+                agent,
+                self.clearance,
+                tuple(m.key for m in memories),
+                tuple(m.level for m in memories),
+                tuple(m.lineage_id for m in memories),
+                detail={"by": self.actor, **extra, **detail},
+            )
+        )
 
     def _read(self, reader):
         return self.store.backend.console_read(reader)
@@ -96,7 +105,9 @@ class OperatorView:
     def record(self, ref: int) -> ConsoleRecord:
         """One version by ref; NOT_FOUND when missing or above the clearance (indistinguishable)."""
         now = self.store.now()
-        if not isinstance(ref, int) or not 0 < ref < 2**63:  # no row has such an id; SQL integers stop at 2**63
+        if (
+            not isinstance(ref, int) or not 0 < ref < 2**63
+        ):  # no row has such an id; SQL integers stop at 2**63
             raise NotFound(f"no record {ref} at or below {self.clearance.name}")
         found = self._read(lambda run, d: console_sql.record(run, d, self.clearance, ref, now))
         if found is None:
@@ -104,15 +115,21 @@ class OperatorView:
         self._audit("console.record", found.memory.agent_id, [found.memory])
         return found
 
-    def lineage(self, ref: int, before: int | None = None, limit: int = 50) -> tuple[ConsoleRecord, list[AuditRow]]:
+    def lineage(
+        self, ref: int, before: int | None = None, limit: int = 50
+    ) -> tuple[ConsoleRecord, list[AuditRow]]:
         """A record and the audit events that name its lineage id (reads and writes), newest first."""
         found = self.record(ref)
-        rows = self._read(lambda run, d: console_sql.audit(run, d, self.clearance, before, limit,
-                                                            lineage=found.memory.lineage_id))
+        rows = self._read(
+            lambda run, d: console_sql.audit(
+                run, d, self.clearance, before, limit, lineage=found.memory.lineage_id
+            )
+        )
         return found, rows
 
-    def sessions(self, agent_id: str | None = None, after: tuple[int, str] | None = None,
-                 limit: int = 50) -> list[SessionSummary]:
+    def sessions(
+        self, agent_id: str | None = None, after: tuple[int, str] | None = None, limit: int = 50
+    ) -> list[SessionSummary]:
         agent = check_agent_id(agent_id) if agent_id is not None else None
         found = self._read(lambda run, d: console_sql.sessions(run, d, self.clearance, agent, after, limit))
         self._audit("console.sessions", agent, (), count=len(found))
@@ -140,8 +157,9 @@ class OperatorView:
             return Session(self.store, cached)
         session = self.store.session(agent, clearance=level)
         if level > Level.PUBLIC:
-            session.escalate(level, f"operator console opened at {self.clearance.name}",
-                             source=f"console:{self.actor}")
+            session.escalate(
+                level, f"operator console opened at {self.clearance.name}", source=f"console:{self.actor}"
+            )
         self._sessions[(agent, level)] = session.id
         return session
 
@@ -168,7 +186,9 @@ class OperatorView:
     def purge(self, before: datetime, agent_id: str | None = None) -> int:
         """Hard-delete old soft-deleted/expired records; it touches every level, so it needs RESTRICTED."""
         if self.clearance != Level.RESTRICTED:
-            raise PolicyBlocked("purge removes records of every level; open the console at RESTRICTED to purge")
+            raise PolicyBlocked(
+                "purge removes records of every level; open the console at RESTRICTED to purge"
+            )
         agent = check_agent_id(agent_id) if agent_id is not None else None
         return self.store.purge(before, agent)
 
@@ -186,7 +206,11 @@ class OperatorView:
                 if len(page) < EXPORT_PAGE:
                     return
                 last = page[-1]
-                query = self.query(agent_id, status="live", limit=EXPORT_PAGE,
-                                   after=(last.memory.key, int(last.memory.level), last.ref))
+                query = self.query(
+                    agent_id,
+                    status="live",
+                    limit=EXPORT_PAGE,
+                    after=(last.memory.key, int(last.memory.level), last.ref),
+                )
         finally:
             self._audit("console.export", query.agent_id, (), count=count)

@@ -30,7 +30,6 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from datetime import datetime
 
 from .errors import ValidationError
 from .models import Memory
@@ -102,14 +101,17 @@ def decode_cursor(cursor: object) -> tuple[str, str]:
     bad = ValidationError("cursor is not valid; pass back the next_cursor of a previous page, or none")
     if not isinstance(cursor, str) or not cursor.startswith(CURSOR_PREFIX) or len(cursor) > MAX_CURSOR_CHARS:
         raise bad
-    body = cursor[len(CURSOR_PREFIX):]
+    body = cursor[len(CURSOR_PREFIX) :]
     try:
         raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("utf-8")
         position = json.loads(raw)
     except (binascii.Error, ValueError, UnicodeError, RecursionError):
         raise bad from None
-    if (not isinstance(position, list) or len(position) != 2
-            or not all(isinstance(part, str) and part for part in position)):
+    if (
+        not isinstance(position, list)
+        or len(position) != 2
+        or not all(isinstance(part, str) and part for part in position)
+    ):
         raise bad
     return position[0], position[1]
 
@@ -128,4 +130,3 @@ def paged(memories: list[Memory], limit: int | None) -> Page:
         return Page(memories)
     shown = memories[:limit]
     return Page(shown, encode_cursor(shown[-1]))
-

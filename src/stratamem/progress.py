@@ -15,8 +15,9 @@ import click
 T = TypeVar("T")
 
 
-def tracked(items: Iterable[T], label: str, *, length: int | None = None, stream: IO[str] | None = None
-            ) -> Iterator[T]:
+def tracked(
+    items: Iterable[T], label: str, *, length: int | None = None, stream: IO[str] | None = None
+) -> Iterator[T]:
     """Yield ``items`` unchanged, advancing a bar on ``stream`` (default stderr) when it is a terminal."""
     stream = stream if stream is not None else sys.stderr
     isatty = getattr(stream, "isatty", None)

@@ -33,7 +33,12 @@ class Retention:
             value = getattr(self, name)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise ValidationError(f"Retention.{name} must be a finite number of days >= 0, or None")
 
     @property

@@ -46,7 +46,7 @@ class ScopedSession:
     Everything else is the wrapped session's: writes, taint, audit.
     """
 
-    def __init__(self, session: "Session", origin: str | None) -> None:
+    def __init__(self, session: Session, origin: str | None) -> None:
         self._session = session
         self._origin = origin
 
@@ -73,6 +73,6 @@ class ScopedSession:
         return [h for h in hits if self._keep(h.memory)][: max(1, min(limit, _OVERFETCH))]
 
 
-def scoped(session: "Session", origin: str | None) -> "Session | ScopedSession":
+def scoped(session: Session, origin: str | None) -> Session | ScopedSession:
     """The session as a read from ``origin`` may use it."""
     return ScopedSession(session, origin) if is_autonomous(origin) else session

@@ -35,7 +35,7 @@ REINDEX_BATCH = 256
 
 
 class SemanticIndex:
-    def __init__(self, store: "Store", embedder: object, mode: str | None) -> None:
+    def __init__(self, store: Store, embedder: object, mode: str | None) -> None:
         self._store = store
         self._spec = embedder
         self._embedder: Embedder | None = None
@@ -51,7 +51,8 @@ class SemanticIndex:
         if self.mode != "lexical" and not likely:
             raise ValidationError(
                 f"search_mode={self.mode!r} needs an embedder: install 'stratamem[semantic]' (English) or pass "
-                "embedder='e5' with 'stratamem[multilingual]'")
+                "embedder='e5' with 'stratamem[multilingual]'"
+            )
 
     @property
     def embedder(self) -> Embedder | None:
@@ -99,8 +100,10 @@ class SemanticIndex:
             return 0
         vectors = embedder.embed_documents([p.text for p in pending])
         if vectors.shape != (len(pending), embedder.dim):
-            raise EmbedderError(f"the embedder returned shape {vectors.shape}, expected ({len(pending)}, "
-                                f"{embedder.dim}): dimension mismatch")
+            raise EmbedderError(
+                f"the embedder returned shape {vectors.shape}, expected ({len(pending)}, "
+                f"{embedder.dim}): dimension mismatch"
+            )
         from .search.dense import quantise
 
         items = [(p, *quantise(v)) for p, v in zip(pending, vectors)]
@@ -120,6 +123,7 @@ class SemanticIndex:
             if written == 0:
                 break  # every record of the batch changed meanwhile; the next search or reindex takes them
             batch, _ = backend.all_pending_vectors(REINDEX_BATCH)
-        self._store.audit(AuditDraft("reindex", detail={"embedded": done, "model": embedder.identity,
-                                                        "force": bool(force)}))
+        self._store.audit(
+            AuditDraft("reindex", detail={"embedded": done, "model": embedder.identity, "force": bool(force)})
+        )
         return done

@@ -46,7 +46,7 @@ def _micros(moment: object, what: str) -> int | None:
 
 
 class Session:
-    def __init__(self, store: "Store", session_id: str) -> None:
+    def __init__(self, store: Store, session_id: str) -> None:
         self._store = store
         self._backend = store.backend
         self.id = session_id
@@ -61,7 +61,7 @@ class Session:
         return self._backend.session_record(self.id)
 
     @property
-    def store(self) -> "Store":
+    def store(self) -> Store:
         return self._store
 
     @property
@@ -90,7 +90,7 @@ class Session:
         return self._backend.taint_history(self.id)
 
     @property
-    def graph(self) -> "GraphSession":
+    def graph(self) -> GraphSession:
         """The session's view of the knowledge graph (same taint, agent and peers)."""
         from .graph.api import GraphSession
 
@@ -103,7 +103,7 @@ class Session:
         source = None if source is None else check_text(source, "source")
         return self._backend.escalate(self.id, Level.parse(level), reason, source, self._store.now()).taint
 
-    def reset(self) -> "Session":
+    def reset(self) -> Session:
         """The only way down: a new session (new id) at PUBLIC, same agent, limits and owner."""
         record = self.record
         return self._store.session(record.agent_id, None, record.clearance, record.peers, owner=record.owner)
@@ -187,8 +187,15 @@ class Session:
         )
         return self._backend.list(self.id, query, self._store.now())
 
-    def recent(self, limit: int, *, since: datetime | None = None, until: datetime | None = None,
-               without_tag: str | None = None, without_category: str | None = None) -> list[Memory]:
+    def recent(
+        self,
+        limit: int,
+        *,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        without_tag: str | None = None,
+        without_category: str | None = None,
+    ) -> list[Memory]:
         """The ``limit`` (clamped to 1..100) most recently updated visible memories created in [since, until]."""
         query = ListQuery(
             without_tag=None if without_tag is None else check_tag(without_tag),
@@ -212,14 +219,16 @@ class Session:
             dense = self._store.semantic.prepare(self.id, text, mode)
             if dense is not None:
                 chosen, vector = dense
-                return self._backend.search(self.id, terms, limit, self._store.now(), mode=chosen, query=vector)
+                return self._backend.search(
+                    self.id, terms, limit, self._store.now(), mode=chosen, query=vector
+                )
         return self._backend.search(self.id, terms, limit, self._store.now())
 
     def delete(self, key: str) -> Memory:
         return self._backend.delete(self.id, check_key(key), self._store.now())
 
     # the turn ------------------------------------------------------------------
-    def turn(self, user_message: str, origin: str = "interactive", **options: Any) -> "Turn":
+    def turn(self, user_message: str, origin: str = "interactive", **options: Any) -> Turn:
         """Begin one agent turn in this session's store (``stratamem.turn.Turn``; options go to it).
 
         The returned turn has begun: ``turn.messages()`` is the prompt to send.

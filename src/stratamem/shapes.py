@@ -16,9 +16,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import StratamemError
-from .policy.redact import redact_secrets
 from .levels import Level
 from .models import AuditEvent, Hit, Memory
+from .policy.redact import redact_secrets
 
 ERROR_CODES = ("VALIDATION_ERROR", "NOT_FOUND", "POLICY_BLOCKED", "STORAGE_ERROR")
 SCORE_DIGITS = 4
@@ -112,10 +112,18 @@ def deleted(key: str) -> dict[str, Any]:
 def audit_event(e: AuditEvent) -> dict[str, Any]:
     """One audit event as the CLI (`audit show --json`) and the HTTP API print it; never any content."""
     return {
-        "seq": e.seq, "time": e.time.isoformat(), "session_id": e.session_id, "agent_id": e.agent_id,
-        "taint": e.taint.name, "operation": e.operation, "keys": list(e.keys),
-        "levels": [lv.name for lv in e.levels], "lineage_ids": list(e.lineage_ids), "outcome": e.outcome,
-        "detail": e.detail, "hash": e.hash,
+        "seq": e.seq,
+        "time": e.time.isoformat(),
+        "session_id": e.session_id,
+        "agent_id": e.agent_id,
+        "taint": e.taint.name,
+        "operation": e.operation,
+        "keys": list(e.keys),
+        "levels": [lv.name for lv in e.levels],
+        "lineage_ids": list(e.lineage_ids),
+        "outcome": e.outcome,
+        "detail": e.detail,
+        "hash": e.hash,
     }
 
 
@@ -136,7 +144,12 @@ def error(code: str, message: str) -> dict[str, Any]:
 
     Messages may echo input (a key, a bad value), so credentials in them are masked.
     """
-    return {"error": {"code": code if code in ERROR_CODES else "STORAGE_ERROR", "message": redact_secrets(message)}}
+    return {
+        "error": {
+            "code": code if code in ERROR_CODES else "STORAGE_ERROR",
+            "message": redact_secrets(message),
+        }
+    }
 
 
 def error_from(exc: StratamemError) -> dict[str, Any]:

@@ -28,8 +28,8 @@ from .semantic import SemanticIndex
 from .session import Session
 from .storage.audit_query import AuditQuery, read_page
 from .storage.base import Backend, SessionRecord
-from .storage.turn_rows import TranscriptMessage, UsageRecord
 from .storage.sqlite import SQLiteBackend
+from .storage.turn_rows import TranscriptMessage, UsageRecord
 from .text import Analyzer
 from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id, check_id, check_peers, check_time
 
@@ -59,7 +59,8 @@ def sqlite_path(url: str) -> str:
         return "/" + url.removeprefix("sqlite:///").lstrip("/")
     if "://" in url:
         raise ValidationError(
-            f"unsupported store URL {url!r}; use a path, sqlite:///path, :memory:, markdown:///dir or postgresql://")
+            f"unsupported store URL {url!r}; use a path, sqlite:///path, :memory:, markdown:///dir or postgresql://"
+        )
     return url
 
 
@@ -92,7 +93,9 @@ def markdown_location(url: str) -> tuple[str, dict]:
     options: dict = {}
     for name, values in parse_qs(query, keep_blank_values=True).items():
         if name not in _MARKDOWN_OPTIONS:
-            raise ValidationError(f"unknown markdown store option {name!r}; options are {', '.join(_MARKDOWN_OPTIONS)}")
+            raise ValidationError(
+                f"unknown markdown store option {name!r}; options are {', '.join(_MARKDOWN_OPTIONS)}"
+            )
         try:
             options[name] = _MARKDOWN_OPTIONS[name](values[-1])
         except ValueError:
@@ -128,7 +131,11 @@ class Store:
     ) -> None:
         self.url = check_url(url or default_url())
         languages = _languages(languages)
-        if isinstance(max_content_bytes, bool) or not isinstance(max_content_bytes, int) or max_content_bytes < 1:
+        if (
+            isinstance(max_content_bytes, bool)
+            or not isinstance(max_content_bytes, int)
+            or max_content_bytes < 1
+        ):
             raise ValidationError("max_content_bytes must be a positive integer")
         if not isinstance(synchronous, str):
             raise ValidationError("synchronous must be NORMAL or FULL")
@@ -150,8 +157,14 @@ class Store:
             from .storage.markdown import MarkdownBackend
 
             path, options = markdown_location(self.url)
-            self.backend = MarkdownBackend(path, self.analyzer, clock=self.now, synchronous=_synchronous(synchronous),
-                                           max_content_bytes=max_content_bytes, **options)
+            self.backend = MarkdownBackend(
+                path,
+                self.analyzer,
+                clock=self.now,
+                synchronous=_synchronous(synchronous),
+                max_content_bytes=max_content_bytes,
+                **options,
+            )
         elif self.url.startswith(("postgresql://", "postgres://")):
             from .extras import require
 
@@ -241,8 +254,9 @@ class Store:
         memories = self.backend.purge(before, agent_id, now)  # its file erasure covers the turn rows too
         result = PurgeResult(int(memories) + messages + usage, memories.erased, memories.remaining)
         if not result.erased:
-            warnings.warn(f"purge removed {int(result)} record(s), but {result.remaining}", RuntimeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"purge removed {int(result)} record(s), but {result.remaining}", RuntimeWarning, stacklevel=2
+            )
         return result
 
     # the turn's records (operator side; sessions read through ``stratamem.turn``) --------
@@ -253,8 +267,13 @@ class Store:
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord]) -> int:
         return self.backend.import_turns(records, self.now())
 
-    def usage(self, agent_id: str | None = None, since: datetime | None = None, until: datetime | None = None,
-              limit: int = 1000) -> list[UsageRecord]:
+    def usage(
+        self,
+        agent_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[UsageRecord]:
         """Usage records across every level (operator accounting), oldest first, at most ``limit``."""
         return self.backend.usage_records(None, agent_id, since, until, max(1, min(int(limit), 100_000)))
 
@@ -263,7 +282,9 @@ class Store:
             agent_id = check_agent_id(agent_id)
         return self.backend.export(agent_id, self.now())
 
-    def import_memories(self, memories: Iterable[Memory], *, scan: bool = True, policy: "Policy | None" = None) -> int:
+    def import_memories(
+        self, memories: Iterable[Memory], *, scan: bool = True, policy: Policy | None = None
+    ) -> int:
         """Import memories (levels kept), all or nothing, through the policy gate.
 
         The gate (``policy.gate.screen_import``) runs the poisoning scanner and the
@@ -294,8 +315,9 @@ class Store:
         from a sequence number; otherwise ``limit`` takes the newest events
         (``before`` pages backwards).
         """
-        return self.backend.audit_events(AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after,
-                                                    before, limit))
+        return self.backend.audit_events(
+            AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before, limit)
+        )
 
     def audit_page(
         self,
@@ -309,11 +331,14 @@ class Store:
     ) -> tuple[list[AuditEvent], bool]:
         """One bounded page of :meth:`audit_events` and whether more exist (continue with ``after=``
         the last sequence when paging forward, ``before=`` the first when paging back from the newest)."""
-        return read_page(self.backend, AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before,
-                                                   limit))
+        return read_page(
+            self.backend,
+            AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before, limit),
+        )
 
-    def import_graph(self, path_or_lines, agent_id: str = "main", level: Level | str = Level.PUBLIC, *,
-                     scan: bool = True) -> tuple[int, int]:
+    def import_graph(
+        self, path_or_lines, agent_id: str = "main", level: Level | str = Level.PUBLIC, *, scan: bool = True
+    ) -> tuple[int, int]:
         """Import an MCP memory server ``memory.jsonl`` at an operator-chosen agent and level, all or nothing.
 
         Returns (nodes created, edges created). Entities already present at that
@@ -338,8 +363,12 @@ class Store:
         if scan:
             screen(entities, relations)
         now = self.now()
-        return self.backend.graph_operator(now, lambda gc: graph_write.import_graph(
-            gc, self.analyzer, agent_id, chosen, entities, relations, now))
+        return self.backend.graph_operator(
+            now,
+            lambda gc: graph_write.import_graph(
+                gc, self.analyzer, agent_id, chosen, entities, relations, now
+            ),
+        )
 
     def export_graph(self, agent_id: str = "main", level: Level | str = Level.PUBLIC) -> Iterator[str]:
         """The graph of ``agent_id`` as a session at ``level`` sees it, as MCP memory server JSON Lines.
@@ -352,8 +381,11 @@ class Store:
 
         agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
         now = self.now()
-        return iter(self.backend.graph_operator(now, lambda gc: graph_sql.export_view(gc, agent_id, chosen, now,
-                                                                                     export_lines)))
+        return iter(
+            self.backend.graph_operator(
+                now, lambda gc: graph_sql.export_view(gc, agent_id, chosen, now, export_lines)
+            )
+        )
 
     def audit(self, draft: AuditDraft) -> AuditEvent:
         """Append an event (policy decisions and other runtime records)."""
@@ -382,7 +414,7 @@ class Store:
     def close(self) -> None:
         self.backend.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -11,7 +11,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
+from functools import cache
 
 import Stemmer
 
@@ -26,26 +26,199 @@ ANALYZER_VERSION = "2"
 # Marks of other scripts (Devanagari vowel signs, ...) carry meaning and stay.
 _ACCENTS = re.compile("[\u0300-\u036f]")
 # Scripts written without spaces: Han, Hiragana, Katakana (with the prolonged-sound mark), Hangul syllables.
-_CJK = re.compile("[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-                  "\U00020000-\U0002fa1f]+")
+_CJK = re.compile(
+    "[\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002fa1f]+"
+)
 
 # Function words that carry no topic. Dropped from queries only (documents keep
 # them), and only when something else remains, so "who are you" still matches.
 _STOPWORDS: dict[str, frozenset[str]] = {
     "english": frozenset(
-        """a about above after again against all am an and any are as at be because been before
-        being below between both but by can could did do does doing down during each few for from
-        further had has have having he her here hers herself him himself his how i if in into is it
-        its itself just me more most my myself no nor not now of off on once only or other our ours
-        ourselves out over own same she should so some such than that the their theirs them
-        themselves then there these they this those through to too under until up very was we
-        were what when where which while who whom why will with would you your yours yourself
-        yourselves""".split()
+        [
+            "a",
+            "about",
+            "above",
+            "after",
+            "again",
+            "against",
+            "all",
+            "am",
+            "an",
+            "and",
+            "any",
+            "are",
+            "as",
+            "at",
+            "be",
+            "because",
+            "been",
+            "before",
+            "being",
+            "below",
+            "between",
+            "both",
+            "but",
+            "by",
+            "can",
+            "could",
+            "did",
+            "do",
+            "does",
+            "doing",
+            "down",
+            "during",
+            "each",
+            "few",
+            "for",
+            "from",
+            "further",
+            "had",
+            "has",
+            "have",
+            "having",
+            "he",
+            "her",
+            "here",
+            "hers",
+            "herself",
+            "him",
+            "himself",
+            "his",
+            "how",
+            "i",
+            "if",
+            "in",
+            "into",
+            "is",
+            "it",
+            "its",
+            "itself",
+            "just",
+            "me",
+            "more",
+            "most",
+            "my",
+            "myself",
+            "no",
+            "nor",
+            "not",
+            "now",
+            "of",
+            "off",
+            "on",
+            "once",
+            "only",
+            "or",
+            "other",
+            "our",
+            "ours",
+            "ourselves",
+            "out",
+            "over",
+            "own",
+            "same",
+            "she",
+            "should",
+            "so",
+            "some",
+            "such",
+            "than",
+            "that",
+            "the",
+            "their",
+            "theirs",
+            "them",
+            "themselves",
+            "then",
+            "there",
+            "these",
+            "they",
+            "this",
+            "those",
+            "through",
+            "to",
+            "too",
+            "under",
+            "until",
+            "up",
+            "very",
+            "was",
+            "we",
+            "were",
+            "what",
+            "when",
+            "where",
+            "which",
+            "while",
+            "who",
+            "whom",
+            "why",
+            "will",
+            "with",
+            "would",
+            "you",
+            "your",
+            "yours",
+            "yourself",
+            "yourselves",
+        ]
     ),
     "spanish": frozenset(
-        """a al algo como con de del el ella ellas ellos en entre era es esa ese eso esta este esto
-        fue ha la las le les lo los me mi mas muy no nos o para pero por que se sin su sus te tu un
-        una uno unos y ya yo""".split()
+        [
+            "a",
+            "al",
+            "algo",
+            "como",
+            "con",
+            "de",
+            "del",
+            "el",
+            "ella",
+            "ellas",
+            "ellos",
+            "en",
+            "entre",
+            "era",
+            "es",
+            "esa",
+            "ese",
+            "eso",
+            "esta",
+            "este",
+            "esto",
+            "fue",
+            "ha",
+            "la",
+            "las",
+            "le",
+            "les",
+            "lo",
+            "los",
+            "me",
+            "mi",
+            "mas",
+            "muy",
+            "no",
+            "nos",
+            "o",
+            "para",
+            "pero",
+            "por",
+            "que",
+            "se",
+            "sin",
+            "su",
+            "sus",
+            "te",
+            "tu",
+            "un",
+            "una",
+            "uno",
+            "unos",
+            "y",
+            "ya",
+            "yo",
+        ]
     ),
 }
 
@@ -54,7 +227,7 @@ def available_languages() -> tuple[str, ...]:
     return tuple(Stemmer.algorithms())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stemmer(language: str) -> Stemmer.Stemmer:
     return Stemmer.Stemmer(language)
 
@@ -82,9 +255,9 @@ def _split_cjk(word: str) -> list[str]:
     last = 0
     for match in _CJK.finditer(word):
         if match.start() > last:
-            out.append(word[last:match.start()])
+            out.append(word[last : match.start()])
         run = match.group()
-        out.extend([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)])
+        out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
         last = match.end()
     if last < len(word):
         out.append(word[last:])

@@ -16,7 +16,15 @@ from typing import IO, Any
 from .errors import ValidationError
 from .levels import Level
 from .models import Memory
-from .validation import check_agent_id, check_category, check_content, check_id, check_key, check_tags, parse_time
+from .validation import (
+    check_agent_id,
+    check_category,
+    check_content,
+    check_id,
+    check_key,
+    check_tags,
+    parse_time,
+)
 
 MAX_REPORTED_ERRORS = 20
 
@@ -75,7 +83,9 @@ def read_lines(stream: IO[str], max_content_bytes: int) -> list[Memory]:
     """Parse a whole file of memory lines; raise one ValidationError listing every bad line."""
     memories, turns = read_records(stream, max_content_bytes)
     if turns:
-        raise ValidationError("import refused, nothing was imported: the file holds transcript or usage lines")
+        raise ValidationError(
+            "import refused, nothing was imported: the file holds transcript or usage lines"
+        )
     return memories
 
 

@@ -56,21 +56,41 @@ def parse_turn_record(data: dict[str, Any]) -> TranscriptMessage | UsageRecord:
             raise ValidationError("cost_usd must be a decimal number") from None
         if not cost.is_finite() or cost < 0:
             raise ValidationError("cost_usd must be a finite number >= 0")
-        return UsageRecord(session_id, agent, level, _text(data, "model", limit=200) or "",
-                           _count(data, "input_tokens"), _count(data, "output_tokens"),
-                           _count(data, "cached_input_tokens"), cost, _time(data.get("time"), "time"))
+        return UsageRecord(
+            session_id,
+            agent,
+            level,
+            _text(data, "model", limit=200) or "",
+            _count(data, "input_tokens"),
+            _count(data, "output_tokens"),
+            _count(data, "cached_input_tokens"),
+            cost,
+            _time(data.get("time"), "time"),
+        )
     role = data.get("role")
     if role not in _ROLES:
         raise ValidationError(f"role must be one of {', '.join(_ROLES)}")
     calls = data.get("tool_calls") or []
-    if not isinstance(calls, list) or len(calls) > 64 or not all(
+    if (
+        not isinstance(calls, list)
+        or len(calls) > 64
+        or not all(
             isinstance(c, dict) and all(isinstance(c.get(k), str) for k in ("id", "name", "arguments"))
-            for c in calls):
+            for c in calls
+        )
+    ):
         raise ValidationError("tool_calls must be a list of {id, name, arguments} strings")
     return TranscriptMessage(
-        position=0, session_id=session_id, agent_id=agent, level=level, role=role,
+        position=0,
+        session_id=session_id,
+        agent_id=agent,
+        level=level,
+        role=role,
         content=_text(data, "content", limit=MAX_LINE_TEXT) or "",
-        tool_calls=json.dumps([{k: c[k] for k in ("id", "name", "arguments")} for c in calls], ensure_ascii=False),
-        tool_call_id=_text(data, "tool_call_id", optional=True), origin=_text(data, "origin", optional=True),
+        tool_calls=json.dumps(
+            [{k: c[k] for k in ("id", "name", "arguments")} for c in calls], ensure_ascii=False
+        ),
+        tool_call_id=_text(data, "tool_call_id", optional=True),
+        origin=_text(data, "origin", optional=True),
         created_at=_time(data.get("created_at"), "created_at"),
     )

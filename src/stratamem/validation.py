@@ -120,10 +120,10 @@ def check_ttl(ttl: object) -> float | None:
 
 def check_id(value: object, what: str) -> str:
     """An identifier (agent, session, lineage): 1 to 128 visible characters, valid UTF-8."""
-    if (not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS
-            or _has_control(value)):
-        raise ValidationError(f"{what} must be 1 to {MAX_ID_CHARS} characters, not blank, "
-                              "without control characters")
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_CHARS or _has_control(value):
+        raise ValidationError(
+            f"{what} must be 1 to {MAX_ID_CHARS} characters, not blank, without control characters"
+        )
     _encodable(value, what)
     return value
 

@@ -32,7 +32,15 @@ def record(taint: Level = Level.PUBLIC, agent: str = "main") -> SessionRecord:
 def call_facts(tool: str = "memory_save", taint: Level = Level.PUBLIC, **arguments: Any) -> dict[str, Any]:
     """PRE_TOOL_CALL facts for a call, as the executor builds them."""
     kept, stripped, requested = facts.strip_forced(arguments)
-    base = facts.session_facts(HookPoint.PRE_TOOL_CALL, record(taint), origin="cli", channel="chat",
-                               read_only=False)
-    return facts.tool_call_facts(base, tool, "triggerfish", kept, is_write=tool == "memory_save",
-                                 stripped=stripped, requested=requested)
+    base = facts.session_facts(
+        HookPoint.PRE_TOOL_CALL, record(taint), origin="cli", channel="chat", read_only=False
+    )
+    return facts.tool_call_facts(
+        base,
+        tool,
+        "triggerfish",
+        kept,
+        is_write=tool == "memory_save",
+        stripped=stripped,
+        requested=requested,
+    )

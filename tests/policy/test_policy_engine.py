@@ -7,11 +7,11 @@ import threading
 import time
 
 import pytest
+from policy_support import new_store
 
 from stratamem import Level
 from stratamem.policy import Action, Decision, HookPoint, Policy, rules_from_yaml
 from stratamem.tools import execute
-from policy_support import new_store
 
 SECRET_CONTENT = "the merger with Initech closes on 2026-05-01"
 
@@ -42,7 +42,11 @@ def test_a_hook_that_raises_blocks(store):
     assert code(execute(s, "memory_save", {"key": "k", "content": "v"}, policy=policy)) == "POLICY_BLOCKED"
     assert s.get("k") is None
     last = decisions(store)[-1]
-    assert last.outcome == "blocked" and last.detail["source"] == "error" and last.detail["error"] == "RuntimeError"
+    assert (
+        last.outcome == "blocked"
+        and last.detail["source"] == "error"
+        and last.detail["error"] == "RuntimeError"
+    )
 
 
 def test_a_slow_hook_times_out_and_blocks(store):
@@ -83,7 +87,9 @@ def test_hooks_see_facts_and_may_return_actions(store):
 
     policy = Policy(hooks=[(HookPoint.PRE_TOOL_CALL, watcher)])
     s = store.session()
-    assert json.loads(execute(s, "memory_save", {"key": "k", "content": "v"}, policy=policy, origin="slack"))["saved"]
+    assert json.loads(execute(s, "memory_save", {"key": "k", "content": "v"}, policy=policy, origin="slack"))[
+        "saved"
+    ]
     assert s.get("k") is not None and s.get("tampered") is None
     assert code(execute(s, "memory_delete", {"key": "k"}, policy=policy)) == "POLICY_BLOCKED"
     assert seen[0] == ("memory_save", Level.PUBLIC, "k", "slack")
@@ -134,7 +140,9 @@ def test_write_down_attempts_can_be_blocked_by_rule(store):
     policy = Policy(RULES)
     text = execute(s, "memory_save", {"key": "k", "content": "v", "classification": "public"}, policy=policy)
     assert json.loads(text)["error"]["message"] == "you asked to store below the session's level"
-    ok = execute(s, "memory_save", {"key": "k", "content": "v", "classification": "RESTRICTED"}, policy=policy)
+    ok = execute(
+        s, "memory_save", {"key": "k", "content": "v", "classification": "RESTRICTED"}, policy=policy
+    )
     assert json.loads(ok)["classification"] == "CONFIDENTIAL"
 
 
@@ -156,7 +164,9 @@ def test_require_approval_asks_the_approver(store):
 
     s = store.session()
     s.save("k", "v")
-    assert json.loads(execute(s, "memory_delete", {"key": "k"}, policy=Policy(RULES, approver=approver)))["deleted"]
+    assert json.loads(execute(s, "memory_delete", {"key": "k"}, policy=Policy(RULES, approver=approver)))[
+        "deleted"
+    ]
     assert asked == [(HookPoint.PRE_TOOL_CALL, "approve-deletes", "k")]
     assert decisions(store)[-2].detail["approval"] == "granted"
 
@@ -167,7 +177,10 @@ def test_an_approver_that_fails_denies(store):
 
     s = store.session()
     s.save("k", "v")
-    assert code(execute(s, "memory_delete", {"key": "k"}, policy=Policy(RULES, approver=broken))) == "POLICY_BLOCKED"
+    assert (
+        code(execute(s, "memory_delete", {"key": "k"}, policy=Policy(RULES, approver=broken)))
+        == "POLICY_BLOCKED"
+    )
     assert decisions(store)[-1].detail["approval"] == "error"
 
 
@@ -207,11 +220,14 @@ def test_rules_can_use_taint_and_channel(store):
         "[{field: taint, operator: gte, value: INTERNAL}, {field: channel, operator: equals, value: public-web}]}"
     )
     s = store.session()
-    assert "saved" in execute(s, "memory_save", {"key": "a", "content": "b"}, policy=Policy(rules),
-                              channel="public-web")
+    assert "saved" in execute(
+        s, "memory_save", {"key": "a", "content": "b"}, policy=Policy(rules), channel="public-web"
+    )
     s.escalate(Level.INTERNAL, "x")
-    assert code(execute(s, "memory_get", {"key": "a"}, policy=Policy(rules), channel="public-web")) == \
-        "POLICY_BLOCKED"
+    assert (
+        code(execute(s, "memory_get", {"key": "a"}, policy=Policy(rules), channel="public-web"))
+        == "POLICY_BLOCKED"
+    )
     assert "found" in execute(s, "memory_get", {"key": "a"}, policy=Policy(rules), channel="desk")
 
 
@@ -273,7 +289,9 @@ def test_output_redaction(store):
         "- {id: emails, hook: PRE_OUTPUT, action: REDACT, conditions: "
         "[{field: content, operator: matches, value: '[\\w.]+@[\\w.]+'}]}"
     )
-    check = Policy(rules).check_output(store.session(), "mail ada@example.com now", channel_level=Level.PUBLIC)
+    check = Policy(rules).check_output(
+        store.session(), "mail ada@example.com now", channel_level=Level.PUBLIC
+    )
     assert check.allowed and check.text == "mail [REDACTED] now"
 
 

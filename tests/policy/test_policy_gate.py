@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from policy_support import new_store
+
 from stratamem.cli import cli
 from stratamem.errors import PolicyBlocked
 from stratamem.levels import Level
@@ -57,14 +57,19 @@ def search_keys(session, query):
 
 
 def gate_events(store, path=None):
-    return [e for e in store.audit_events() if e.operation == "policy.decision"
-            and (path is None or e.detail.get("write_path") == path)]
+    return [
+        e
+        for e in store.audit_events()
+        if e.operation == "policy.decision" and (path is None or e.detail.get("write_path") == path)
+    ]
 
 
 def test_autosave_refuses_a_password_and_an_exfiltration_command(store):
     s = store.session()
     log = EventLog()
-    assert autosave_user_message(s, POISONED_MESSAGE, "interactive", events=EventBus([log], tracer=None)) is None
+    assert (
+        autosave_user_message(s, POISONED_MESSAGE, "interactive", events=EventBus([log], tracer=None)) is None
+    )
     assert s.list() == []
     assert search_keys(s, "database password curl") == []
     assert log.events[-1].success is False and "POLICY_BLOCKED" not in log.events[-1].error
@@ -76,7 +81,9 @@ def test_autosave_refuses_a_password_and_an_exfiltration_command(store):
 
 def test_autosave_quarantines_in_quarantine_mode_and_search_does_not_return_it(store):
     s = store.session()
-    key = autosave_user_message(s, POISONED_MESSAGE, "interactive", policy=Policy(scan_mode=ScanMode.QUARANTINE))
+    key = autosave_user_message(
+        s, POISONED_MESSAGE, "interactive", policy=Policy(scan_mode=ScanMode.QUARANTINE)
+    )
     assert key is not None and QUARANTINE_TAG in s.get(key).tags
     assert search_keys(s, "database password curl") == []
     assert gate_events(store, "autosave")[-1].detail["quarantined"]
@@ -87,9 +94,13 @@ def test_autosave_obeys_read_only_and_operator_rules(store):
     assert autosave_user_message(s, CLEAN_MESSAGE, "interactive", policy=Policy(read_only=True)) is None
     assert gate_events(store, "autosave")[-1].detail["rule_id"] == "read_only"
     policy = Policy(RULES)
-    assert autosave_user_message(s, "Project X launches in March, keep it quiet.", "interactive",
-                                 policy=policy) is None
-    key = autosave_user_message(s, "My SSN is 123-45-6789, the bank asked again.", "interactive", policy=policy)
+    assert (
+        autosave_user_message(s, "Project X launches in March, keep it quiet.", "interactive", policy=policy)
+        is None
+    )
+    key = autosave_user_message(
+        s, "My SSN is 123-45-6789, the bank asked again.", "interactive", policy=policy
+    )
     assert s.get(key).content == "My SSN is [REDACTED], the bank asked again."
     assert autosave_user_message(s, CLEAN_MESSAGE, "interactive", policy=policy) is not None
     assert [m.content for m in s.list()].count(CLEAN_MESSAGE) == 1
@@ -131,8 +142,18 @@ def _memory(key: str, content: str, level: Level = Level.PUBLIC) -> Memory:
     from datetime import UTC, datetime
 
     now = datetime(2026, 1, 1, tzinfo=UTC)
-    return Memory(key=key, content=content, level=level, tags=(), category="core", agent_id="main",
-                  session_id=None, created_at=now, updated_at=now, lineage_id=f"lin-{key}")
+    return Memory(
+        key=key,
+        content=content,
+        level=level,
+        tags=(),
+        category="core",
+        agent_id="main",
+        session_id=None,
+        created_at=now,
+        updated_at=now,
+        lineage_id=f"lin-{key}",
+    )
 
 
 def test_import_is_gated_all_or_nothing(store):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from policy_support import new_store
+
 from stratamem import Level
 from stratamem.policy import Policy, history, readers, writers
 from stratamem.tools import execute
-from policy_support import new_store
 
 
 def test_readers_writers_and_history():

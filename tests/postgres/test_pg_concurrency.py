@@ -32,17 +32,28 @@ def assert_index_consistent(store: sm.Store) -> None:
     with superuser() as conn:
         conn.execute(f"SET search_path TO {schema}")
         stats = set(conn.execute("SELECT agent_id, level, n, total_len FROM part_stats WHERE n <> 0"))
-        recount = set(conn.execute("SELECT agent_id, level, count(*), sum(length) FROM memories "
-                                   "WHERE deleted_us IS NULL GROUP BY agent_id, level"))
+        recount = set(
+            conn.execute(
+                "SELECT agent_id, level, count(*), sum(length) FROM memories "
+                "WHERE deleted_us IS NULL GROUP BY agent_id, level"
+            )
+        )
         assert stats == recount
-        orphans = conn.execute("SELECT count(*) FROM postings p LEFT JOIN memories m ON m.id = p.memory_id "
-                               "AND m.deleted_us IS NULL WHERE m.id IS NULL").fetchone()[0]
-        unindexed = conn.execute("SELECT count(*) FROM memories m WHERE m.deleted_us IS NULL AND NOT EXISTS "
-                                 "(SELECT 1 FROM postings p WHERE p.memory_id = m.id)").fetchone()[0]
+        orphans = conn.execute(
+            "SELECT count(*) FROM postings p LEFT JOIN memories m ON m.id = p.memory_id "
+            "AND m.deleted_us IS NULL WHERE m.id IS NULL"
+        ).fetchone()[0]
+        unindexed = conn.execute(
+            "SELECT count(*) FROM memories m WHERE m.deleted_us IS NULL AND NOT EXISTS "
+            "(SELECT 1 FROM postings p WHERE p.memory_id = m.id)"
+        ).fetchone()[0]
         assert (orphans, unindexed) == (0, 0)
         terms = set(conn.execute("SELECT term, agent_id, level, df FROM term_stats"))
-        recount = set(conn.execute("SELECT term, agent_id, level, count(*) FROM postings "
-                                   "GROUP BY term, agent_id, level"))
+        recount = set(
+            conn.execute(
+                "SELECT term, agent_id, level, count(*) FROM postings GROUP BY term, agent_id, level"
+            )
+        )
         assert terms == recount  # and no row at zero lingers
 
 
@@ -59,8 +70,15 @@ def test_processes_write_and_search_at_once_and_lose_nothing():
     store = open_pg()
     url = f"{store.url}"
     n_proc, n_writes = 6, 40
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, url, f"p{k}", str(n_writes)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for k in range(n_proc)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, url, f"p{k}", str(n_writes)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(n_proc)
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
@@ -149,7 +167,9 @@ def test_acknowledged_writes_survive_a_killed_client():
     import signal
 
     store = open_pg()
-    proc = subprocess.Popen([sys.executable, "-c", KILLABLE, store.url, "victim"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLABLE, store.url, "victim"], stdout=subprocess.PIPE, text=True
+    )
     acknowledged = [proc.stdout.readline() for _ in range(30)]
     os.kill(proc.pid, signal.SIGKILL)
     acknowledged += proc.stdout.read().splitlines()

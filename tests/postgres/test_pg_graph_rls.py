@@ -49,10 +49,15 @@ def test_writes_below_the_taint_or_for_others_are_refused(world):
     with connect(login, schema_of(store)) as conn:
         bound(conn, CONF, ["a"], "a")
         with pytest.raises(errors.InsufficientPrivilege):
-            conn.execute("INSERT INTO graph_nodes (id, agent_id, name, level, type, content, tags, created_us, "
-                         "updated_us) VALUES ('x', 'a', 'Low', %s, 't', '', '[]', 0, 0)", (PUB,))
+            conn.execute(
+                "INSERT INTO graph_nodes (id, agent_id, name, level, type, content, tags, created_us, "
+                "updated_us) VALUES ('x', 'a', 'Low', %s, 't', '', '[]', 0, 0)",
+                (PUB,),
+            )
         conn.execute("ROLLBACK")
         bound(conn, CONF, ["a"], "a")
-        assert conn.execute("UPDATE graph_nodes SET content = 'changed' WHERE level = %s", (PUB,)).rowcount == 0
+        assert (
+            conn.execute("UPDATE graph_nodes SET content = 'changed' WHERE level = %s", (PUB,)).rowcount == 0
+        )
         assert conn.execute("DELETE FROM graph_edges").rowcount == 0
         conn.execute("ROLLBACK")

@@ -53,7 +53,9 @@ def observe(store: sm.Store, ids: dict[str, str]) -> list:
     pub = store.session("a", session_id=ids["a"])
     out = [conf.taint, [(e.previous, e.new, e.reason, e.source) for e in conf.taint_history]]
     for s in (conf, pub):
-        out.append([(m.key, m.level, m.content, m.tags, m.category, m.agent_id, m.lineage_id) for m in s.list()])
+        out.append(
+            [(m.key, m.level, m.content, m.tags, m.category, m.agent_id, m.lineage_id) for m in s.list()]
+        )
         out.append([(h.memory.key, h.memory.level, h.score) for h in s.search("plans picnic merger canción")])
     return out
 
@@ -103,7 +105,9 @@ def test_the_copy_ranks_like_the_original(tmp_path):
     url = pg_server.fresh_url(prefix="rank")
     migrate(path, url)
     with sm.open_store(url) as pg:
-        assert [(h.memory.key, h.score) for h in pg.session("a").search("budget team meeting", 20)] == expected
+        assert [
+            (h.memory.key, h.score) for h in pg.session("a").search("budget team meeting", 20)
+        ] == expected
 
 
 def test_refuses_a_non_empty_target_and_a_missing_source(tmp_path):

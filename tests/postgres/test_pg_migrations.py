@@ -28,7 +28,10 @@ def test_migrating_twice_changes_nothing():
         assert pg_schema.migrate_schema(conn, schema, "stratamem_app") == 0
         tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)).fetchone()
         assert pg_schema.migrate_schema(conn, schema, "stratamem_app") == pg_schema.LATEST
-        assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)).fetchone() == tables
+        assert (
+            conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)).fetchone()
+            == tables
+        )
         version = conn.execute(f"SELECT value FROM {schema}.meta WHERE name = 'schema_version'").fetchone()[0]
     assert int(version) == pg_schema.LATEST
     with sm.open_store(url) as store:  # and a store opens on it as usual
@@ -37,8 +40,15 @@ def test_migrating_twice_changes_nothing():
 
 def test_many_processes_open_a_new_store_at_once():
     url = pg_server.fresh_url(prefix="race")
-    procs = [subprocess.Popen([sys.executable, "-c", OPENER, url, f"p{k}"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for k in range(6)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPENER, url, f"p{k}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(6)
+    ]
     for proc in procs:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
@@ -101,16 +111,24 @@ def test_version_2_backfills_term_stats_from_the_postings():
     schema = schema_of(store)
     store.close()
     with superuser() as conn:  # back to a version-1 store: no term_stats
-        conn.execute(f"DROP TABLE {schema}.term_stats, {schema}.turn_messages, {schema}.turn_usage, "
-                     f"{schema}.memory_vectors")
-        conn.execute(f"DROP TABLE {schema}.graph_nodes, {schema}.graph_observations, {schema}.graph_edges, "
-                     f"{schema}.graph_postings, {schema}.graph_part_stats")  # the graph's tables
+        conn.execute(
+            f"DROP TABLE {schema}.term_stats, {schema}.turn_messages, {schema}.turn_usage, "
+            f"{schema}.memory_vectors"
+        )
+        conn.execute(
+            f"DROP TABLE {schema}.graph_nodes, {schema}.graph_observations, {schema}.graph_edges, "
+            f"{schema}.graph_postings, {schema}.graph_part_stats"
+        )  # the graph's tables
         conn.execute(f"DROP FUNCTION {schema}.sm_graph_refresh(text, text)")
         conn.execute(f"UPDATE {schema}.meta SET value = '1' WHERE name = 'schema_version'")
         assert pg_schema.migrate_schema(conn, schema, "stratamem_app") == 1
         counts = set(conn.execute(f"SELECT term, agent_id, level, df FROM {schema}.term_stats"))
-        recount = set(conn.execute(f"SELECT term, agent_id, level, count(*) FROM {schema}.postings "
-                                   "GROUP BY term, agent_id, level"))
+        recount = set(
+            conn.execute(
+                f"SELECT term, agent_id, level, count(*) FROM {schema}.postings "
+                "GROUP BY term, agent_id, level"
+            )
+        )
         assert counts == recount and ("appl", "a", 0, 2) in counts
     with sm.open_store(pg_server.with_params(pg_server.base_url(), schema=schema)) as again:
         s = again.session("a")

@@ -12,8 +12,26 @@ from pg_support import Clock, open_pg
 import stratamem as sm
 
 COMMON = ["the", "meeting", "project", "notes", "team"]
-RARE = ["budget", "payroll", "merger", "picnic", "kubernetes", "invoice", "llama", "harbour", "quartz",
-        "running", "runs", "ran", "migration", "audit", "coffee", "tea", "friday", "deadline"]
+RARE = [
+    "budget",
+    "payroll",
+    "merger",
+    "picnic",
+    "kubernetes",
+    "invoice",
+    "llama",
+    "harbour",
+    "quartz",
+    "running",
+    "runs",
+    "ran",
+    "migration",
+    "audit",
+    "coffee",
+    "tea",
+    "friday",
+    "deadline",
+]
 AGENTS = ["a", "b", "c"]
 
 
@@ -23,8 +41,9 @@ def history(seed: int) -> list[tuple]:
     for i in range(220):
         agent, level = rng.choice(AGENTS), rng.choice(list(sm.Level))
         key = f"k{rng.randrange(60)}"
-        words = [rng.choice(COMMON) for _ in range(rng.randrange(1, 8))] + \
-                [rng.choice(RARE) for _ in range(rng.randrange(0, 4))]
+        words = [rng.choice(COMMON) for _ in range(rng.randrange(1, 8))] + [
+            rng.choice(RARE) for _ in range(rng.randrange(0, 4))
+        ]
         rng.shuffle(words)
         roll = rng.random()
         if roll < 0.08:
@@ -63,8 +82,16 @@ def observe(store: sm.Store) -> list:
         out.append([mem(m) for m in s.list()])
         out.append([mem(m) for m in s.list(tag="the")])
         out += [mem(m) if m else None for m in (s.get(f"k{i}") for i in range(0, 60, 7))]
-        for query in ["budget meeting", "the project notes team", "running", "payroll merger invoice", "",
-                      "meeting", "coffee tea friday deadline audit", "zzz nothing"]:
+        for query in [
+            "budget meeting",
+            "the project notes team",
+            "running",
+            "payroll merger invoice",
+            "",
+            "meeting",
+            "coffee tea friday deadline audit",
+            "zzz nothing",
+        ]:
             for n in (1, 5, 100):
                 out.append([(mem(h.memory), h.score) for h in s.search(query, max_results=n)])
     return out
@@ -137,11 +164,20 @@ def test_pruned_queries_rank_identically():
                     for peers in ((), ("b",)):
                         s = store.session("a", peers=peers)
                         s.escalate(level, "observe")
-                        for query in ("common zebra quokka", "common narwhal", "common zebra", "common",
-                                      "the common project quokka"):
+                        for query in (
+                            "common zebra quokka",
+                            "common narwhal",
+                            "common zebra",
+                            "common",
+                            "the common project quokka",
+                        ):
                             for n in (1, 3, 5, 8, 20, 400):
-                                out.append([(h.memory.agent_id, h.memory.key, h.memory.level, h.score)
-                                            for h in s.search(query, max_results=n)])
+                                out.append(
+                                    [
+                                        (h.memory.agent_id, h.memory.key, h.memory.level, h.score)
+                                        for h in s.search(query, max_results=n)
+                                    ]
+                                )
             return out, splits
 
         lite_out, lite_splits = results(lite)

@@ -24,7 +24,9 @@ def schema_files(schema: str) -> bytes:
         paths = conn.execute(
             "SELECT pg_relation_filepath(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE n.nspname = %s OR c.oid IN (SELECT reltoastrelid FROM pg_class c2 JOIN pg_namespace n2 "
-            "ON n2.oid = c2.relnamespace WHERE n2.nspname = %s)", (schema, schema)).fetchall()
+            "ON n2.oid = c2.relnamespace WHERE n2.nspname = %s)",
+            (schema, schema),
+        ).fetchall()
     for (path,) in paths:
         if path:
             for part in glob.glob(os.path.join(datadir, path) + "*"):

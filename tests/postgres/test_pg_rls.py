@@ -48,15 +48,19 @@ def connect(login: str, schema: str) -> psycopg.Connection:
 def bound(conn: psycopg.Connection, taint: int, agents: list[str], agent: str) -> None:
     """What the backend does at the start of every session transaction."""
     conn.execute("BEGIN")
-    conn.execute("SELECT set_config('stratamem.taint', %s, true), set_config('stratamem.agents', %s::text[]::text, "
-                 "true), set_config('stratamem.agent', %s, true)", (str(taint), agents, agent))
+    conn.execute(
+        "SELECT set_config('stratamem.taint', %s, true), set_config('stratamem.agents', %s::text[]::text, "
+        "true), set_config('stratamem.agent', %s, true)",
+        (str(taint), agents, agent),
+    )
 
 
 def test_the_backend_runs_as_the_application_role(world):
     store, _, _ = world
     with store.backend._pool.connection() as conn:
-        user, bypass = conn.execute("SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles "
-                                    "WHERE rolname = current_user").fetchone()
+        user, bypass = conn.execute(
+            "SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
     assert (user, bypass) == ("stratamem_app", False)
 
 
@@ -66,13 +70,24 @@ def test_public_binding_sees_nothing_above_it_in_any_table(world):
         bound(conn, PUB, ["a"], "a")
         rows = conn.execute("SELECT agent_id, key, level, content FROM memories").fetchall()
         assert rows == [("a", "plans", PUB, "public plans for the picnic")]
-        assert conn.execute("SELECT count(*) FROM memories WHERE content LIKE '%%confidential%%'").fetchone()[0] == 0
+        assert (
+            conn.execute("SELECT count(*) FROM memories WHERE content LIKE '%%confidential%%'").fetchone()[0]
+            == 0
+        )
         assert {r[0] for r in conn.execute("SELECT level FROM postings")} == {PUB}
         assert {r[0] for r in conn.execute("SELECT agent_id FROM postings")} == {"a"}
-        assert conn.execute("SELECT count(*) FROM postings WHERE term IN ('salari', 'merger')").fetchone()[0] == 0
+        assert (
+            conn.execute("SELECT count(*) FROM postings WHERE term IN ('salari', 'merger')").fetchone()[0]
+            == 0
+        )
         assert conn.execute("SELECT agent_id, level FROM part_stats").fetchall() == [("a", PUB)]
-        assert {tuple(r) for r in conn.execute("SELECT DISTINCT agent_id, level FROM term_stats")} == {("a", PUB)}
-        assert conn.execute("SELECT count(*) FROM term_stats WHERE term IN ('salari', 'merger')").fetchone()[0] == 0
+        assert {tuple(r) for r in conn.execute("SELECT DISTINCT agent_id, level FROM term_stats")} == {
+            ("a", PUB)
+        }
+        assert (
+            conn.execute("SELECT count(*) FROM term_stats WHERE term IN ('salari', 'merger')").fetchone()[0]
+            == 0
+        )
         assert {tuple(r) for r in conn.execute("SELECT DISTINCT agent_id, taint FROM audit")} == {("a", PUB)}
         conn.execute("ROLLBACK")
 
@@ -93,7 +108,8 @@ def test_confidential_binding_cannot_write_down(world):
             conn.execute(
                 "INSERT INTO memories (agent_id, key, level, content, tags, category, created_us, updated_us, "
                 "lineage_id) VALUES ('a', 'leak', %s, 'confidential salary figures', '[]', 'core', 0, 0, 'x')",
-                (PUB,))
+                (PUB,),
+            )
         conn.execute("ROLLBACK")
 
         bound(conn, CONF, ["a"], "a")
@@ -103,13 +119,18 @@ def test_confidential_binding_cannot_write_down(world):
 
         bound(conn, CONF, ["a"], "a")
         with pytest.raises(errors.InsufficientPrivilege, match="row-level security"):  # copy content down
-            conn.execute("INSERT INTO postings (term, agent_id, level, memory_id, tf, length) "
-                         "VALUES ('salari', 'a', %s, 1, 1, 1)", (PUB,))
+            conn.execute(
+                "INSERT INTO postings (term, agent_id, level, memory_id, tf, length) "
+                "VALUES ('salari', 'a', %s, 1, 1, 1)",
+                (PUB,),
+            )
         conn.execute("ROLLBACK")
 
         bound(conn, CONF, ["a"], "a")
         # Rows below the taint are readable but not writable: the update matches nothing.
-        assert conn.execute("UPDATE memories SET content = 'overwritten' WHERE level = %s", (PUB,)).rowcount == 0
+        assert (
+            conn.execute("UPDATE memories SET content = 'overwritten' WHERE level = %s", (PUB,)).rowcount == 0
+        )
         assert conn.execute("DELETE FROM memories").rowcount == 0  # hard deletes are operator-only
         conn.execute("ROLLBACK")
 
@@ -121,8 +142,10 @@ def test_writes_are_confined_to_the_own_agent(world):
         assert {r[0] for r in conn.execute("SELECT agent_id FROM memories")} == {"a", "b"}
         assert conn.execute("UPDATE memories SET content = 'x' WHERE agent_id = 'b'").rowcount == 0
         with pytest.raises(errors.InsufficientPrivilege):
-            conn.execute("INSERT INTO memories (agent_id, key, level, content, tags, category, created_us, "
-                         "updated_us, lineage_id) VALUES ('b', 'k', 0, 'c', '[]', 'core', 0, 0, 'x')")
+            conn.execute(
+                "INSERT INTO memories (agent_id, key, level, content, tags, category, created_us, "
+                "updated_us, lineage_id) VALUES ('b', 'k', 0, 'c', '[]', 'core', 0, 0, 'x')"
+            )
         conn.execute("ROLLBACK")
 
 
@@ -170,8 +193,9 @@ def test_a_plain_member_login_works_through_the_application_role():
     login = f"runtime_{uuid.uuid4().hex[:8]}"
     with superuser() as su:
         su.execute(f"CREATE ROLE {login} LOGIN IN ROLE stratamem_app")
-    url = pg_server.with_params(pg_server.base_url().replace("postgres:@", f"{login}:@", 1),
-                                schema=schema_of(store))
+    url = pg_server.with_params(
+        pg_server.base_url().replace("postgres:@", f"{login}:@", 1), schema=schema_of(store)
+    )
     with sm.open_store(url) as runtime:
         assert runtime.session("a").get("k").content == "v"
         with runtime.backend._pool.connection() as conn:

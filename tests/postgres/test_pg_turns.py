@@ -48,8 +48,11 @@ def test_writes_below_the_taint_and_deletes_are_refused(world):
     with connect(login, schema_of(store)) as conn:
         bound(conn, CONF, ["a"], "a")
         with pytest.raises(errors.InsufficientPrivilege):
-            conn.execute("INSERT INTO turn_messages (session_id, agent_id, level, role, content, tool_calls, "
-                         "created_us) VALUES (%s, 'a', %s, 'user', 'write down', '[]', 0)", (session.id, PUB))
+            conn.execute(
+                "INSERT INTO turn_messages (session_id, agent_id, level, role, content, tool_calls, "
+                "created_us) VALUES (%s, 'a', %s, 'user', 'write down', '[]', 0)",
+                (session.id, PUB),
+            )
         conn.execute("ROLLBACK")
         bound(conn, CONF, ["a"], "a")
         assert conn.execute("DELETE FROM turn_messages").rowcount == 0

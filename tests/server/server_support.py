@@ -93,10 +93,20 @@ class LiveServer:
 def live_server(store: sm.Store, config_path: Path) -> Iterator[LiveServer]:
     """The real app under uvicorn in a thread, on a free loopback port."""
     config = load_config(config_path)
-    state = ServerState(store, Principals(config.principals), profile=config.profile, policy=config.policy.build())
+    state = ServerState(
+        store, Principals(config.principals), profile=config.profile, policy=config.policy.build()
+    )
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build_app(state), host="127.0.0.1", port=port, log_level="warning",
-                                           lifespan="on", access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(state),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
@@ -123,7 +133,9 @@ class McpConnection:
 
 
 @contextlib.asynccontextmanager
-async def mcp_http(url: str, who: str | None, headers: dict[str, str] | None = None) -> AsyncIterator[McpConnection]:
+async def mcp_http(
+    url: str, who: str | None, headers: dict[str, str] | None = None
+) -> AsyncIterator[McpConnection]:
     """A stateful (initialize-handshake) MCP session over streamable HTTP, with the SDK's client."""
     seen: list[dict[str, str]] = []
 
@@ -148,12 +160,20 @@ def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def start_serve(tmp_path: Path, db: Path, port: int, *args: str, env: dict[str, str] | None = None,
-                ) -> subprocess.Popen[str]:
+def start_serve(
+    tmp_path: Path,
+    db: Path,
+    port: int,
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> subprocess.Popen[str]:
     """``stratamem serve`` as a real subprocess; waits until /v1/health answers."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "stratamem", "--db", str(db), "serve", "--port", str(port), *args],
-        env=env or cli_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env or cli_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 30
     while True:

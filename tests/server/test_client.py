@@ -21,7 +21,10 @@ def test_sessions_memories_search_and_paging(server):
         sid = session["id"]
         assert session["taint"] == "PUBLIC" and session["agent_id"] == "alice"
         assert client.save(sid, "lang", "prefers Python", tags=["pref"]) == {
-            "saved": True, "key": "lang", "classification": "PUBLIC"}
+            "saved": True,
+            "key": "lang",
+            "classification": "PUBLIC",
+        }
         odd = "a/b?c#d %2F ü"
         client.save(sid, odd, "odd key")
         assert client.get(sid, odd)["content"] == "odd key"

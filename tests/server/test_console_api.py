@@ -7,10 +7,10 @@ import json
 from datetime import timedelta
 
 import pytest
+from conftest import FakeClock
 from server_support import auth, server, server_config, server_store  # noqa: F401
 
 import stratamem as sm
-from conftest import FakeClock
 from stratamem.server.ui import STRICT_CSP
 
 XSS = ['<script>alert("x")</script>', '"><img src=x onerror=alert(1)>', "\u202eevil\u200b\u200d", "x" * 65536]
@@ -39,7 +39,12 @@ def seeded(server):
 def test_only_operators_sign_in_and_only_up_to_their_clearance(server):
     with server.client() as c:
         assert c.post("/v1/console/open", json={}).status_code == 401
-        assert c.post("/v1/console/open", json={}, headers={"Authorization": "Bearer nope-nope-nope"}).status_code == 401
+        assert (
+            c.post(
+                "/v1/console/open", json={}, headers={"Authorization": "Bearer nope-nope-nope"}
+            ).status_code
+            == 401
+        )
         refused = c.post("/v1/console/open", json={}, headers=auth("alice"))
         assert refused.status_code == 403 and refused.json()["error"]["code"] == "POLICY_BLOCKED"
         assert c.post("/v1/console/open", json={"clearance": "TOP"}, headers=auth("ops")).status_code == 400
@@ -54,10 +59,17 @@ def test_every_view_needs_the_console_id_of_the_same_operator(server):
         headers = _open(c)
         assert c.get("/v1/console/agents", headers=headers).status_code == 200
         assert c.get("/v1/console/agents", headers=auth("ops")).status_code == 401
-        assert c.get("/v1/console/agents", headers={**auth("ops"), "X-Stratamem-Console": "forged"}).status_code == 401
+        assert (
+            c.get("/v1/console/agents", headers={**auth("ops"), "X-Stratamem-Console": "forged"}).status_code
+            == 401
+        )
         assert c.get("/v1/console/agents", headers={**headers, **auth("alice")}).status_code == 403
-        assert c.get("/v1/console/agents", headers={"X-Stratamem-Console": headers["X-Stratamem-Console"]}
-                     ).status_code == 401
+        assert (
+            c.get(
+                "/v1/console/agents", headers={"X-Stratamem-Console": headers["X-Stratamem-Console"]}
+            ).status_code
+            == 401
+        )
         assert c.post("/v1/console/close", headers=headers).json() == {"closed": True}
         assert c.get("/v1/console/agents", headers=headers).status_code == 401
 
@@ -87,8 +99,14 @@ def test_bounds_and_bad_parameters(seeded):
         assert len(page["records"]) == 2 and page["next"]
         rest = c.get(base, params={"after": page["next"]}, headers=h).json()["records"]
         assert len(rest) == 3 and {r["key"] for r in rest}.isdisjoint({r["key"] for r in page["records"]})
-        for bad in ("limit=abc", "after=not-a-cursor", "after=WzFd", "status=bogus", "level=TOP",
-                    "text=" + "x" * 1001):
+        for bad in (
+            "limit=abc",
+            "after=not-a-cursor",
+            "after=WzFd",
+            "status=bogus",
+            "level=TOP",
+            "text=" + "x" * 1001,
+        ):
             answer = c.get(f"{base}?{bad}", headers=h)
             assert answer.status_code == 400, bad
             assert answer.json()["error"]["code"] == "VALIDATION_ERROR"
@@ -126,12 +144,16 @@ def test_clearance_hides_higher_records_everywhere(seeded):
         assert "deal" not in keys
         agents = c.get("/v1/console/agents", headers=low).json()["agents"]
         assert agents == [{"agent_id": "alice", "live": {"PUBLIC": 4}, "deleted": {}}]
-        hits = c.post("/v1/console/agents/alice/search", json={"query": "price"}, headers=low).json()["results"]
+        hits = c.post("/v1/console/agents/alice/search", json={"query": "price"}, headers=low).json()[
+            "results"
+        ]
         assert hits == []
         lines = c.get("/v1/console/agents/alice/export", headers=low).text.splitlines()
         assert len(lines) == 4 and all(json.loads(line)["level"] == "PUBLIC" for line in lines)
         high = _open(c, clearance="CONFIDENTIAL")
-        hits = c.post("/v1/console/agents/alice/search", json={"query": "price"}, headers=high).json()["results"]
+        hits = c.post("/v1/console/agents/alice/search", json={"query": "price"}, headers=high).json()[
+            "results"
+        ]
         assert [(h["key"], h["matched"]) for h in hits] == [("deal", ["price"])]
         taints = {e["taint"] for e in c.get("/v1/console/audit?limit=200", headers=low).json()["events"]}
         assert taints <= {"PUBLIC", "INTERNAL"}
@@ -140,25 +162,44 @@ def test_clearance_hides_higher_records_everywhere(seeded):
 def test_actions_need_confirmation_and_are_audited(seeded):
     with seeded.client() as c:
         h = _open(c)
-        ref = next(r["ref"] for r in c.get("/v1/console/agents/alice/memories", headers=h).json()["records"]
-                   if r["key"] == "deal")
+        ref = next(
+            r["ref"]
+            for r in c.get("/v1/console/agents/alice/memories", headers=h).json()["records"]
+            if r["key"] == "deal"
+        )
         assert c.post(f"/v1/console/records/{ref}/delete", json={}, headers=h).status_code == 400
         assert c.post(f"/v1/console/records/{ref}/delete", json={"confirm": True}, headers=h).json() == {
-            "deleted": True, "key": "deal"}
+            "deleted": True,
+            "key": "deal",
+        }
         record = c.get(f"/v1/console/records/{ref}", headers=h).json()
         assert record["record"]["state"] == "deleted"
-        assert c.post(f"/v1/console/records/{ref}/restore", json={"confirm": "yes"}, headers=h).status_code == 400
+        assert (
+            c.post(f"/v1/console/records/{ref}/restore", json={"confirm": "yes"}, headers=h).status_code
+            == 400
+        )
         restored = c.post(f"/v1/console/records/{ref}/restore", json={"confirm": True}, headers=h).json()
         assert restored["restored"] is True and restored["key"] == "deal"
         ops = [e.operation for e in seeded.store.audit_events()]
         assert "delete" in ops and "restore" in ops
         low = _open(c, clearance="INTERNAL")
-        refused = c.post("/v1/console/purge", json={"confirm": True, "before": "2999-01-01T00:00:00+00:00"}, headers=low)
+        refused = c.post(
+            "/v1/console/purge", json={"confirm": True, "before": "2999-01-01T00:00:00+00:00"}, headers=low
+        )
         assert refused.status_code == 403
-        assert c.post("/v1/console/purge", json={"confirm": True, "before": "tomorrow"}, headers=h).status_code == 400
-        assert c.post("/v1/console/purge", json={"confirm": True, "before": "2000-01-01T00:00:00"},
-                      headers=h).status_code == 400  # no timezone
-        purged = c.post("/v1/console/purge", json={"confirm": True, "before": "2000-01-01T00:00:00+00:00"}, headers=h)
+        assert (
+            c.post("/v1/console/purge", json={"confirm": True, "before": "tomorrow"}, headers=h).status_code
+            == 400
+        )
+        assert (
+            c.post(
+                "/v1/console/purge", json={"confirm": True, "before": "2000-01-01T00:00:00"}, headers=h
+            ).status_code
+            == 400
+        )  # no timezone
+        purged = c.post(
+            "/v1/console/purge", json={"confirm": True, "before": "2000-01-01T00:00:00+00:00"}, headers=h
+        )
         assert purged.json()["purged"] == 0
         verify = c.post("/v1/console/audit/verify", headers=h).json()
         assert verify == {"intact": True}
@@ -184,7 +225,9 @@ def test_pages_are_local_and_carry_security_headers(server):
         assert "https://" not in page.text and "<style" not in page.text and "onclick" not in page.text
         script = c.get("/ui/assets/console.js")
         assert script.status_code == 200
-        assert not any(sink in script.text for sink in (".innerHTML", "outerHTML", "insertAdjacentHTML", "eval("))
+        assert not any(
+            sink in script.text for sink in (".innerHTML", "outerHTML", "insertAdjacentHTML", "eval(")
+        )
         docs = c.get("/docs")
         assert docs.status_code == 200 and "cdn." not in docs.text and "https://" not in docs.text
         assert c.get("/docs/swagger/swagger-ui-bundle.js").status_code == 200

@@ -16,20 +16,33 @@ from pathlib import Path
 
 import pytest
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra)")
-CHROMIUM = os.environ.get("STRATAMEM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+playwright_api = pytest.importorskip(
+    "playwright.sync_api", reason="playwright is not installed (the test extra)"
+)
+CHROMIUM = (
+    os.environ.get("STRATAMEM_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+)
 if not CHROMIUM:
-    pytest.skip("no chromium on this machine (apt-get install -y chromium; .ci/run installs it)",
-                allow_module_level=True)
-
-from server_support import cli_env, free_port, start_serve  # noqa: E402
+    pytest.skip(
+        "no chromium on this machine (apt-get install -y chromium; .ci/run installs it)",
+        allow_module_level=True,
+    )
 
 import httpx2  # noqa: E402
+from server_support import cli_env, free_port, start_serve  # noqa: E402
 
 import stratamem as sm  # noqa: E402
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 # The README's screenshot: STRATAMEM_CONSOLE_SCREENSHOT=docs/console.png pytest tests/server/test_console_browser.py
 SCREENSHOT_ENV = "STRATAMEM_CONSOLE_SCREENSHOT"
 XSS_SCRIPT = '<script>window.__pwned = 1; alert("script")</script>'
@@ -124,8 +137,14 @@ def test_browse_and_clearance(page, console_server):
     page.wait_for_selector("body[data-clearance=CONFIDENTIAL]", state="attached")
     page.wait_for_selector("#memories td.key:text-is('salary-band')")
     rows = page.locator("#memories tbody tr[data-ref]")
-    states = {(rows.nth(i).locator("td.key").text_content(), rows.nth(i).locator("td").nth(1).text_content(),
-               rows.nth(i).locator("td.state").text_content()) for i in range(rows.count())}
+    states = {
+        (
+            rows.nth(i).locator("td.key").text_content(),
+            rows.nth(i).locator("td").nth(1).text_content(),
+            rows.nth(i).locator("td.state").text_content(),
+        )
+        for i in range(rows.count())
+    }
     assert ("project", "CONFIDENTIAL", "shown") in states and ("project", "PUBLIC", "shadowed") in states
     assert ("old-note", "PUBLIC", "deleted") in states
     # filters
@@ -229,7 +248,6 @@ def test_docs_render_offline(page, console_server):
     page.goto(url + "/docs")
     page.wait_for_selector(".swagger-ui .opblock")
     assert all(r.startswith(url) or r.startswith("data:") for r in requests), requests
-
 
 
 def test_a_64k_line_stays_bounded_in_the_page(page, console_server):

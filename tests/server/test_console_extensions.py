@@ -11,7 +11,6 @@ import pytest
 import stratamem as sm
 from stratamem.operator import OperatorView
 from stratamem.server import extensions
-from stratamem.session import Session
 from stratamem.store import Store
 
 
@@ -56,17 +55,21 @@ class Page:
 def test_without_them_the_views_say_not_available(store, monkeypatch):
     view = OperatorView.open(store, "RESTRICTED", "ops")
     monkeypatch.setattr(Store, "usage", None)  # a store without a ledger
-    assert extensions.usage(view, {}) == {"available": False,
-                                          "reason": "the usage ledger is not available in this store"}
+    assert extensions.usage(view, {}) == {
+        "available": False,
+        "reason": "the usage ledger is not available in this store",
+    }
     if not extensions.has_graph(store):
         assert extensions.graph(view, {"agent": "a"})["available"] is False
 
 
 def test_usage_sums_per_day_and_model_within_the_clearance(store, monkeypatch):
     day = datetime(2026, 3, 1, 12, tzinfo=UTC)
-    records = [Usage("s", "a", sm.Level.PUBLIC, "m1", 10, 5, 0, Decimal("0.10"), day),
-               Usage("s", "a", sm.Level.INTERNAL, "m1", 20, 5, 0, Decimal("0.25"), day),
-               Usage("s", "a", sm.Level.RESTRICTED, "m1", 999, 999, 0, Decimal("9.99"), day)]
+    records = [
+        Usage("s", "a", sm.Level.PUBLIC, "m1", 10, 5, 0, Decimal("0.10"), day),
+        Usage("s", "a", sm.Level.INTERNAL, "m1", 20, 5, 0, Decimal("0.25"), day),
+        Usage("s", "a", sm.Level.RESTRICTED, "m1", 999, 999, 0, Decimal("9.99"), day),
+    ]
     asked = {}
 
     def usage(agent_id=None, since=None, until=None, limit=1000):
@@ -76,8 +79,19 @@ def test_usage_sums_per_day_and_model_within_the_clearance(store, monkeypatch):
     monkeypatch.setattr(store, "usage", usage, raising=False)
     view = OperatorView.open(store, "INTERNAL", "ops")
     answer = extensions.usage(view, {"agent": "a", "since": "2026-03-01T00:00:00+00:00"})
-    assert answer == {"available": True, "rows": [{"day": "2026-03-01", "model": "m1", "cost_usd": "0.35",
-                                                   "input_tokens": 30, "output_tokens": 10, "calls": 2}]}
+    assert answer == {
+        "available": True,
+        "rows": [
+            {
+                "day": "2026-03-01",
+                "model": "m1",
+                "cost_usd": "0.35",
+                "input_tokens": 30,
+                "output_tokens": 10,
+                "calls": 2,
+            }
+        ],
+    }
     assert asked["agent"] == "a" and asked["since"] == datetime(2026, 3, 1, tzinfo=UTC)
     with pytest.raises(sm.ValidationError):
         extensions.usage(view, {"since": "yesterday"})
@@ -98,7 +112,9 @@ def test_graph_reads_through_a_session_of_the_agent_at_the_clearance(store):
     names = {n["name"]: n for n in answer["nodes"]}
     assert set(names) == {"<b>x</b>", "y", "secret"}  # nothing above the console's clearance
     assert names["<b>x</b>"]["content"] == "c" * 400 and names["secret"]["level"] == "INTERNAL"
-    assert [(e["source"], e["target"], e["relation"]) for e in answer["edges"]] == [("<b>x</b>", "y", "knows")]
+    assert [(e["source"], e["target"], e["relation"]) for e in answer["edges"]] == [
+        ("<b>x</b>", "y", "knows")
+    ]
     assert answer["available"] is True and answer["next"] is None and answer["truncated"] is False
     with pytest.raises(sm.ValidationError):
         extensions.graph(view, {})
@@ -115,6 +131,10 @@ def test_usage_from_the_real_ledger_within_the_clearance(store):
     CostLedger(s).record("model-x", 900, 90, cost_usd="4.00")
     low = OperatorView.open(store, "INTERNAL", "ops")
     rows = extensions.usage(low, {})["rows"]
-    assert [(r["model"], r["calls"], r["input_tokens"], r["cost_usd"]) for r in rows] == [("model-x", 1, 100, "0.50")]
+    assert [(r["model"], r["calls"], r["input_tokens"], r["cost_usd"]) for r in rows] == [
+        ("model-x", 1, 100, "0.50")
+    ]
     high = OperatorView.open(store, "CONFIDENTIAL", "ops")
-    assert [(r["calls"], r["cost_usd"]) for r in extensions.usage(high, {"agent": "a"})["rows"]] == [(2, "4.50")]
+    assert [(r["calls"], r["cost_usd"]) for r in extensions.usage(high, {"agent": "a"})["rows"]] == [
+        (2, "4.50")
+    ]

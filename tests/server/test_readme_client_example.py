@@ -16,6 +16,6 @@ def test_readme_client_example_runs(server, monkeypatch, capsys):
     [example] = [b for b in blocks if "sm.AsyncClient(URL)" in b]
     monkeypatch.setenv("STRATAMEM_TOKEN", token("alice"))
     code = example.replace('URL = "http://127.0.0.1:8765"', f'URL = "{server.url}"')
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})  # noqa: S102 - our own README
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
     out = capsys.readouterr().out
     assert "'classification': 'CONFIDENTIAL'" in out and "user-lang" in out

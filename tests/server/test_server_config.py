@@ -33,7 +33,9 @@ def test_tokens_resolve_to_their_principal_only(tmp_path):
 
 
 def test_a_principal_uses_only_sessions_within_its_rights():
-    alice = Principal("a", "alice", sm.Level.CONFIDENTIAL, peers=("shared",), token_sha256=token_digest("x" * 20))
+    alice = Principal(
+        "a", "alice", sm.Level.CONFIDENTIAL, peers=("shared",), token_sha256=token_digest("x" * 20)
+    )
     assert alice.may_use(_record())
     assert alice.may_use(_record(clearance=sm.Level.CONFIDENTIAL, peers=("shared",)))
     assert not alice.may_use(_record(agent="bob"))
@@ -41,27 +43,37 @@ def test_a_principal_uses_only_sessions_within_its_rights():
     assert not alice.may_use(_record(peers=("bob",)))
     assert not alice.may_use(_record(owner="another-token-of-alice"))  # sessions belong to their creator
     assert not alice.may_use(_record(owner=None))  # the operator's own sessions (CLI, stdio)
-    operator = Principal("ops", "alice", sm.Level.CONFIDENTIAL, operator=True, token_sha256=token_digest("y" * 20))
+    operator = Principal(
+        "ops", "alice", sm.Level.CONFIDENTIAL, operator=True, token_sha256=token_digest("y" * 20)
+    )
     assert operator.may_use(_record(owner="a")) and operator.may_use(_record(owner=None))
     assert not operator.may_use(_record(owner="a", agent="bob"))
 
 
-@pytest.mark.parametrize("text, message", [
-    ('[[principals]]\nagent = "a"\nclearance = "PUBLIC"\n', "exactly one of"),
-    ('[[principals]]\ntoken = "short"\nagent = "a"\nclearance = "PUBLIC"\n', "at least 16"),
-    ('[[principals]]\ntoken_sha256 = "abc"\nagent = "a"\nclearance = "PUBLIC"\n', "64 hex"),
-    ('[[principals]]\ntoken = "0123456789abcdef"\nagent = "a"\nclearance = "SECRET"\n', "valid levels"),
-    ('[[principals]]\ntoken = "0123456789abcdef"\nagent = "a"\nclearence = "PUBLIC"\n', "unknown key"),
-    (('[[principals]]\ntoken = "0123456789abcdef"\nagent = "a"\nclearance = "PUBLIC"\n'
-      '[[principals]]\ntoken = "0123456789abcdef"\nagent = "b"\nclearance = "PUBLIC"\n'), "share one token"),
-    ('[server]\nport = "80"\n', "port"),
-    ('[server]\nprofile = "other"\n', "profile"),
-    ('[policy]\nscan_mode = "maybe"\n', "scan_mode"),
-    ('[servre]\n', "unknown section"),
-    ('[mcp]\npeers = "bob"\n', "mcp.peers"),
-    ('[mcp]\ntaint = "HIGH"\n', "mcp.taint"),
-    ("not toml = = =", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('[[principals]]\nagent = "a"\nclearance = "PUBLIC"\n', "exactly one of"),
+        ('[[principals]]\ntoken = "short"\nagent = "a"\nclearance = "PUBLIC"\n', "at least 16"),
+        ('[[principals]]\ntoken_sha256 = "abc"\nagent = "a"\nclearance = "PUBLIC"\n', "64 hex"),
+        ('[[principals]]\ntoken = "0123456789abcdef"\nagent = "a"\nclearance = "SECRET"\n', "valid levels"),
+        ('[[principals]]\ntoken = "0123456789abcdef"\nagent = "a"\nclearence = "PUBLIC"\n', "unknown key"),
+        (
+            (
+                '[[principals]]\ntoken = "0123456789abcdef"\nagent = "a"\nclearance = "PUBLIC"\n'
+                '[[principals]]\ntoken = "0123456789abcdef"\nagent = "b"\nclearance = "PUBLIC"\n'
+            ),
+            "share one token",
+        ),
+        ('[server]\nport = "80"\n', "port"),
+        ('[server]\nprofile = "other"\n', "profile"),
+        ('[policy]\nscan_mode = "maybe"\n', "scan_mode"),
+        ("[servre]\n", "unknown section"),
+        ('[mcp]\npeers = "bob"\n', "mcp.peers"),
+        ('[mcp]\ntaint = "HIGH"\n', "mcp.taint"),
+        ("not toml = = =", "not valid TOML"),
+    ],
+)
 def test_config_mistakes_are_named(tmp_path, text, message):
     with pytest.raises(sm.ValidationError, match=message):
         parse_config(text, tmp_path / "bad.toml")
@@ -105,7 +117,7 @@ def test_serve_without_config_refuses_non_loopback_hosts(tmp_path, host, monkeyp
 
 def test_serve_with_a_config_without_principals_refuses(tmp_path, monkeypatch):
     config = tmp_path / "empty.toml"
-    config.write_text('[server]\nport = 9\n')
+    config.write_text("[server]\nport = 9\n")
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--config", str(config)])
     assert result.exit_code == 2 and "no [[principals]]" in result.output
 
@@ -117,6 +129,16 @@ def test_serve_reports_a_port_in_use_as_a_usage_error(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--port", str(port),
-                                          "--config", str(write_config(tmp_path))])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "--db",
+                str(tmp_path / "m.db"),
+                "serve",
+                "--port",
+                str(port),
+                "--config",
+                str(write_config(tmp_path)),
+            ],
+        )
     assert result.exit_code == 2 and "cannot listen" in result.output

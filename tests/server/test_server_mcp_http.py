@@ -27,9 +27,9 @@ def test_sdk_client_lists_saves_gets_searches(server):
         async with mcp_http(server.url, "alice") as mcp:
             listed = await mcp.session.list_tools()
             assert [t.name for t in listed.tools] == names("triggerfish")
-            assert await mcp.call("memory_save", key="trip", content="flight to Lisbon on May 3",
-                                  tags=["travel"]) == (False, {"saved": True, "key": "trip",
-                                                               "classification": "PUBLIC"})
+            assert await mcp.call(
+                "memory_save", key="trip", content="flight to Lisbon on May 3", tags=["travel"]
+            ) == (False, {"saved": True, "key": "trip", "classification": "PUBLIC"})
             error, got = await mcp.call("memory_get", key="trip")
             assert not error and got["content"] == "flight to Lisbon on May 3" and got["tags"] == ["travel"]
             error, found = await mcp.call("memory_search", query="lisbon flights")
@@ -63,8 +63,13 @@ def test_runtime_escalates_the_bound_session_and_tool_arguments_cannot(server):
     async def scenario() -> None:
         async with mcp_http(server.url, "alice") as mcp:
             # the model tries to write CONFIDENTIAL by argument: stored at the live taint (PUBLIC)
-            error, saved = await mcp.call("memory_save", key="note", content="public words",
-                                          classification="CONFIDENTIAL", level="RESTRICTED")
+            error, saved = await mcp.call(
+                "memory_save",
+                key="note",
+                content="public words",
+                classification="CONFIDENTIAL",
+                level="RESTRICTED",
+            )
             assert not error and saved["classification"] == "PUBLIC"
 
             session_id = _bound_session(mcp)
@@ -72,17 +77,22 @@ def test_runtime_escalates_the_bound_session_and_tool_arguments_cannot(server):
             with server.client("alice") as rest:
                 looked_up = rest.get(f"/v1/mcp-sessions/{mcp_session_id}")
                 assert looked_up.status_code == 200 and looked_up.json()["id"] == session_id
-                escalated = rest.post(f"/v1/sessions/{session_id}/escalate",
-                                      json={"level": "CONFIDENTIAL", "reason": "user pasted a contract"})
+                escalated = rest.post(
+                    f"/v1/sessions/{session_id}/escalate",
+                    json={"level": "CONFIDENTIAL", "reason": "user pasted a contract"},
+                )
                 assert escalated.status_code == 200 and escalated.json()["taint"] == "CONFIDENTIAL"
 
-            error, saved = await mcp.call("memory_save", key="contract", content="the contract terms",
-                                          classification="PUBLIC")
+            error, saved = await mcp.call(
+                "memory_save", key="contract", content="the contract terms", classification="PUBLIC"
+            )
             assert not error and saved["classification"] == "CONFIDENTIAL"
 
         with server.client("alice") as rest:  # the client closed (DELETE): the binding is gone
             assert rest.get(f"/v1/mcp-sessions/{mcp_session_id}").status_code == 404
-            assert rest.get(f"/v1/sessions/{session_id}").json()["taint"] == "CONFIDENTIAL"  # the session stays
+            assert (
+                rest.get(f"/v1/sessions/{session_id}").json()["taint"] == "CONFIDENTIAL"
+            )  # the session stays
 
     anyio.run(scenario)
     levels = {m.key: m.level for m in server.store.export("alice")}
@@ -104,8 +114,11 @@ def test_a_second_token_sees_nothing_of_the_first(server):
 
         # bob naming alice's session explicitly is refused like a session that does not exist
         async with httpx2.AsyncClient(headers={**auth("bob"), "X-Stratamem-Session": alice_session}) as http:
-            answer = await http.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                     headers={"Accept": "application/json, text/event-stream"})
+            answer = await http.post(
+                f"{server.url}/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
             assert answer.status_code == 404 and answer.json()["error"]["code"] == "NOT_FOUND"
         with server.client("bob") as rest:
             assert rest.get(f"/v1/mcp-sessions/{alice_mcp_session}").status_code == 404
@@ -119,10 +132,18 @@ def test_other_tokens_cannot_reuse_an_open_mcp_session(server):
         async with mcp_http(server.url, "alice") as alice:
             await alice.call("memory_save", key="secret-plan", content="alice's plan")
             mcp_session_id = alice.response_headers[-1]["mcp-session-id"]
-            body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                    "params": {"name": "memory_get", "arguments": {"key": "secret-plan"}}}
-            headers = {**auth("bob"), "mcp-session-id": mcp_session_id, "mcp-protocol-version": "2025-11-25",
-                       "Accept": "application/json, text/event-stream"}
+            body = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "memory_get", "arguments": {"key": "secret-plan"}},
+            }
+            headers = {
+                **auth("bob"),
+                "mcp-session-id": mcp_session_id,
+                "mcp-protocol-version": "2025-11-25",
+                "Accept": "application/json, text/event-stream",
+            }
             async with httpx2.AsyncClient() as http:
                 hijack = await http.post(f"{server.url}/mcp", json=body, headers=headers)
             assert hijack.status_code == 404 and "alice's plan" not in hijack.text
@@ -138,7 +159,9 @@ def test_runtime_can_pin_a_rest_session_with_a_header(server):
     async def scenario() -> None:
         async with mcp_http(server.url, "alice", headers={"X-Stratamem-Session": session["id"]}) as mcp:
             assert _bound_session(mcp) == session["id"]
-            error, saved = await mcp.call("memory_save", key="pinned", content="written in the pinned session")
+            error, saved = await mcp.call(
+                "memory_save", key="pinned", content="written in the pinned session"
+            )
             assert not error and saved["classification"] == "INTERNAL"
 
     anyio.run(scenario)
@@ -162,8 +185,9 @@ def test_internal_token_cannot_escalate_to_confidential(server):
 def test_read_only_token_is_offered_no_writing_tools_and_refused_writes(server):
     async def scenario() -> None:
         async with mcp_http(server.url, "reader") as mcp:
-            assert [t.name for t in (await mcp.session.list_tools()).tools] == \
-                names("triggerfish", read_only=True)
+            assert [t.name for t in (await mcp.session.list_tools()).tools] == names(
+                "triggerfish", read_only=True
+            )
             error, refused = await mcp.call("memory_save", key="k", content="v")
             assert error and refused["error"]["code"] == "POLICY_BLOCKED"
 
@@ -179,11 +203,16 @@ def test_unknown_tool_is_a_protocol_error(server):
     anyio.run(scenario)
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong-token-000000000"},
-                                     {"Authorization": "Basic YWxpY2U6cHc="}])
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong-token-000000000"}, {"Authorization": "Basic YWxpY2U6cHc="}],
+)
 def test_mcp_without_a_valid_token_is_401(server, headers):
-    answer = httpx2.post(f"{server.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize"},
-                         headers={**headers, "Accept": "application/json, text/event-stream"})
+    answer = httpx2.post(
+        f"{server.url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize"},
+        headers={**headers, "Accept": "application/json, text/event-stream"},
+    )
     assert answer.status_code == 401
     assert answer.json()["error"]["code"] == "UNAUTHENTICATED"
     assert answer.headers["www-authenticate"].startswith("Bearer")

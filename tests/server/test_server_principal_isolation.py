@@ -68,8 +68,11 @@ def test_a_token_without_the_peer_cannot_borrow_a_session_that_has_it(isolated):
 
     async def over_mcp() -> None:
         async with httpx2.AsyncClient(headers={**_auth("alice"), "X-Stratamem-Session": sid}) as http:
-            answer = await http.post(f"{isolated.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                                     headers={"Accept": "application/json, text/event-stream"})
+            answer = await http.post(
+                f"{isolated.url}/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={"Accept": "application/json, text/event-stream"},
+            )
         assert answer.status_code == 404 and answer.json()["error"]["code"] == "NOT_FOUND"
 
     anyio.run(over_mcp)
@@ -80,10 +83,16 @@ def test_ownership_holds_across_a_restart(server_store, tmp_path):
     with live_server(server_store, config) as first, _client(first, "alice") as alice:
         sid = _session(alice)
     with live_server(server_store, config) as second:  # a new server process state, same store
-        with _client(second, "intern") as intern, _client(second, "alice") as alice, _client(second, "ops") as ops:
+        with (
+            _client(second, "intern") as intern,
+            _client(second, "alice") as alice,
+            _client(second, "ops") as ops,
+        ):
             assert intern.get(f"/v1/sessions/{sid}").status_code == 404
             assert alice.get(f"/v1/sessions/{sid}").status_code == 200
-            assert ops.get(f"/v1/sessions/{sid}").status_code == 404  # an operator of another agent: still not
+            assert (
+                ops.get(f"/v1/sessions/{sid}").status_code == 404
+            )  # an operator of another agent: still not
 
 
 def test_operator_sessions_need_an_operator_token(isolated):
@@ -94,8 +103,12 @@ def test_operator_sessions_need_an_operator_token(isolated):
 
 def test_audit_shows_only_what_the_principal_observed(isolated):
     isolated.store.session("shared").save("shared-plan", "the shared plan")
-    with _client(isolated, "alice-peer") as peer, _client(isolated, "alice") as alice, \
-            _client(isolated, "alice-public") as public, _client(isolated, "ops") as ops:
+    with (
+        _client(isolated, "alice-peer") as peer,
+        _client(isolated, "alice") as alice,
+        _client(isolated, "alice-public") as public,
+        _client(isolated, "ops") as ops,
+    ):
         p = _session(peer)
         peer.get(f"/v1/sessions/{p}/memories/shared-plan")
         peer.post(f"/v1/sessions/{p}/escalate", json={"level": "CONFIDENTIAL", "reason": "payroll review"})

@@ -41,27 +41,44 @@ def test_rest_answers_the_tools_exact_text(server):
     store = server.store
     with server.client("alice") as rest:
         sid = _session(rest)
-        saved = rest.post(f"/v1/sessions/{sid}/memories",
-                          json={"key": "lang", "content": "prefers Python over Go", "tags": ["pref"]})
+        saved = rest.post(
+            f"/v1/sessions/{sid}/memories",
+            json={"key": "lang", "content": "prefers Python over Go", "tags": ["pref"]},
+        )
         assert saved.status_code == 200
         # saving the same key again at the same level answers the same text in-process
-        assert saved.text == _tool(store, sid, "memory_save", key="lang", content="prefers Python over Go",
-                                   tags=["pref"])
+        assert saved.text == _tool(
+            store, sid, "memory_save", key="lang", content="prefers Python over Go", tags=["pref"]
+        )
         rest.put(f"/v1/sessions/{sid}/memories/editor", json={"content": "uses vim daily", "tags": ["pref"]})
 
         pairs = [
             (rest.get(f"/v1/sessions/{sid}/memories/lang"), _tool(store, sid, "memory_get", key="lang")),
-            (rest.get(f"/v1/sessions/{sid}/memories/missing"), _tool(store, sid, "memory_get", key="missing")),
+            (
+                rest.get(f"/v1/sessions/{sid}/memories/missing"),
+                _tool(store, sid, "memory_get", key="missing"),
+            ),
             (rest.get(f"/v1/sessions/{sid}/memories"), _tool(store, sid, "memory_list")),
-            (rest.get(f"/v1/sessions/{sid}/memories", params={"tag": "pref"}),
-             _tool(store, sid, "memory_list", tag="pref")),
-            (rest.get(f"/v1/sessions/{sid}/search", params={"query": "python", "max_results": 5}),
-             _tool(store, sid, "memory_search", query="python", max_results=5)),
-            (rest.post(f"/v1/sessions/{sid}/search", json={"query": "daily vim"}),
-             _tool(store, sid, "memory_search", query="daily vim")),
-            (rest.post(f"/v1/sessions/{sid}/memories", json={"key": "", "content": "x"}),
-             _tool(store, sid, "memory_save", key="", content="x")),
-            (rest.delete(f"/v1/sessions/{sid}/memories/nope"), _tool(store, sid, "memory_delete", key="nope")),
+            (
+                rest.get(f"/v1/sessions/{sid}/memories", params={"tag": "pref"}),
+                _tool(store, sid, "memory_list", tag="pref"),
+            ),
+            (
+                rest.get(f"/v1/sessions/{sid}/search", params={"query": "python", "max_results": 5}),
+                _tool(store, sid, "memory_search", query="python", max_results=5),
+            ),
+            (
+                rest.post(f"/v1/sessions/{sid}/search", json={"query": "daily vim"}),
+                _tool(store, sid, "memory_search", query="daily vim"),
+            ),
+            (
+                rest.post(f"/v1/sessions/{sid}/memories", json={"key": "", "content": "x"}),
+                _tool(store, sid, "memory_save", key="", content="x"),
+            ),
+            (
+                rest.delete(f"/v1/sessions/{sid}/memories/nope"),
+                _tool(store, sid, "memory_delete", key="nope"),
+            ),
         ]
         for response, expected in pairs:
             assert response.text == expected
@@ -87,8 +104,13 @@ def test_statuses_follow_the_error_codes(server):
         base = f"/v1/sessions/{sid}"
         assert rest.get(f"{base}/memories/missing").status_code == 404  # body: {"found": false, ...}
         cases = [
-            (rest.post(f"{base}/memories", content=b"{not json", headers={"content-type": "application/json"}),
-             400, "VALIDATION_ERROR"),
+            (
+                rest.post(
+                    f"{base}/memories", content=b"{not json", headers={"content-type": "application/json"}
+                ),
+                400,
+                "VALIDATION_ERROR",
+            ),
             (rest.post(f"{base}/memories", json=["a", "list"]), 400, "VALIDATION_ERROR"),
             (rest.post(f"{base}/memories", json={"key": "k"}), 400, "VALIDATION_ERROR"),
             (rest.put(f"{base}/memories/a", json={"key": "b", "content": "x"}), 400, "VALIDATION_ERROR"),
@@ -96,16 +118,32 @@ def test_statuses_follow_the_error_codes(server):
             (rest.post(f"{base}/escalate", json={}), 400, "VALIDATION_ERROR"),
             (rest.post(f"{base}/escalate", json={"level": "RESTRICTED"}), 403, "POLICY_BLOCKED"),
             (rest.post("/v1/sessions", json={"clearance": "RESTRICTED"}), 403, "POLICY_BLOCKED"),
-            (rest.post(f"{base}/memories", json={"key": "k", "content": "password=hunter2hunter2 api_key=sk-"
-                                                 "abcdefabcdefabcdefabcdef"}), 403, "POLICY_BLOCKED"),
+            (
+                rest.post(
+                    f"{base}/memories",
+                    json={
+                        "key": "k",
+                        "content": "password=hunter2hunter2 api_key=sk-abcdefabcdefabcdefabcdef",
+                    },
+                ),
+                403,
+                "POLICY_BLOCKED",
+            ),
             (rest.delete(f"{base}/memories/never-saved"), 404, "NOT_FOUND"),
             (rest.get("/v1/sessions/no-such-session"), 404, "NOT_FOUND"),
             (rest.get("/v1/sessions/no-such-session/memories"), 404, "NOT_FOUND"),
             (rest.get("/v1/no-such-endpoint"), 404, "NOT_FOUND"),
             (rest.get("/v1/mcp-sessions/unknown"), 404, "NOT_FOUND"),
             (rest.delete(base), 405, "VALIDATION_ERROR"),
-            (rest.post(f"{base}/memories", content=b"x" * (10 * 1024 * 1024),
-                       headers={"content-type": "application/json"}), 413, "VALIDATION_ERROR"),
+            (
+                rest.post(
+                    f"{base}/memories",
+                    content=b"x" * (10 * 1024 * 1024),
+                    headers={"content-type": "application/json"},
+                ),
+                413,
+                "VALIDATION_ERROR",
+            ),
             (rest.get("/v1/audit", params={"limit": "many"}), 400, "VALIDATION_ERROR"),
         ]
         for response, status, code in cases:
@@ -135,18 +173,35 @@ def test_storage_errors_are_503_and_unexpected_ones_500(server, monkeypatch):
 
 
 ENDPOINTS = [
-    ("POST", "/v1/sessions"), ("GET", "/v1/sessions/s"), ("POST", "/v1/sessions/s/escalate"),
-    ("POST", "/v1/sessions/s/reset"), ("GET", "/v1/sessions/s/memories"), ("POST", "/v1/sessions/s/memories"),
-    ("GET", "/v1/sessions/s/memories/k"), ("PUT", "/v1/sessions/s/memories/k"),
-    ("DELETE", "/v1/sessions/s/memories/k"), ("GET", "/v1/sessions/s/search"), ("POST", "/v1/sessions/s/search"),
-    ("GET", "/v1/mcp-sessions/m"), ("GET", "/v1/audit"), ("GET", "/v1/audit/verify"), ("GET", "/v1/tools"),
-    ("GET", "/v1/nowhere"), ("POST", "/mcp"),
+    ("POST", "/v1/sessions"),
+    ("GET", "/v1/sessions/s"),
+    ("POST", "/v1/sessions/s/escalate"),
+    ("POST", "/v1/sessions/s/reset"),
+    ("GET", "/v1/sessions/s/memories"),
+    ("POST", "/v1/sessions/s/memories"),
+    ("GET", "/v1/sessions/s/memories/k"),
+    ("PUT", "/v1/sessions/s/memories/k"),
+    ("DELETE", "/v1/sessions/s/memories/k"),
+    ("GET", "/v1/sessions/s/search"),
+    ("POST", "/v1/sessions/s/search"),
+    ("GET", "/v1/mcp-sessions/m"),
+    ("GET", "/v1/audit"),
+    ("GET", "/v1/audit/verify"),
+    ("GET", "/v1/tools"),
+    ("GET", "/v1/nowhere"),
+    ("POST", "/mcp"),
 ]
 
 
-@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer not-a-known-token-123"},
-                                     {"Authorization": "Bearer"}, {"Authorization": auth("alice")["Authorization"]
-                                                                    .replace("Bearer", "Token")}])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer not-a-known-token-123"},
+        {"Authorization": "Bearer"},
+        {"Authorization": auth("alice")["Authorization"].replace("Bearer", "Token")},
+    ],
+)
 def test_unauthenticated_requests_get_401_everywhere(server, headers):
     with httpx2.Client(base_url=server.url, headers=headers) as anonymous:
         for method, path in ENDPOINTS:
@@ -163,8 +218,14 @@ def test_sessions_of_other_principals_are_not_found(server):
         sid = _session(alice)
         alice.post(f"/v1/sessions/{sid}/memories", json={"key": "k", "content": "alice only"})
         for client in (bob, intern):  # another agent; the same agent but a lower clearance
-            for method, path in [("GET", ""), ("POST", "/escalate"), ("POST", "/reset"), ("GET", "/memories"),
-                                 ("GET", "/memories/k"), ("GET", "/search?query=alice")]:
+            for method, path in [
+                ("GET", ""),
+                ("POST", "/escalate"),
+                ("POST", "/reset"),
+                ("GET", "/memories"),
+                ("GET", "/memories/k"),
+                ("GET", "/search?query=alice"),
+            ]:
                 answer = client.request(method, f"/v1/sessions/{sid}{path}", json={"level": "PUBLIC"})
                 assert answer.status_code == 404, (method, path, answer.text)
                 assert answer.json() == {"error": {"code": "NOT_FOUND", "message": f"no session {sid!r}"}}
@@ -177,11 +238,18 @@ def test_escalation_and_reset(server):
         up = rest.post(f"/v1/sessions/{sid}/escalate", json={"level": "internal", "reason": "read the wiki"})
         assert up.status_code == 200 and up.json()["taint"] == "INTERNAL"
         assert up.json()["taint_history"][-1] | {"time": None} == {
-            "time": None, "previous": "PUBLIC", "new": "INTERNAL", "reason": "read the wiki", "source": "http:alice"}
+            "time": None,
+            "previous": "PUBLIC",
+            "new": "INTERNAL",
+            "reason": "read the wiki",
+            "source": "http:alice",
+        }
         down = rest.post(f"/v1/sessions/{sid}/escalate", json={"level": "PUBLIC"})
         assert down.json()["taint"] == "INTERNAL"  # never lowers
-        saved = rest.post(f"/v1/sessions/{sid}/memories",
-                          json={"key": "k", "content": "internal note", "classification": "PUBLIC"})
+        saved = rest.post(
+            f"/v1/sessions/{sid}/memories",
+            json={"key": "k", "content": "internal note", "classification": "PUBLIC"},
+        )
         assert saved.json()["classification"] == "INTERNAL"  # a body cannot choose the level either
         fresh = rest.post(f"/v1/sessions/{sid}/reset")
         assert fresh.status_code == 201 and fresh.json()["taint"] == "PUBLIC" and fresh.json()["id"] != sid
@@ -193,7 +261,10 @@ def test_capped_session_and_keys_with_slashes(server):
     with server.client("alice") as rest:
         capped = rest.post("/v1/sessions", json={"clearance": "INTERNAL"}).json()
         assert capped["clearance"] == "INTERNAL"
-        assert rest.post(f"/v1/sessions/{capped['id']}/escalate", json={"level": "CONFIDENTIAL"}).status_code == 403
+        assert (
+            rest.post(f"/v1/sessions/{capped['id']}/escalate", json={"level": "CONFIDENTIAL"}).status_code
+            == 403
+        )
         key = "projects/alpha beta?#"
         path = f"/v1/sessions/{capped['id']}/memories/{quote(key, safe='')}"
         assert rest.put(path, json={"content": "odd key"}).json()["key"] == key
@@ -213,8 +284,12 @@ def test_read_only_principal_cannot_write(server):
 
 
 def test_audit_is_limited_to_clearance_and_agent(server):
-    with server.client("alice") as alice, server.client("bob") as bob, \
-            server.client("intern") as intern, server.client("ops") as ops:
+    with (
+        server.client("alice") as alice,
+        server.client("bob") as bob,
+        server.client("intern") as intern,
+        server.client("ops") as ops,
+    ):
         a = _session(alice)
         alice.post(f"/v1/sessions/{a}/escalate", json={"level": "CONFIDENTIAL"})
         alice.post(f"/v1/sessions/{a}/memories", json={"key": "merger", "content": "confidential merger"})
@@ -232,7 +307,9 @@ def test_audit_is_limited_to_clearance_and_agent(server):
         assert {e["session_id"] for e in intern_seen} == {i}  # its own sessions only, not alice's
         assert "merger" not in {k for e in intern_seen for k in e["keys"]}
         assert {e["agent_id"] for e in ops.get("/v1/audit", params={"limit": 1000}).json()["events"]} >= {
-            "alice", "bob"}
+            "alice",
+            "bob",
+        }
         newest = seen[-1]["seq"]
         assert alice.get("/v1/audit", params={"after": newest}).json()["events"] == []
         assert alice.get("/v1/audit/verify").json() == {"intact": True}
@@ -241,15 +318,22 @@ def test_audit_is_limited_to_clearance_and_agent(server):
 def test_openapi_documents_every_route(server):
     doc = httpx2.get(f"{server.url}/openapi.json").json()
     documented = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
-    for method, path in [("POST", "/v1/sessions"), ("GET", "/v1/sessions/{session_id}"),
-                         ("POST", "/v1/sessions/{session_id}/escalate"),
-                         ("PUT", "/v1/sessions/{session_id}/memories/{key}"),
-                         ("GET", "/v1/sessions/{session_id}/search"), ("GET", "/v1/audit"), ("GET", "/v1/health")]:
+    for method, path in [
+        ("POST", "/v1/sessions"),
+        ("GET", "/v1/sessions/{session_id}"),
+        ("POST", "/v1/sessions/{session_id}/escalate"),
+        ("PUT", "/v1/sessions/{session_id}/memories/{key}"),
+        ("GET", "/v1/sessions/{session_id}/search"),
+        ("GET", "/v1/audit"),
+        ("GET", "/v1/health"),
+    ]:
         assert (method, path) in documented
     for ops in doc["paths"].values():
         for op in ops.values():
             for response in op["responses"].values():
-                jsonschema.Draft202012Validator.check_schema(response["content"]["application/json"]["schema"])
+                jsonschema.Draft202012Validator.check_schema(
+                    response["content"]["application/json"]["schema"]
+                )
 
 
 def test_concurrent_clients_on_one_store(server):
@@ -263,9 +347,14 @@ def test_concurrent_clients_on_one_store(server):
         statuses = []
         with server.client("alice") as client:
             for i in range(8):
-                statuses.append(client.put(f"/v1/sessions/{sid}/memories/w{n}-{i}",
-                                           json={"content": f"note {i} from worker {n}"}).status_code)
-                statuses.append(client.get(f"/v1/sessions/{sid}/search", params={"query": "note worker"}).status_code)
+                statuses.append(
+                    client.put(
+                        f"/v1/sessions/{sid}/memories/w{n}-{i}", json={"content": f"note {i} from worker {n}"}
+                    ).status_code
+                )
+                statuses.append(
+                    client.get(f"/v1/sessions/{sid}/search", params={"query": "note worker"}).status_code
+                )
         return statuses
 
     with concurrent.futures.ThreadPoolExecutor(12) as pool:

@@ -31,12 +31,17 @@ def test_sigterm_finishes_in_flight_requests_and_loses_no_acknowledged_write(tmp
                 for i in range(100_000):
                     key = f"w{n}-{i}"
                     try:
-                        answer = client.put(f"/v1/sessions/{sid}/memories/{key}",
-                                            json={"content": f"write {i} of writer {n}"})
+                        answer = client.put(
+                            f"/v1/sessions/{sid}/memories/{key}", json={"content": f"write {i} of writer {n}"}
+                        )
                     except httpx2.TransportError:
                         return  # the server has stopped taking requests
                     with lock:
-                        (acknowledged.append(key) if answer.status_code == 200 else refused.append(answer.status_code))
+                        (
+                            acknowledged.append(key)
+                            if answer.status_code == 200
+                            else refused.append(answer.status_code)
+                        )
 
         threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
         for t in threads:
@@ -78,4 +83,3 @@ def test_without_config_a_private_development_token_is_created(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-

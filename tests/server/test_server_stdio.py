@@ -38,8 +38,15 @@ def test_stdio_lists_saves_gets_searches_at_the_operator_taint(tmp_path):
             assert all(t.input_schema["type"] == "object" for t in listed.tools)
 
             # the model asks for RESTRICTED (and another agent): ignored, the operator's taint wins
-            error, saved = await _call(session, "memory_save", key="plan", content="launch the rocket on friday",
-                                       tags=["work"], classification="RESTRICTED", agent_id="bob")
+            error, saved = await _call(
+                session,
+                "memory_save",
+                key="plan",
+                content="launch the rocket on friday",
+                tags=["work"],
+                classification="RESTRICTED",
+                agent_id="bob",
+            )
             assert not error and saved == {"saved": True, "key": "plan", "classification": "INTERNAL"}
 
             error, got = await _call(session, "memory_get", key="plan")
@@ -59,12 +66,19 @@ def test_stdio_lists_saves_gets_searches_at_the_operator_taint(tmp_path):
 
 
 def test_stdio_takes_its_session_from_the_environment_and_zeroclaw_profile(tmp_path):
-    env = cli_env(tmp_path, STRATAMEM_AGENT="carol", STRATAMEM_CLEARANCE="INTERNAL",
-                  STRATAMEM_SESSION="conv-42", STRATAMEM_PROFILE="zeroclaw")
+    env = cli_env(
+        tmp_path,
+        STRATAMEM_AGENT="carol",
+        STRATAMEM_CLEARANCE="INTERNAL",
+        STRATAMEM_SESSION="conv-42",
+        STRATAMEM_PROFILE="zeroclaw",
+    )
 
     async def scenario() -> None:
-        async with stdio_client(_params(tmp_path, env=env)) as (read, write), \
-                ClientSession(read, write) as session:
+        async with (
+            stdio_client(_params(tmp_path, env=env)) as (read, write),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             assert [t.name for t in (await session.list_tools()).tools] == names("zeroclaw")
             result = await session.call_tool("memory_store", {"key": "lang", "content": "prefers Python"})
@@ -84,8 +98,9 @@ def test_stdio_refuses_a_starting_taint_above_the_clearance(tmp_path):
 
     from stratamem.cli import cli
 
-    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "memory.db"), "mcp",
-                                      "--clearance", "INTERNAL", "--taint", "RESTRICTED"])
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "memory.db"), "mcp", "--clearance", "INTERNAL", "--taint", "RESTRICTED"]
+    )
     assert result.exit_code == 4 and "POLICY_BLOCKED" in result.output
 
 
@@ -94,8 +109,9 @@ def test_stdio_settings_precedence(tmp_path, flag_wins):
     from stratamem.server.config import parse_config
     from stratamem.server.stdio import resolve_settings
 
-    config = parse_config('[mcp]\nagent = "from-file"\nclearance = "INTERNAL"\npeers = ["p1"]\n',
-                          tmp_path / "c.toml")
+    config = parse_config(
+        '[mcp]\nagent = "from-file"\nclearance = "INTERNAL"\npeers = ["p1"]\n', tmp_path / "c.toml"
+    )
     env = {"STRATAMEM_AGENT": "from-env"}
     flags = {"agent": "from-flag" if flag_wins else None, "peers": ()}
     settings = resolve_settings(flags, env, config)

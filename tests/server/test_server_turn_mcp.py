@@ -38,17 +38,32 @@ def test_a_whole_turn_over_mcp(server):
         async with turn_client(server.url, "alice") as mcp:
             names = {t.name for t in (await mcp.list_tools()).tools}
             assert {"turn_begin", "turn_tool_result", "turn_usage", "turn_end", "transcript"} <= names
-            error, begun = await call(mcp, "turn_begin", session_id=sid, user_message="where does Alice live?")
+            error, begun = await call(
+                mcp, "turn_begin", session_id=sid, user_message="where does Alice live?"
+            )
             assert not error and begun["messages"][-1]["content"].startswith("[Memory context]\n- city:")
             tid = begun["turn_id"]
-            error, _ = await call(mcp, "turn_tool_calls", session_id=sid, turn_id=tid,
-                                  tool_calls=[{"id": "c1", "name": "maps", "arguments": "{}"}])
+            error, _ = await call(
+                mcp,
+                "turn_tool_calls",
+                session_id=sid,
+                turn_id=tid,
+                tool_calls=[{"id": "c1", "name": "maps", "arguments": "{}"}],
+            )
             assert not error
-            error, result = await call(mcp, "turn_tool_result", session_id=sid, turn_id=tid, call_id="c1",
-                                       tool_name="maps", output="Lisbon, Portugal")
+            error, result = await call(
+                mcp,
+                "turn_tool_result",
+                session_id=sid,
+                turn_id=tid,
+                call_id="c1",
+                tool_name="maps",
+                output="Lisbon, Portugal",
+            )
             assert not error and result["message"]["role"] == "tool"
-            error, usage = await call(mcp, "turn_usage", session_id=sid, turn_id=tid, model="m", input_tokens=5,
-                                      output_tokens=5)
+            error, usage = await call(
+                mcp, "turn_usage", session_id=sid, turn_id=tid, model="m", input_tokens=5, output_tokens=5
+            )
             assert not error and usage["usage"]["model"] == "m"
             assert (await call(mcp, "turn_end", session_id=sid, turn_id=tid, content="Lisbon."))[0] is False
             error, again = await call(mcp, "turn_end", session_id=sid, turn_id=tid, content="twice")

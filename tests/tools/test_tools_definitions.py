@@ -6,23 +6,56 @@ import json
 
 import jsonschema
 import pytest
+from tools_support import new_store
 
 import stratamem as sm
 from stratamem.policy import Policy
 from stratamem.tools import definitions, execute, names
-from tools_support import new_store
 
 DIALECTS = ("openai", "anthropic", "mcp")
 PROFILES = {
     "triggerfish": ["memory_save", "memory_get", "memory_search", "memory_list", "memory_delete"],
-    "zeroclaw": ["memory_store", "memory_recall", "memory_forget", "memory_export", "memory_purge", "knowledge"],
-    "mcp-memory": ["create_entities", "create_relations", "add_observations", "delete_entities",
-                   "delete_observations", "delete_relations", "read_graph", "search_nodes", "open_nodes"],
+    "zeroclaw": [
+        "memory_store",
+        "memory_recall",
+        "memory_forget",
+        "memory_export",
+        "memory_purge",
+        "knowledge",
+    ],
+    "mcp-memory": [
+        "create_entities",
+        "create_relations",
+        "add_observations",
+        "delete_entities",
+        "delete_observations",
+        "delete_relations",
+        "read_graph",
+        "search_nodes",
+        "open_nodes",
+    ],
 }
-WRITERS = {"memory_save", "memory_delete", "memory_store", "memory_forget", "memory_purge", "create_entities",
-           "create_relations", "add_observations", "delete_entities", "delete_observations", "delete_relations"}
-DELETERS = ("memory_forget", "memory_purge", "memory_delete", "delete_entities", "delete_observations",
-            "delete_relations")
+WRITERS = {
+    "memory_save",
+    "memory_delete",
+    "memory_store",
+    "memory_forget",
+    "memory_purge",
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+}
+DELETERS = (
+    "memory_forget",
+    "memory_purge",
+    "memory_delete",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+)
 
 
 def unwrap(dialect: str, definition: dict) -> tuple[str, str, dict]:
@@ -83,7 +116,12 @@ EXAMPLES = {
     "memory_list": {"tag": "t"},
     "memory_delete": {"key": "k"},
     "memory_store": {"key": "k2", "content": "c", "category": "daily"},
-    "memory_recall": {"query": "c", "limit": 2, "since": "2020-01-01T00:00:00Z", "until": "2099-01-01T00:00:00Z"},
+    "memory_recall": {
+        "query": "c",
+        "limit": 2,
+        "since": "2020-01-01T00:00:00Z",
+        "until": "2099-01-01T00:00:00Z",
+    },
     "memory_export": {"category": "daily", "session_id": "s", "since": "2020-01-01T00:00:00+00:00"},
     "memory_forget": {"key": "k2"},
     "memory_purge": {"session_id": "s"},

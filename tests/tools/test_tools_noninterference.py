@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tools_support import fixed_clock_store
 
 from stratamem import Level
 from stratamem.tools import execute
-from tools_support import fixed_clock_store
 
 WORDS = ["apple", "river", "running", "blue", "meeting", "friday", "tea"]
 KEYS = ["k0", "k1", "k2"]
@@ -33,8 +33,14 @@ def scenario(draw):
     hidden_choices = [st.tuples(st.just("c"), st.sampled_from(list(Level)), st.sampled_from(KEYS), content)]
     if above:
         hidden_choices.append(st.tuples(st.just("a"), st.sampled_from(above), st.sampled_from(KEYS), content))
-    steps = draw(st.lists(st.one_of(st.tuples(st.just(True), visible),
-                                    st.tuples(st.just(False), st.one_of(*hidden_choices))), max_size=10))
+    steps = draw(
+        st.lists(
+            st.one_of(
+                st.tuples(st.just(True), visible), st.tuples(st.just(False), st.one_of(*hidden_choices))
+            ),
+            max_size=10,
+        )
+    )
     query = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join))
     return taint, steps, query
 
@@ -63,4 +69,6 @@ def answers(taint, steps, query, include_hidden):
 @given(scenario())
 def test_hidden_records_change_no_tool_answer(case):
     taint, steps, query = case
-    assert answers(taint, steps, query, include_hidden=False) == answers(taint, steps, query, include_hidden=True)
+    assert answers(taint, steps, query, include_hidden=False) == answers(
+        taint, steps, query, include_hidden=True
+    )

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from tools_support import new_store
 
 from stratamem.policy import Policy
 from stratamem.tools import execute
-from tools_support import new_store
 
 READ_ONLY = Policy(read_only=True)
 WRITES = [

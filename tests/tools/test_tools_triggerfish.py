@@ -6,11 +6,11 @@ import json
 from datetime import datetime
 
 import pytest
+from tools_support import call, error_code, fixed_clock_store, new_store
 
 import stratamem as sm
 from stratamem import Level
 from stratamem.tools import execute
-from tools_support import call, error_code, fixed_clock_store, new_store
 
 
 @pytest.fixture
@@ -22,7 +22,10 @@ def store():
 def test_five_tools_round_trip(store):
     s = store.session()
     assert call(s, "memory_save", key="user-name", content="Ada Lovelace", tags=["personal"]) == {
-        "saved": True, "key": "user-name", "classification": "PUBLIC"}
+        "saved": True,
+        "key": "user-name",
+        "classification": "PUBLIC",
+    }
 
     got = call(s, "memory_get", key="user-name")
     assert set(got) == {"found", "key", "content", "classification", "tags", "updated_at"}
@@ -49,8 +52,9 @@ def test_five_tools_round_trip(store):
 def test_classification_argument_cannot_lower_the_level(store):
     s = store.session(agent_id="main")
     s.escalate(Level.CONFIDENTIAL, "read a confidential file")
-    answer = call(s, "memory_save", key="plan", content="merger in May", classification="PUBLIC",
-                  level="PUBLIC")
+    answer = call(
+        s, "memory_save", key="plan", content="merger in May", classification="PUBLIC", level="PUBLIC"
+    )
     assert answer["classification"] == "CONFIDENTIAL"
     assert s.get("plan").level is Level.CONFIDENTIAL
 
@@ -207,8 +211,12 @@ def test_every_tool_call_leaves_an_audit_event(store):
         execute(s, name, arguments)
     events = [e for e in store.audit_events() if e.operation == "tool.call"]
     assert [e.detail["tool"] for e in events] == [name for name, _ in calls]
-    assert [e.outcome for e in events][-4:] == ["not_found", "validation_error", "validation_error",
-                                                "policy_blocked"]
+    assert [e.outcome for e in events][-4:] == [
+        "not_found",
+        "validation_error",
+        "validation_error",
+        "policy_blocked",
+    ]
     assert all(e.session_id == s.id for e in events)
 
 
@@ -240,10 +248,26 @@ def test_lone_surrogates_in_a_query_still_give_utf8_text(store):
 def test_every_operator_only_argument_is_stripped_and_audited(store):
     s = store.session(agent_id="main")
     s.escalate(Level.INTERNAL, "x")
-    arguments = {"key": "k", "content": "v", "taint": "PUBLIC", "clearance": "RESTRICTED", "peers": ["x"],
-                 "agent": "x", "agent_id": "x", "level": 0, "classification": None}
+    arguments = {
+        "key": "k",
+        "content": "v",
+        "taint": "PUBLIC",
+        "clearance": "RESTRICTED",
+        "peers": ["x"],
+        "agent": "x",
+        "agent_id": "x",
+        "level": 0,
+        "classification": None,
+    }
     assert call(s, "memory_save", **arguments)["classification"] == "INTERNAL"
     assert s.peers == () and s.clearance is Level.RESTRICTED
     decision = [e for e in store.audit_events() if e.operation == "policy.decision"][0]
-    assert decision.detail["stripped"] == ["classification", "level", "taint", "clearance", "agent_id", "agent",
-                                           "peers"]
+    assert decision.detail["stripped"] == [
+        "classification",
+        "level",
+        "taint",
+        "clearance",
+        "agent_id",
+        "agent",
+        "peers",
+    ]

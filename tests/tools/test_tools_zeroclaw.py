@@ -6,11 +6,11 @@ import json
 from datetime import timedelta
 
 import pytest
+from tools_support import START, error_code, new_store
 
 from stratamem import Level
 from stratamem.tools import execute
 from stratamem.tools.zeroclaw import percent, recall_text
-from tools_support import START, error_code, new_store
 
 
 @pytest.fixture
@@ -26,9 +26,13 @@ def run(session, name, **arguments):
 def test_store_and_recall_plain_text(store):
     s = store.session()
     assert run(s, "memory_store", key="lang", content="User prefers Rust") == "Stored memory: lang"
-    assert run(s, "memory_store", key="tz", content="Timezone is EST", category="daily") == "Stored memory: tz"
+    assert (
+        run(s, "memory_store", key="tz", content="Timezone is EST", category="daily") == "Stored memory: tz"
+    )
     assert s.get("tz").category == "daily"
-    assert run(s, "memory_recall", query="Rust") == "Found 1 memories:\n- [core] lang: User prefers Rust [100%]"
+    assert (
+        run(s, "memory_recall", query="Rust") == "Found 1 memories:\n- [core] lang: User prefers Rust [100%]"
+    )
     assert run(s, "memory_recall", query="nothing matches this") == "No memories found."
 
 
@@ -60,7 +64,8 @@ def test_recall_time_range(store):
     assert run(s, "memory_recall", since=middle.isoformat()) == "Found 1 memories:\n- [core] b: beta note"
     assert run(s, "memory_recall", until=middle.isoformat()) == "Found 1 memories:\n- [core] a: alpha note"
     assert run(s, "memory_recall", query="note", since=middle.isoformat(), until=later).startswith(
-        "Found 1 memories:\n- [core] b: beta note [100%]")
+        "Found 1 memories:\n- [core] b: beta note [100%]"
+    )
     assert run(s, "memory_recall", since="2099-01-01T00:00:00Z") == "No memories found."
     assert error_code(run(s, "memory_recall", since="yesterday")) == "VALIDATION_ERROR"
     assert error_code(run(s, "memory_recall", since=later, until=middle.isoformat())) == "VALIDATION_ERROR"
@@ -94,8 +99,17 @@ def test_export_is_json_lines_with_filters(store):
     assert header == "Exported 3 memories:"
     records = [json.loads(line) for line in lines]
     assert [r["key"] for r in records] == ["a", "b", "c"]
-    assert set(records[0]) == {"key", "content", "classification", "tags", "category", "agent_id",
-                               "session_id", "created_at", "updated_at"}
+    assert set(records[0]) == {
+        "key",
+        "content",
+        "classification",
+        "tags",
+        "category",
+        "agent_id",
+        "session_id",
+        "created_at",
+        "updated_at",
+    }
     assert records[0]["category"] == "daily" and records[0]["classification"] == "PUBLIC"
 
     assert run(s, "memory_export", category="daily").split("\n")[1:] == [lines[0]]
@@ -124,12 +138,16 @@ def test_purge_soft_deletes_one_sessions_memories_at_the_current_taint(store):
     run(peer, "memory_store", key="x", content="peer's")
 
     purger = store.session(agent_id="main", peers=("peer",))
-    assert run(purger, "memory_purge", session_id=writer.id) == f"Purged 2 memories from session '{writer.id}'"
+    assert (
+        run(purger, "memory_purge", session_id=writer.id) == f"Purged 2 memories from session '{writer.id}'"
+    )
     assert purger.get("p1") is None and purger.get("p2") is None
     assert purger.get("k1") is not None and purger.get("x") is not None
     assert writer.get("i1") is not None  # INTERNAL, above the purger's taint
-    assert run(purger, "memory_purge", session_id="no-such-session") == \
-        "Purged 0 memories from session 'no-such-session'"
+    assert (
+        run(purger, "memory_purge", session_id="no-such-session")
+        == "Purged 0 memories from session 'no-such-session'"
+    )
     assert error_code(run(purger, "memory_purge")) == "VALIDATION_ERROR"
 
 

@@ -23,12 +23,19 @@ def test_off_by_default_and_bounded_when_on():
     store, s = _store()
     plain = render_memory_context(s, "when does the billing migration start", "interactive")
     assert "Related:" not in plain and "billing-migration" in plain
-    on = render_memory_context(s, "when does the billing migration start", "interactive",
-                               config=ContextConfig(related_entries=2))
-    assert "Related:\n- billing-migration --depends_on--> payroll-audit: audit of payroll; owned by Sam\n" in on
+    on = render_memory_context(
+        s, "when does the billing migration start", "interactive", config=ContextConfig(related_entries=2)
+    )
+    assert (
+        "Related:\n- billing-migration --depends_on--> payroll-audit: audit of payroll; owned by Sam\n" in on
+    )
     assert on.endswith(BLOCK_CLOSE + "\n\n")
-    tight = render_memory_context(s, "when does the billing migration start", "interactive",
-                                  config=ContextConfig(related_entries=5, max_total_chars=120))
+    tight = render_memory_context(
+        s,
+        "when does the billing migration start",
+        "interactive",
+        config=ContextConfig(related_entries=5, max_total_chars=120),
+    )
     assert len(tight) <= 120
     store.close()
 
@@ -39,8 +46,11 @@ def test_related_section_respects_the_taint():
     high.escalate("CONFIDENTIAL", "test")
     high.graph.capture("secret-vendor", "vendor")
     high.graph.relate("billing-migration", "secret-vendor", "pays")
-    low = render_memory_context(s, "billing migration", "interactive", config=ContextConfig(related_entries=5))
+    low = render_memory_context(
+        s, "billing migration", "interactive", config=ContextConfig(related_entries=5)
+    )
     assert "secret-vendor" not in low
-    assert "secret-vendor" in render_memory_context(high, "billing migration", "interactive",
-                                                    config=ContextConfig(related_entries=5))
+    assert "secret-vendor" in render_memory_context(
+        high, "billing migration", "interactive", config=ContextConfig(related_entries=5)
+    )
     store.close()

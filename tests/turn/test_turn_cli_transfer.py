@@ -32,9 +32,18 @@ def test_a_bad_turn_line_imports_nothing(tmp_path) -> None:
     dst = str(tmp_path / "b.db")
     bad = tmp_path / "bad.jsonl"
     good = {"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main"}
-    usage = {"record": "usage", "session_id": "s", "agent_id": "main", "level": "PUBLIC", "model": "m",
-             "input_tokens": 1, "output_tokens": 1, "cached_input_tokens": 0, "cost_usd": "NaN",
-             "time": "2026-01-01T00:00:00+00:00"}
+    usage = {
+        "record": "usage",
+        "session_id": "s",
+        "agent_id": "main",
+        "level": "PUBLIC",
+        "model": "m",
+        "input_tokens": 1,
+        "output_tokens": 1,
+        "cached_input_tokens": 0,
+        "cost_usd": "NaN",
+        "time": "2026-01-01T00:00:00+00:00",
+    }
     bad.write_text(json.dumps(good) + "\n" + json.dumps(usage) + "\n")
     result = CliRunner().invoke(cli, ["--db", dst, "import", str(bad)])
     assert result.exit_code == 2 and "line 2" in result.output

@@ -110,7 +110,11 @@ def test_noise_and_stale_payloads_are_skipped() -> None:
 
 
 def test_relevance_floor_keeps_unscored_entries() -> None:
-    hits = [hit("weak", "barely related", 0.1), hit("strong", "very related", 0.7), hit("unscored", "from a list", 0.0)]
+    hits = [
+        hit("weak", "barely related", 0.1),
+        hit("strong", "very related", 0.7),
+        hit("unscored", "from a list", 0.0),
+    ]
     assert render(hits, config=cfg(min_relevance=0.3)) == (
         "[Memory context]\n- strong: very related\n- unscored: from a list\n[/Memory context]\n\n"
     )
@@ -198,7 +202,9 @@ def test_one_recall_event_per_render() -> None:
 def test_failing_backend_yields_empty_block_and_failed_event() -> None:
     log = EventLog()
     session = FakeSession(hits=HITS, fail_search=True)
-    block = render_memory_context(session, "hi", "interactive", events=EventBus([log], tracer=None), clock=fixed_clock)
+    block = render_memory_context(
+        session, "hi", "interactive", events=EventBus([log], tracer=None), clock=fixed_clock
+    )
     assert block == ""
     (event,) = log.of_type(MemoryRecall)
     assert not event.success and event.entry_count == 0

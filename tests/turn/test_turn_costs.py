@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 import stratamem as sm
-
 from stratamem.turn import (
     Budget,
     BudgetStatus,
@@ -40,7 +39,9 @@ def test_float_prices_do_not_carry_binary_noise() -> None:
     assert call_cost(price, 1_000_000, 1_000_000) == Decimal("0.4")
 
 
-@pytest.mark.parametrize("bad", [-1, Decimal(-3), float("nan"), float("inf"), "cheap", None, True, object(), "NaN"])
+@pytest.mark.parametrize(
+    "bad", [-1, Decimal(-3), float("nan"), float("inf"), "cheap", None, True, object(), "NaN"]
+)
 def test_bad_prices_count_as_zero(bad: object) -> None:
     assert sanitize_price(bad) == 0
     assert call_cost(ModelPrice(bad, Decimal(15)), 1000, 500) == Decimal("0.0075")  # type: ignore[arg-type]
@@ -112,7 +113,10 @@ def test_budgets_warn_and_exceed() -> None:
     ledger.record("m", 2_500_000, 0)  # $10.50 today
     report = ledger.check_budget(budget)
     assert (report.status, report.daily_status, report.monthly_status) == (
-        BudgetStatus.EXCEEDED, BudgetStatus.EXCEEDED, BudgetStatus.WARNING)
+        BudgetStatus.EXCEEDED,
+        BudgetStatus.EXCEEDED,
+        BudgetStatus.WARNING,
+    )
     assert report.monthly_spent == Decimal("85.5")
     assert ledger.check_budget(budget, now=now + timedelta(days=1)).daily_status is BudgetStatus.OK
 
@@ -144,7 +148,13 @@ def test_budget_status_edges() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"daily_usd": -1}, {"monthly_usd": "lots"}, {"warn_ratio": 0}, {"warn_ratio": 1.5}, {"daily_usd": float("nan")}],
+    [
+        {"daily_usd": -1},
+        {"monthly_usd": "lots"},
+        {"warn_ratio": 0},
+        {"warn_ratio": 1.5},
+        {"daily_usd": float("nan")},
+    ],
 )
 def test_bad_budgets_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValidationError):

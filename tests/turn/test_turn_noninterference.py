@@ -58,7 +58,9 @@ def observe(store, taint: Level, source_id: str, budget: int) -> list:
         out.append(("page", start, limit, total, [(r.position, r.level, r.message) for r in rows]))
         trimmed = trim_history([r.message for r in rows], budget * 4)
         out.append(("trim", trimmed.messages, trimmed.dropped_indices, trimmed.tokens_after))
-    turn = observer.turn("what about the apple meeting", settings=TurnSettings(history_budget_tokens=budget * 4))
+    turn = observer.turn(
+        "what about the apple meeting", settings=TurnSettings(history_budget_tokens=budget * 4)
+    )
     out.append(("prompt", turn.messages(), turn.last_trim))
     report = CostLedger(observer).check_budget(Budget(daily_usd=Decimal(3)))
     out.append(("budget", report.status, report.daily_spent, len(CostLedger(observer).records())))

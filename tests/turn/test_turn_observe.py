@@ -40,8 +40,14 @@ CORPUS: dict[str, str] = {
     "huggingface": "hf_" + A36[:34],
     "npm": "npm_" + A36,
     "sendgrid": "SG." + A36[:22] + "." + A36 + "abcdefg",
-    "jwt": "eyJhbGciOiJIUzI1NiJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0." + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-    "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + A36 + "\n" + A36 + "\n-----END RSA PRIVATE KEY-----",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9."
+    + "eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+    + "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA"
+    + A36
+    + "\n"
+    + A36
+    + "\n-----END RSA PRIVATE KEY-----",
 }
 # Secrets only recognisable by the name they are given.
 NAMED: dict[str, str] = {
@@ -118,7 +124,11 @@ def test_pair_values_keep_a_four_character_prefix() -> None:
 
 
 def test_json_fields_named_like_secrets_become_redacted() -> None:
-    assert scrub_value({"password": "x", "user": "bob", "n": 3}) == {"password": REDACTED, "user": "bob", "n": 3}
+    assert scrub_value({"password": "x", "user": "bob", "n": 3}) == {
+        "password": REDACTED,
+        "user": "bob",
+        "n": 3,
+    }
     assert json.loads(scrub_value('{"Authorization": "Basic Ym9iOnNlY3JldA==", "q": 1}')) == {
         "Authorization": REDACTED,
         "q": 1,
@@ -153,7 +163,9 @@ def test_observers_receive_events_and_failures_are_contained() -> None:
 
     bus = EventBus([broken, log], tracer=None)
     unsubscribe = bus.subscribe(log)
-    event = HistoryTrimmed(session_id="s", messages_dropped=3, turns_dropped=1, tokens_before=10, tokens_after=5)
+    event = HistoryTrimmed(
+        session_id="s", messages_dropped=3, turns_dropped=1, tokens_before=10, tokens_after=5
+    )
     bus.emit(event)
     unsubscribe()
     bus.emit(event)
@@ -161,7 +173,9 @@ def test_observers_receive_events_and_failures_are_contained() -> None:
 
 
 class FakeSpan:
-    def __init__(self, sink: list[tuple[str, dict[str, Any]]], name: str, attributes: Mapping[str, Any]) -> None:
+    def __init__(
+        self, sink: list[tuple[str, dict[str, Any]]], name: str, attributes: Mapping[str, Any]
+    ) -> None:
         sink.append((name, dict(attributes)))
 
     def end(self) -> None:

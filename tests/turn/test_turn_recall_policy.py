@@ -10,7 +10,14 @@ import stratamem as sm
 from stratamem.policy.engine import Policy
 from stratamem.policy.loader import rules_from_yaml
 from stratamem.tools import execute
-from stratamem.turn import ContextConfig, EventBus, EventLog, MemoryRecall, TurnSettings, render_memory_context
+from stratamem.turn import (
+    ContextConfig,
+    EventBus,
+    EventLog,
+    MemoryRecall,
+    TurnSettings,
+    render_memory_context,
+)
 from stratamem.turn.context import DEFAULT_MIN_COVERAGE
 
 QUERY = "what do we know about the lisbon office"
@@ -22,8 +29,12 @@ def block(turn) -> str:
 
 def test_quarantined_memories_are_never_injected(store) -> None:
     session = store.session("main")
-    text = execute(session, "memory_save", {"key": "lisbon_office", "content": "The Lisbon office: api_key=abcd1234efgh"},
-                   policy=Policy(scan_mode="quarantine"))
+    text = execute(
+        session,
+        "memory_save",
+        {"key": "lisbon_office", "content": "The Lisbon office: api_key=abcd1234efgh"},
+        policy=Policy(scan_mode="quarantine"),
+    )
     assert json.loads(text)["saved"] is True
     session.save("lisbon_note", "The Lisbon office opens at nine")
     content = block(session.turn(QUERY))
@@ -34,16 +45,21 @@ def test_context_injection_rules_block_and_redact_and_the_decision_is_audited(st
     session = store.session("main")
     session.save("lisbon_secret", "Lisbon office alarm code is kept in the safe")
     session.save("lisbon_phone", "Lisbon office phone 555-1234")
-    policy = Policy(rules_from_yaml("""
+    policy = Policy(
+        rules_from_yaml("""
         - {id: no-secret, hook: PRE_CONTEXT_INJECTION, action: BLOCK,
            conditions: [{field: key, operator: equals, value: lisbon_secret}]}
         - {id: phones, hook: PRE_CONTEXT_INJECTION, action: REDACT,
            conditions: [{field: content, operator: matches, value: '\\d{3}-\\d{4}'}]}
-    """))
+    """)
+    )
     content = block(session.turn(QUERY, policy=policy))
     assert "lisbon_secret" not in content and "555-1234" not in content and "[REDACTED]" in content
-    decision = [e for e in store.audit_events() if e.operation == "policy.decision"
-                and e.detail["hook"] == "PRE_CONTEXT_INJECTION"][-1]
+    decision = [
+        e
+        for e in store.audit_events()
+        if e.operation == "policy.decision" and e.detail["hook"] == "PRE_CONTEXT_INJECTION"
+    ][-1]
     assert decision.detail["withheld"] == 1
     assert "555" not in json.dumps(decision.detail)
 
@@ -115,4 +131,4 @@ def test_settings_with_a_floor_of_zero_keep_every_match(store) -> None:
     session.save("weak", "office")
     settings = TurnSettings(context=ContextConfig(min_coverage=0.0))
     assert "weak" in block(session.turn(QUERY, settings=settings))
-    assert sm.Level.PUBLIC == session.taint
+    assert session.taint == sm.Level.PUBLIC

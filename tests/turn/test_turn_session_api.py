@@ -29,9 +29,12 @@ from stratamem.turn import (
 from stratamem.turn.errors import LimitExceededError, NotFoundError, TurnStateError, ValidationError
 from stratamem.turn.trim import BREADCRUMB
 
-SETTINGS = TurnSettings(context=ContextConfig(min_coverage=0.0), tool_limits=ToolResultLimits(100),
-                        prices={"m": ModelPrice(Decimal(3), Decimal(15))},
-                        budget=Budget(daily_usd=Decimal("0.012")))
+SETTINGS = TurnSettings(
+    context=ContextConfig(min_coverage=0.0),
+    tool_limits=ToolResultLimits(100),
+    prices={"m": ModelPrice(Decimal(3), Decimal(15))},
+    budget=Budget(daily_usd=Decimal("0.012")),
+)
 
 
 def test_a_full_turn_on_nothing_but_the_session(store) -> None:
@@ -39,17 +42,26 @@ def test_a_full_turn_on_nothing_but_the_session(store) -> None:
     session = store.session("main")
     session.save("user_name", "The user is called Alice")
     session.escalate("INTERNAL", "work chat")
-    turn = session.turn("What is my name? I keep forgetting it.", settings=SETTINGS, system_prompt="Be brief.",
-                        events=EventBus([log], tracer=None))
+    turn = session.turn(
+        "What is my name? I keep forgetting it.",
+        settings=SETTINGS,
+        system_prompt="Be brief.",
+        events=EventBus([log], tracer=None),
+    )
     prompt = turn.messages()
     assert prompt[0] == Message("system", "Be brief.")
-    assert prompt[1].content == ("[Memory context]\n- user_name: The user is called Alice\n[/Memory context]\n\n"
-                                 "What is my name? I keep forgetting it.")
+    assert prompt[1].content == (
+        "[Memory context]\n- user_name: The user is called Alice\n[/Memory context]\n\n"
+        "What is my name? I keep forgetting it."
+    )
     assert turn.messages() == prompt  # a retry does not stack the block
 
-    turn.record_tool_calls([ToolCallRequest("c1", "lookup", '{"q": "name", "api_key": "sk-verysecretverysecret1"}')])
-    tool_message = turn.record_tool_result("c1", "lookup", ToolResult(True, "z" * 500),
-                                           arguments='{"api_key": "sk-verysecretverysecret1"}')
+    turn.record_tool_calls(
+        [ToolCallRequest("c1", "lookup", '{"q": "name", "api_key": "sk-verysecretverysecret1"}')]
+    )
+    tool_message = turn.record_tool_result(
+        "c1", "lookup", ToolResult(True, "z" * 500), arguments='{"api_key": "sk-verysecretverysecret1"}'
+    )
     assert tool_message.role == "tool" and len(tool_message.content) < 200
     report = turn.record_usage("m", 1000, 500)
     assert report.record.cost_usd == Decimal("0.0105") and report.record.level is sm.Level.INTERNAL
@@ -170,7 +182,9 @@ def test_trimming_keeps_the_newest_turns_and_omitted_history_is_fetchable(store)
 def test_a_transcript_of_100k_messages_costs_one_bounded_read(tmp_path) -> None:
     store = sm.open_store(str(tmp_path / "big.db"))
     session = store.session("main")
-    Transcript(session).append(*[Message("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(100_000)])
+    Transcript(session).append(
+        *[Message("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(100_000)]
+    )
     turn = session.turn("and now?", settings=TurnSettings(history_window=100))
     prompt = turn.messages()
     assert len(prompt) <= 101 and prompt[-1].content == "and now?"

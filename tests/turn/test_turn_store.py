@@ -72,8 +72,10 @@ def test_budget_counts_only_usage_the_taint_covers(store) -> None:
 def test_export_and_import_carry_transcripts_and_usage(make_store) -> None:
     source = make_store()
     session = source.session("main")
-    Transcript(session).append(Message("user", "hi"), Message(
-        "assistant", "", tool_calls=(ToolCallRequest("c1", "ls", '{"a": "\\u0000"}'),)))
+    Transcript(session).append(
+        Message("user", "hi"),
+        Message("assistant", "", tool_calls=(ToolCallRequest("c1", "ls", '{"a": "\\u0000"}'),)),
+    )
     session.escalate("INTERNAL", "x")
     Transcript(session).append(Message("tool", "nul \x00 and é", tool_call_id="c1"))
     CostLedger(session).record("m", 3, 4, cost_usd="0.25")
@@ -103,8 +105,9 @@ def test_migrate_copies_the_turn_tables(tmp_path: Path) -> None:
 
 def test_purge_applies_retention_to_transcripts_usage_and_autosaves(tmp_path: Path, clock) -> None:
     path = tmp_path / "memory.db"
-    store = sm.open_store(str(path), clock=clock, retention=Retention(transcript_days=7, autosave_ttl_days=7,
-                                                                       ledger_days=30))
+    store = sm.open_store(
+        str(path), clock=clock, retention=Retention(transcript_days=7, autosave_ttl_days=7, ledger_days=30)
+    )
     session = store.session("main")
     message = "Please remember that my locker combination is 31-41-59"
     turn = session.turn(message)
@@ -131,9 +134,13 @@ def test_bad_input_is_refused_with_stable_codes(store) -> None:
         transcript.append(Message("user", "x" * 1_000_001))
     assert big.value.code == "LIMIT_EXCEEDED"
     with pytest.raises(ValidationError):
-        transcript.append(Message("assistant", "", tool_calls=(ToolCallRequest("a", "t"), ToolCallRequest("a", "t"))))
+        transcript.append(
+            Message("assistant", "", tool_calls=(ToolCallRequest("a", "t"), ToolCallRequest("a", "t")))
+        )
     with pytest.raises(LimitExceededError):
-        transcript.append(Message("assistant", "", tool_calls=tuple(ToolCallRequest(f"c{i}", "t") for i in range(65))))
+        transcript.append(
+            Message("assistant", "", tool_calls=tuple(ToolCallRequest(f"c{i}", "t") for i in range(65)))
+        )
     for start, limit in [(-1, 10), (0, 0), ("0", 5), (0, True)]:
         with pytest.raises(ValidationError):
             transcript.page(start, limit)  # type: ignore[arg-type]

@@ -11,8 +11,12 @@ def test_tool_calls_emit_scrubbed_bounded_events(store) -> None:
     log = EventLog()
     store.events.subscribe(log)
     session = store.session("main")
-    execute(session, "memory_save", {"key": "k", "content": "secret content text", "category": "core"},
-            origin="mcp")
+    execute(
+        session,
+        "memory_save",
+        {"key": "k", "content": "secret content text", "category": "core"},
+        origin="mcp",
+    )
     execute(session, "memory_search", {"query": "content sk-abcdefghijklmnopqrstuvwxyz0123"}, origin="rest")
     execute(session, "memory_store", {"key": "z", "content": "zeroclaw text", "category": "daily"})
     execute(session, "memory_delete", {"key": "missing"})
@@ -23,11 +27,14 @@ def test_tool_calls_emit_scrubbed_bounded_events(store) -> None:
     stores = log.of_type(MemoryStore)
     kind = type(store.backend).__name__
     backend = "postgresql" if "Postgres" in kind else "markdown" if "Markdown" in kind else "sqlite"
-    assert [(s.key, s.category, s.backend) for s in stores] == [("k", "core", backend), ("z", "daily", backend)]
+    assert [(s.key, s.category, s.backend) for s in stores] == [
+        ("k", "core", backend),
+        ("z", "daily", backend),
+    ]
     (recall,) = log.of_type(MemoryRecall)
     assert recall.entry_count == 1 and recall.origin == "rest" and "sk-abcdef" not in recall.query_summary
     assert all("secret content" not in repr(e) for e in log.events)
-    assert sm.Level.PUBLIC == session.taint
+    assert session.taint == sm.Level.PUBLIC
 
 
 def test_a_failing_observer_never_fails_a_tool_call(store) -> None:

@@ -62,7 +62,9 @@ def test_truncation_keeps_markers_and_surrogate_pairs_whole(text: str, max_chars
 
 @settings(max_examples=200, deadline=None)
 @given(texts, st.integers(1, 400), st.booleans())
-def test_json_wrapper_stays_valid_and_only_content_is_cut(text: str, max_chars: int, ascii_only: bool) -> None:
+def test_json_wrapper_stays_valid_and_only_content_is_cut(
+    text: str, max_chars: int, ascii_only: bool
+) -> None:
     wrapped = json.dumps({"tool_call_id": "call_7", "content": text}, ensure_ascii=ascii_only)
     result = truncate_tool_message(wrapped, max_chars)
     data = json.loads(result)

@@ -8,7 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stratamem.turn import EventBus, EventLog, HistoryTrimmed, Message, ToolCallRequest, ValidationError
-from stratamem.turn.trim import BREADCRUMB, is_breadcrumb, message_tokens, split_turns, sweep_orphans, trim_history
+from stratamem.turn.trim import (
+    BREADCRUMB,
+    is_breadcrumb,
+    message_tokens,
+    split_turns,
+    sweep_orphans,
+    trim_history,
+)
 
 
 def call(call_id: str, name: str = "shell") -> ToolCallRequest:

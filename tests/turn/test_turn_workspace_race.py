@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from stratamem.turn import NotFoundError, PolicyBlockedError, WorkspacePolicy
-from stratamem.turn import beneath
+from stratamem.turn import NotFoundError, PolicyBlockedError, WorkspacePolicy, beneath
 from stratamem.turn.errors import TurnError, ValidationError
 
 _RENAME_EXCHANGE = 2
@@ -44,7 +43,9 @@ def _exchanger():
 EXCHANGE = _exchanger()
 
 
-def _race(tmp_path: Path, iterations: int, force_walk: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
+def _race(
+    tmp_path: Path, iterations: int, force_walk: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, int]:
     """(outside reads, outside writes) over ``iterations`` reads and writes while swapping."""
     if EXCHANGE is None:
         pytest.skip("renameat2 is not available")
@@ -85,8 +86,9 @@ def _race(tmp_path: Path, iterations: int, force_walk: bool, monkeypatch: pytest
 
 
 @pytest.mark.parametrize("force_walk", [False, True], ids=["openat2", "walk"])
-def test_swapping_a_parent_for_a_symlink_never_escapes(tmp_path: Path, force_walk: bool,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_swapping_a_parent_for_a_symlink_never_escapes(
+    tmp_path: Path, force_walk: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert _race(tmp_path, 400, force_walk, monkeypatch) == (0, 0)
 
 

@@ -37,8 +37,9 @@ class Unauthenticated(StratamemError):
     exit_code = 4
 
 
-ERRORS: dict[str, type[StratamemError]] = {cls.code: cls for cls in
-                                           (ValidationError, NotFound, PolicyBlocked, StorageError, Unauthenticated)}
+ERRORS: dict[str, type[StratamemError]] = {
+    cls.code: cls for cls in (ValidationError, NotFound, PolicyBlocked, StorageError, Unauthenticated)
+}
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -78,8 +79,14 @@ def _unreachable(exc: httpx.HTTPError) -> StorageError:
 class Client:
     """A synchronous client: ``Client("http://127.0.0.1:8765").save(session_id, "k", "v")``."""
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8765", token: str | None = None, *,
-                 timeout: float = 30.0, http: httpx.Client | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8765",
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        http: httpx.Client | None = None,
+    ) -> None:
         self.http = http or httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout)
 
     def send(self, call: Call) -> Any:
@@ -102,8 +109,14 @@ class Client:
 class AsyncClient:
     """The same methods, awaitable: ``await AsyncClient(url).search(session_id, "coffee")``."""
 
-    def __init__(self, base_url: str = "http://127.0.0.1:8765", token: str | None = None, *,
-                 timeout: float = 30.0, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8765",
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
         self.http = http or httpx.AsyncClient(base_url=base_url, headers=_headers(token), timeout=timeout)
 
     async def send(self, call: Call) -> Any:

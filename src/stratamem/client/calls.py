@@ -75,8 +75,9 @@ def reset(session_id: str) -> Call:
 
 
 # memories -----------------------------------------------------------------------------------
-def save(session_id: str, key: str, content: str, *, tags: Iterable[str] | None = None,
-         category: str | None = None) -> Call:
+def save(
+    session_id: str, key: str, content: str, *, tags: Iterable[str] | None = None, category: str | None = None
+) -> Call:
     """Save at the session's taint: ``{"saved": true, "key", "classification"}``."""
     body = _given(key=key, content=content, category=category)
     if tags is not None:
@@ -89,8 +90,9 @@ def get(session_id: str, key: str) -> Call:
     return Call("GET", f"{_session(session_id)}/memories/{_seg(key)}", none_when_not_found=True)
 
 
-def list_memories(session_id: str, *, tag: str | None = None, limit: int | None = None,
-                  cursor: str | None = None) -> Call:
+def list_memories(
+    session_id: str, *, tag: str | None = None, limit: int | None = None, cursor: str | None = None
+) -> Call:
     """One page: ``{"memories": [...], "next_cursor": ...}``; pass next_cursor back for the next page."""
     return Call("GET", f"{_session(session_id)}/memories", _given(tag=tag, limit=limit, cursor=cursor))
 
@@ -106,8 +108,13 @@ def search(session_id: str, query: str, max_results: int | None = None) -> Call:
 
 
 # audit --------------------------------------------------------------------------------------
-def audit(*, limit: int | None = None, after: int | None = None, before: int | None = None,
-          lineage: str | None = None) -> Call:
+def audit(
+    *,
+    limit: int | None = None,
+    after: int | None = None,
+    before: int | None = None,
+    lineage: str | None = None,
+) -> Call:
     """A bounded page of the events this token could have observed (``more``, ``next_before``/``next_after``)."""
     return Call("GET", "/v1/audit", _given(limit=limit, after=after, before=before, lineage=lineage))
 
@@ -118,42 +125,102 @@ def audit_verify() -> Call:
 
 
 # turns --------------------------------------------------------------------------------------
-def begin_turn(session_id: str, user_message: str, *, system_prompt: str | None = None,
-               history_budget_tokens: int | None = None, origin: str | None = None) -> Call:
+def begin_turn(
+    session_id: str,
+    user_message: str,
+    *,
+    system_prompt: str | None = None,
+    history_budget_tokens: int | None = None,
+    origin: str | None = None,
+) -> Call:
     """Record the user message, recall through the policy, trim: the prompt to send (with ``turn_id``)."""
-    return Call("POST", f"{_session(session_id)}/turns", body=_given(
-        user_message=user_message, system_prompt=system_prompt, history_budget_tokens=history_budget_tokens,
-        origin=origin))
+    return Call(
+        "POST",
+        f"{_session(session_id)}/turns",
+        body=_given(
+            user_message=user_message,
+            system_prompt=system_prompt,
+            history_budget_tokens=history_budget_tokens,
+            origin=origin,
+        ),
+    )
 
 
-def prompt(session_id: str, turn_id: int | str, *, system_prompt: str | None = None,
-           history_budget_tokens: int | None = None) -> Call:
+def prompt(
+    session_id: str,
+    turn_id: int | str,
+    *,
+    system_prompt: str | None = None,
+    history_budget_tokens: int | None = None,
+) -> Call:
     """The turn's current messages (after tool results), ready for the next model call."""
-    return Call("GET", f"{_turn(session_id, turn_id)}/prompt",
-                _given(system_prompt=system_prompt, history_budget_tokens=history_budget_tokens))
+    return Call(
+        "GET",
+        f"{_turn(session_id, turn_id)}/prompt",
+        _given(system_prompt=system_prompt, history_budget_tokens=history_budget_tokens),
+    )
 
 
-def tool_calls(session_id: str, turn_id: int | str, calls: Iterable[Mapping[str, Any]], content: str = "") -> Call:
+def tool_calls(
+    session_id: str, turn_id: int | str, calls: Iterable[Mapping[str, Any]], content: str = ""
+) -> Call:
     """Record the model's tool calls (each ``{id, name, arguments}``) and any text it said with them."""
-    return Call("POST", f"{_turn(session_id, turn_id)}/tool-calls",
-                body={"tool_calls": [dict(c) for c in calls], "content": content})
+    return Call(
+        "POST",
+        f"{_turn(session_id, turn_id)}/tool-calls",
+        body={"tool_calls": [dict(c) for c in calls], "content": content},
+    )
 
 
-def tool_result(session_id: str, turn_id: int | str, call_id: str, tool_name: str, output: str = "", *,
-                error: str | None = None, success: bool | None = None, arguments: Any = None,
-                duration_ms: float | None = None) -> Call:
+def tool_result(
+    session_id: str,
+    turn_id: int | str,
+    call_id: str,
+    tool_name: str,
+    output: str = "",
+    *,
+    error: str | None = None,
+    success: bool | None = None,
+    arguments: Any = None,
+    duration_ms: float | None = None,
+) -> Call:
     """Record one tool call's result (scrubbed and bounded by the server)."""
-    return Call("POST", f"{_turn(session_id, turn_id)}/tool-results", body=_given(
-        call_id=call_id, tool_name=tool_name, output=output, error=error, success=success, arguments=arguments,
-        duration_ms=duration_ms))
+    return Call(
+        "POST",
+        f"{_turn(session_id, turn_id)}/tool-results",
+        body=_given(
+            call_id=call_id,
+            tool_name=tool_name,
+            output=output,
+            error=error,
+            success=success,
+            arguments=arguments,
+            duration_ms=duration_ms,
+        ),
+    )
 
 
-def usage(session_id: str, turn_id: int | str, model: str, input_tokens: int, output_tokens: int,
-          cached_input_tokens: int = 0, cost_usd: float | None = None) -> Call:
+def usage(
+    session_id: str,
+    turn_id: int | str,
+    model: str,
+    input_tokens: int,
+    output_tokens: int,
+    cached_input_tokens: int = 0,
+    cost_usd: float | None = None,
+) -> Call:
     """Record the model call's token usage; the answer carries the budget state."""
-    return Call("POST", f"{_turn(session_id, turn_id)}/usage", body=_given(
-        model=model, input_tokens=input_tokens, output_tokens=output_tokens,
-        cached_input_tokens=cached_input_tokens, cost_usd=cost_usd))
+    return Call(
+        "POST",
+        f"{_turn(session_id, turn_id)}/usage",
+        body=_given(
+            model=model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_input_tokens=cached_input_tokens,
+            cost_usd=cost_usd,
+        ),
+    )
 
 
 def end_turn(session_id: str, turn_id: int | str, content: str) -> Call:
@@ -161,13 +228,40 @@ def end_turn(session_id: str, turn_id: int | str, content: str) -> Call:
     return Call("POST", f"{_turn(session_id, turn_id)}/end", body={"content": content})
 
 
-def transcript(session_id: str, *, start: int = 0, limit: int = 100, transcript_id: str | None = None) -> Call:
+def transcript(
+    session_id: str, *, start: int = 0, limit: int = 100, transcript_id: str | None = None
+) -> Call:
     """A range of the transcript as the session may see it: ``messages``, ``total``, ``next``."""
-    return Call("GET", f"{_session(session_id)}/transcript",
-                _given(start=start, limit=limit, transcript_id=transcript_id))
+    return Call(
+        "GET",
+        f"{_session(session_id)}/transcript",
+        _given(start=start, limit=limit, transcript_id=transcript_id),
+    )
 
 
 #: every operation, by the name both clients give it
-OPERATIONS = {f.__name__: f for f in (
-    health, tools, create_session, get_session, escalate, reset, save, get, list_memories, delete, search,
-    audit, audit_verify, begin_turn, prompt, tool_calls, tool_result, usage, end_turn, transcript)}
+OPERATIONS = {
+    f.__name__: f
+    for f in (
+        health,
+        tools,
+        create_session,
+        get_session,
+        escalate,
+        reset,
+        save,
+        get,
+        list_memories,
+        delete,
+        search,
+        audit,
+        audit_verify,
+        begin_turn,
+        prompt,
+        tool_calls,
+        tool_result,
+        usage,
+        end_turn,
+        transcript,
+    )
+}

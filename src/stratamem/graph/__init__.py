@@ -5,7 +5,28 @@
 the MCP memory file format); storage is ``storage/graph_sql.py``.
 """
 
-from .model import Edge, EdgeDraft, GraphPage, GraphStats, Neighbor, Node, NodeDraft, NodeHit, Observation, Suggestion
+from .model import (
+    Edge,
+    EdgeDraft,
+    GraphPage,
+    GraphStats,
+    Neighbor,
+    Node,
+    NodeDraft,
+    NodeHit,
+    Observation,
+    Suggestion,
+)
 
-__all__ = ["Edge", "EdgeDraft", "GraphPage", "GraphStats", "Neighbor", "Node", "NodeDraft", "NodeHit", "Observation",
-           "Suggestion"]
+__all__ = [
+    "Edge",
+    "EdgeDraft",
+    "GraphPage",
+    "GraphStats",
+    "Neighbor",
+    "Node",
+    "NodeDraft",
+    "NodeHit",
+    "Observation",
+    "Suggestion",
+]

@@ -38,12 +38,20 @@ def clamp_depth(value: object, default: int = 1) -> int:
 
 def _read_draft(op: str, record: SessionRecord, nodes: Iterable[Node], detail: dict[str, Any]) -> AuditDraft:
     nodes = list(nodes)
-    return AuditDraft(op, record.id, record.agent_id, record.taint, tuple(n.name for n in nodes),
-                      tuple(n.level for n in nodes), tuple(n.id for n in nodes), detail=detail)
+    return AuditDraft(
+        op,
+        record.id,
+        record.agent_id,
+        record.taint,
+        tuple(n.name for n in nodes),
+        tuple(n.level for n in nodes),
+        tuple(n.id for n in nodes),
+        detail=detail,
+    )
 
 
 class GraphSession:
-    def __init__(self, session: "Session") -> None:
+    def __init__(self, session: Session) -> None:
         self._session = session
         self._store = session.store
         self._backend = session.store.backend
@@ -55,18 +63,42 @@ class GraphSession:
     def _read(self, body) -> Any:
         return self._backend.graph_read(self._session.id, self._store.now(), body)
 
-    def draft(self, name: object, type: object = None, content: object = "", tags: object = (),
-              observations: object = (), source: object = None) -> NodeDraft:
+    def draft(
+        self,
+        name: object,
+        type: object = None,
+        content: object = "",
+        tags: object = (),
+        observations: object = (),
+        source: object = None,
+    ) -> NodeDraft:
         """A checked node draft; ``type`` None keeps an existing node's type (new nodes: 'thing')."""
         if type is not None:
             checks.check_type(type)
-        made = checks.node_draft(name, type or checks.DEFAULT_TYPE, content, check_tags(tags), observations,
-                                 source, self._store.max_content_bytes)
-        return made if type is not None else NodeDraft(made.name, "", made.content, made.tags, made.observations,
-                                                         made.source)
+        made = checks.node_draft(
+            name,
+            type or checks.DEFAULT_TYPE,
+            content,
+            check_tags(tags),
+            observations,
+            source,
+            self._store.max_content_bytes,
+        )
+        return (
+            made
+            if type is not None
+            else NodeDraft(made.name, "", made.content, made.tags, made.observations, made.source)
+        )
 
-    def capture(self, name: str, type: str | None = None, content: str = "", tags: Sequence[str] = (),
-                observations: Sequence[str] = (), source: str | None = None) -> Node:
+    def capture(
+        self,
+        name: str,
+        type: str | None = None,
+        content: str = "",
+        tags: Sequence[str] = (),
+        observations: Sequence[str] = (),
+        source: str | None = None,
+    ) -> Node:
         """Create or update a node at the live taint (a lower visible version gets a new version)."""
         node_draft = self.draft(name, type, content, tags, observations, source)
         return self.write_nodes([node_draft], merge=True)[0][0]
@@ -111,9 +143,14 @@ class GraphSession:
         def body(gc, rec):
             scope = q.Scope(rec)
             nodes = q.named(gc, scope, checked)
-            edges = q.edges_touching(gc, scope, [(n.agent_id, n.name) for n in nodes], edge_limit) if edge_limit else []
-            return (nodes, edges), _read_draft("graph.open", rec, nodes, {"asked": len(checked),
-                                                                          "found": len(nodes), "edges": len(edges)})
+            edges = (
+                q.edges_touching(gc, scope, [(n.agent_id, n.name) for n in nodes], edge_limit)
+                if edge_limit
+                else []
+            )
+            return (nodes, edges), _read_draft(
+                "graph.open", rec, nodes, {"asked": len(checked), "found": len(nodes), "edges": len(edges)}
+            )
 
         return self._read(body)
 
@@ -121,8 +158,9 @@ class GraphSession:
         """Visible nodes ranked by BM25 over name, type, content, tags and observations (any word may match)."""
         return self.search_subgraph(query, max_results, edge_limit=0)[0]
 
-    def search_subgraph(self, query: str, max_results: int = 10, edge_limit: int = PAGE_EDGES
-                        ) -> tuple[list[NodeHit], list[Edge]]:
+    def search_subgraph(
+        self, query: str, max_results: int = 10, edge_limit: int = PAGE_EDGES
+    ) -> tuple[list[NodeHit], list[Edge]]:
         """``search`` plus the visible edges touching the hits (at most ``edge_limit``), in one snapshot."""
         if not isinstance(query, str):
             raise ValidationError("query must be a string")
@@ -135,8 +173,12 @@ class GraphSession:
             hits = [NodeHit(n, s) for n, s in q.search(gc, scope, terms, limit)]
             keys = [(h.node.agent_id, h.node.name) for h in hits]
             edges = q.edges_touching(gc, scope, keys, edge_limit) if edge_limit and keys else []
-            return (hits, edges), _read_draft("graph.search", rec, [h.node for h in hits],
-                                              {"results": len(hits), "terms": len(terms), "edges": len(edges)})
+            return (hits, edges), _read_draft(
+                "graph.search",
+                rec,
+                [h.node for h in hits],
+                {"results": len(hits), "terms": len(terms), "edges": len(edges)},
+            )
 
         return self._read(body)
 
@@ -153,12 +195,17 @@ class GraphSession:
         def body(gc, rec):
             scope = q.Scope(rec)
             start = self._start(gc, scope, checked)
-            reached = traverse.expand([(start.agent_id, start.name)], depth,
-                                      lambda keys: q.edges_touching(gc, scope, keys), q.MAX_FRONTIER)[:limit]
+            reached = traverse.expand(
+                [(start.agent_id, start.name)],
+                depth,
+                lambda keys: q.edges_touching(gc, scope, keys),
+                q.MAX_FRONTIER,
+            )[:limit]
             nodes = q.load_nodes(gc, scope, [key for key, _, _ in reached])
             out = [Neighbor(nodes[key], dist, edge) for key, dist, edge in reached if key in nodes]
-            return out, _read_draft("graph.neighbors", rec, [start, *(n.node for n in out)],
-                                    {"depth": depth, "results": len(out)})
+            return out, _read_draft(
+                "graph.neighbors", rec, [start, *(n.node for n in out)], {"depth": depth, "results": len(out)}
+            )
 
         return self._read(body)
 
@@ -178,13 +225,22 @@ class GraphSession:
 
     def path(self, source: str, target: str, max_depth: int = MAX_DEPTH) -> list[Edge] | None:
         """One shortest path of visible edges (at most 3 steps) between two visible nodes, or None."""
-        a, b, depth = checks.check_name(source, "from"), checks.check_name(target, "to"), clamp_depth(max_depth, 3)
+        a, b, depth = (
+            checks.check_name(source, "from"),
+            checks.check_name(target, "to"),
+            clamp_depth(max_depth, 3),
+        )
 
         def body(gc, rec):
             scope = q.Scope(rec)
             start, goal = self._start(gc, scope, a), self._start(gc, scope, b)
-            found = traverse.shortest_path((start.agent_id, start.name), (goal.agent_id, goal.name), depth,
-                                           lambda keys: q.edges_touching(gc, scope, keys), q.MAX_FRONTIER)
+            found = traverse.shortest_path(
+                (start.agent_id, start.name),
+                (goal.agent_id, goal.name),
+                depth,
+                lambda keys: q.edges_touching(gc, scope, keys),
+                q.MAX_FRONTIER,
+            )
             return found, _read_draft("graph.path", rec, [start, goal], {"found": found is not None})
 
         return self._read(body)
@@ -218,7 +274,9 @@ class GraphSession:
             scope = q.Scope(rec)
             start = self._start(gc, scope, checked)
             key = (start.agent_id, start.name)
-            reached = traverse.expand([key], 2, lambda keys: q.edges_touching(gc, scope, keys), q.MAX_FRONTIER)
+            reached = traverse.expand(
+                [key], 2, lambda keys: q.edges_touching(gc, scope, keys), q.MAX_FRONTIER
+            )
             direct = {k for k, d, _ in reached if d == 1}
             shared: dict[tuple[str, str], int] = {}
             if direct:
@@ -232,7 +290,11 @@ class GraphSession:
             candidates = [k for k in {**shared, **scores} if k != key and k not in direct]
             candidates.sort(key=lambda k: (-shared.get(k, 0), -scores.get(k, 0.0), k[1], scope.rank[k[0]]))
             nodes = q.load_nodes(gc, scope, candidates[:limit])
-            out = [Suggestion(nodes[k], shared.get(k, 0), scores.get(k, 0.0)) for k in candidates[:limit] if k in nodes]
+            out = [
+                Suggestion(nodes[k], shared.get(k, 0), scores.get(k, 0.0))
+                for k in candidates[:limit]
+                if k in nodes
+            ]
             return out, _read_draft("graph.suggest", rec, [n.node for n in out], {"results": len(out)})
 
         return self._read(body)

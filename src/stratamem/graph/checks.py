@@ -89,15 +89,32 @@ def check_names(values: object, what: str = "names") -> tuple[str, ...]:
     return tuple(dict.fromkeys(check_name(v, "name") for v in check_batch(values, what)))
 
 
-def node_draft(name: object, type_: object = DEFAULT_TYPE, content: object = "", tags: Iterable[str] = (),
-               observations: object = (), source: object = None, max_content_bytes: int = 64 * 1024) -> NodeDraft:
+def node_draft(
+    name: object,
+    type_: object = DEFAULT_TYPE,
+    content: object = "",
+    tags: Iterable[str] = (),
+    observations: object = (),
+    source: object = None,
+    max_content_bytes: int = 64 * 1024,
+) -> NodeDraft:
     text = _text(content if content is not None else "", "content", max_content_bytes, identifier=False)
     if len(text.encode("utf-8")) > max_content_bytes:
         raise ValidationError(f"content is larger than {max_content_bytes} bytes")
-    return NodeDraft(check_name(name), check_type(type_ if type_ is not None else DEFAULT_TYPE), text,
-                     check_tags(tags), check_observations(observations or ()), check_source(source))
+    return NodeDraft(
+        check_name(name),
+        check_type(type_ if type_ is not None else DEFAULT_TYPE),
+        text,
+        check_tags(tags),
+        check_observations(observations or ()),
+        check_source(source),
+    )
 
 
 def edge_draft(source: object, target: object, relation: object, note: object = None) -> EdgeDraft:
-    return EdgeDraft(check_name(source, "from"), check_name(target, "to"), check_type(relation, "relation"),
-                     check_note(note))
+    return EdgeDraft(
+        check_name(source, "from"),
+        check_name(target, "to"),
+        check_type(relation, "relation"),
+        check_note(note),
+    )

@@ -35,8 +35,9 @@ def parse_line(text: str, max_content_bytes: int) -> NodeDraft | EdgeDraft:
         for field in ("name", "entityType"):
             if field not in data:
                 raise ValidationError(f"missing field {field!r}")
-        return checks.node_draft(data["name"], data["entityType"], "", (), data.get("observations") or [],
-                                 None, max_content_bytes)
+        return checks.node_draft(
+            data["name"], data["entityType"], "", (), data.get("observations") or [], None, max_content_bytes
+        )
     if kind == "relation":
         for field in ("from", "to", "relationType"):
             if field not in data:
@@ -45,8 +46,9 @@ def parse_line(text: str, max_content_bytes: int) -> NodeDraft | EdgeDraft:
     raise ValidationError('"type" must be "entity" or "relation"')
 
 
-def parse_lines(lines: Iterable[str], max_content_bytes: int
-                ) -> tuple[list[tuple[int, NodeDraft]], list[tuple[int, EdgeDraft]]]:
+def parse_lines(
+    lines: Iterable[str], max_content_bytes: int
+) -> tuple[list[tuple[int, NodeDraft]], list[tuple[int, EdgeDraft]]]:
     """Every entity and relation with its line number; ``ValidationError`` listing bad lines otherwise."""
     entities: list[tuple[int, NodeDraft]] = []
     relations: list[tuple[int, EdgeDraft]] = []

@@ -29,7 +29,9 @@ def _incident(edges: Sequence[Edge]) -> dict[Key, list[Edge]]:
     return by_node
 
 
-def expand(starts: Sequence[Key], depth: int, edges_of: EdgesOf, max_frontier: int) -> list[tuple[Key, int, Edge]]:
+def expand(
+    starts: Sequence[Key], depth: int, edges_of: EdgesOf, max_frontier: int
+) -> list[tuple[Key, int, Edge]]:
     """Every node within ``depth`` steps (either direction) with its distance and first edge, in BFS order.
 
     The order is deterministic: per step, frontier nodes in order, their edges
@@ -55,7 +57,9 @@ def expand(starts: Sequence[Key], depth: int, edges_of: EdgesOf, max_frontier: i
     return found
 
 
-def shortest_path(start: Key, goal: Key, depth: int, edges_of: EdgesOf, max_frontier: int) -> list[Edge] | None:
+def shortest_path(
+    start: Key, goal: Key, depth: int, edges_of: EdgesOf, max_frontier: int
+) -> list[Edge] | None:
     """The edges of one shortest path (ties: BFS order) of at most ``depth`` steps, or None."""
     if start == goal:
         return []

@@ -45,7 +45,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, int]:
     for number, line in enumerate(lines[1:], start=2):
         if line.strip() in ("---", "..."):
             try:
-                data = yaml.safe_load("\n".join(lines[1:number - 1])) or {}
+                data = yaml.safe_load("\n".join(lines[1 : number - 1])) or {}
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 line_no = mark.line + 2 if mark is not None else 1
@@ -69,8 +69,16 @@ def read(path: Path, target: Target) -> list[Memory]:
                 continue  # an empty note: nothing to remember
             category = front.get("category") or front.get("type") or "core"
             created = front.get("created") or front.get("date")
-            out.append(memory(target, relative, body.strip("\n"), tags=tag_list(front.get("tags")),
-                              category=str(category), created_at=str(created) if created else None))
+            out.append(
+                memory(
+                    target,
+                    relative,
+                    body.strip("\n"),
+                    tags=tag_list(front.get("tags")),
+                    category=str(category),
+                    created_at=str(created) if created else None,
+                )
+            )
         except ValidationError as exc:
             problems.add(where, exc.message.removeprefix(f"{where} ").removeprefix(f"{where}: "))
     problems.raise_if_any()

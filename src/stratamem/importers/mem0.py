@@ -16,16 +16,16 @@ from .sources import Problems, Target, load_json, memory, read_text, tag_list
 
 FORMAT = "mem0"
 SOURCE = "file"
-DESCRIPTION = "Mem0 get_all() JSON ({\"results\": [...]} or a list)"
+DESCRIPTION = 'Mem0 get_all() JSON ({"results": [...]} or a list)'
 
 
 def read(path: Path, target: Target) -> list[Memory]:
     data = load_json(read_text(path), str(path))
     records = data.get("results") if isinstance(data, dict) else data
     if isinstance(data, dict) and "results" not in data:
-        raise ValidationError(f"{path}: a Mem0 export is a list or an object with \"results\"")
+        raise ValidationError(f'{path}: a Mem0 export is a list or an object with "results"')
     if not isinstance(records, list):
-        raise ValidationError(f"{path}: \"results\" must be a list")
+        raise ValidationError(f'{path}: "results" must be a list')
     problems, out, seen = Problems(), [], {}
     for number, record in enumerate(records, start=1):
         where = f"{path} record {number}"
@@ -34,17 +34,28 @@ def read(path: Path, target: Target) -> list[Memory]:
                 raise ValidationError("each record must be an object")
             ident, text = record.get("id"), record.get("memory")
             if not isinstance(ident, str) or not ident:
-                raise ValidationError("\"id\" must be a non-empty string")
+                raise ValidationError('"id" must be a non-empty string')
             if not isinstance(text, str):
-                raise ValidationError("\"memory\" must be a string")
+                raise ValidationError('"memory" must be a string')
             if ident in seen:
                 raise ValidationError(f"id {ident!r} repeats record {seen[ident]}")
             seen[ident] = number
             tags = ["mem0", *tag_list(record.get("categories"))]
-            tags += [f"{field.split('_')[0]}:{record[field]}" for field in ("user_id", "agent_id", "run_id")
-                     if isinstance(record.get(field), str) and record[field]]
-            out.append(memory(target, f"mem0-{ident}", text, tags=tags, created_at=record.get("created_at"),
-                              updated_at=record.get("updated_at")))
+            tags += [
+                f"{field.split('_')[0]}:{record[field]}"
+                for field in ("user_id", "agent_id", "run_id")
+                if isinstance(record.get(field), str) and record[field]
+            ]
+            out.append(
+                memory(
+                    target,
+                    f"mem0-{ident}",
+                    text,
+                    tags=tags,
+                    created_at=record.get("created_at"),
+                    updated_at=record.get("updated_at"),
+                )
+            )
         except ValidationError as exc:
             problems.add(where, exc.message)
     problems.raise_if_any()

@@ -52,8 +52,9 @@ class Problems:
             return
         shown = self.items[:MAX_REPORTED]
         more = f"\n... and {len(self.items) - len(shown)} more" if len(self.items) > len(shown) else ""
-        raise ValidationError(f"import refused, nothing was imported; {len(self.items)} problem(s):\n"
-                              + "\n".join(shown) + more)
+        raise ValidationError(
+            f"import refused, nothing was imported; {len(self.items)} problem(s):\n" + "\n".join(shown) + more
+        )
 
 
 def read_text(path: Path, shown: str | None = None) -> str:
@@ -87,23 +88,41 @@ def load_json(text: str, name: str) -> Any:
     try:
         return json.loads(text, object_pairs_hook=_no_duplicates)
     except json.JSONDecodeError as exc:
-        raise ValidationError(f"{name} line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from None
+        raise ValidationError(
+            f"{name} line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})"
+        ) from None
     except RecursionError:
         raise ValidationError(f"{name}: not valid JSON (nested too deeply)") from None
     except ValueError as exc:
         raise ValidationError(f"{name}: {exc}") from None
 
 
-def memory(target: Target, key: str, content: str, *, tags: Iterable[str] = (), category: str = "core",
-           created_at: object = None, updated_at: object = None) -> Memory:
+def memory(
+    target: Target,
+    key: str,
+    content: str,
+    *,
+    tags: Iterable[str] = (),
+    category: str = "core",
+    created_at: object = None,
+    updated_at: object = None,
+) -> Memory:
     """One memory for ``target``, every field validated as a save would (ValidationError otherwise)."""
     created = parse_time(created_at, "created_at", naive_is_utc=True) if created_at else None
     updated = parse_time(updated_at, "updated_at", naive_is_utc=True) if updated_at else None
     created = created or updated or datetime.now(UTC)
-    return Memory(key=check_key(key), content=check_content(content, target.max_content_bytes), level=target.level,
-                  tags=check_tags(list(dict.fromkeys(tags))), category=check_category(category),
-                  agent_id=target.agent_id, session_id=None, created_at=created, updated_at=updated or created,
-                  lineage_id=str(uuid.uuid4()))
+    return Memory(
+        key=check_key(key),
+        content=check_content(content, target.max_content_bytes),
+        level=target.level,
+        tags=check_tags(list(dict.fromkeys(tags))),
+        category=check_category(category),
+        agent_id=target.agent_id,
+        session_id=None,
+        created_at=created,
+        updated_at=updated or created,
+        lineage_id=str(uuid.uuid4()),
+    )
 
 
 def tag_list(value: object) -> list[str]:

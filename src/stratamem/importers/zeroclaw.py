@@ -44,7 +44,9 @@ def entries(text: str, stem: str) -> list[tuple[int, str, str, list[str]]]:
         if not line:
             continue
         keyed = KEYED.match(line)
-        key, content = (keyed["key"].strip(), keyed["content"].strip()) if keyed else (f"{stem}:{number}", line)
+        key, content = (
+            (keyed["key"].strip(), keyed["content"].strip()) if keyed else (f"{stem}:{number}", line)
+        )
         out.append((number, key, content, ["zeroclaw", *([heading] if heading else [])]))
     return out
 
@@ -77,9 +79,16 @@ def read(path: Path, target: Target) -> list[Memory]:
                 if key in keys:
                     raise ValidationError(f"key {key!r} repeats {keys[key]}")
                 keys[key] = where
-                out.append(memory(target, key, content, tags=[*tags, *(["daily"] if day else [])],
-                                  category="daily" if day else "core",
-                                  created_at=f"{day}T00:00:00+00:00" if day else None))
+                out.append(
+                    memory(
+                        target,
+                        key,
+                        content,
+                        tags=[*tags, *(["daily"] if day else [])],
+                        category="daily" if day else "core",
+                        created_at=f"{day}T00:00:00+00:00" if day else None,
+                    )
+                )
             except ValidationError as exc:
                 problems.add(where, exc.message)
     problems.raise_if_any()

@@ -94,10 +94,17 @@ def _item(memory: Memory, score: float | None = None, *, search: bool = False) -
         return None
     namespace, key = parts
     if search:
-        return SearchItem(namespace=namespace, key=key, value=value, created_at=memory.created_at,
-                          updated_at=memory.updated_at, score=score)
-    return Item(namespace=namespace, key=key, value=value, created_at=memory.created_at,
-                updated_at=memory.updated_at)
+        return SearchItem(
+            namespace=namespace,
+            key=key,
+            value=value,
+            created_at=memory.created_at,
+            updated_at=memory.updated_at,
+            score=score,
+        )
+    return Item(
+        namespace=namespace, key=key, value=value, created_at=memory.created_at, updated_at=memory.updated_at
+    )
 
 
 class StratamemStore(BaseStore):
@@ -105,8 +112,14 @@ class StratamemStore(BaseStore):
 
     supports_ttl = True
 
-    def __init__(self, session: Session, *, index: IndexConfig | None = None, ttl: TTLConfig | None = None,
-                 policy: Any = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+        policy: Any = None,
+    ) -> None:
         self.session = session
         self.index_config = index
         self.ttl_config = ttl
@@ -148,9 +161,17 @@ class StratamemStore(BaseStore):
             return
         ttl = op.ttl  # BaseStore.put already applied the default_ttl when none was given
         content = json.dumps(op.value, ensure_ascii=False, default=str)
-        gated_save(self.session, key, content, tags=namespace_tags(op.namespace), category=CATEGORY,
-                   ttl=None if ttl is None else float(ttl) * 60, policy=self.policy, path="langgraph",
-                   origin="langgraph")
+        gated_save(
+            self.session,
+            key,
+            content,
+            tags=namespace_tags(op.namespace),
+            category=CATEGORY,
+            ttl=None if ttl is None else float(ttl) * 60,
+            policy=self.policy,
+            path="langgraph",
+            origin="langgraph",
+        )
 
     def _items(self, prefix: tuple[str, ...]) -> Iterator[Item]:
         """Every visible item under ``prefix``, in the store's (agent, key) order, page by page."""
@@ -178,13 +199,15 @@ class StratamemStore(BaseStore):
                 item = _item(hit.memory, hit.score, search=True)
                 if item is not None and item.namespace[: len(prefix)] == prefix and self._matches(item, op):
                     found.append(item)  # type: ignore[arg-type]
-            return found[offset: offset + limit]
+            return found[offset : offset + limit]
         for item in self._items(prefix):
             if self._matches(item, op):
-                found.append(SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at))
+                found.append(
+                    SearchItem(item.namespace, item.key, item.value, item.created_at, item.updated_at)
+                )
                 if len(found) >= offset + limit:
                     break
-        return found[offset: offset + limit]
+        return found[offset : offset + limit]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         seen: set[tuple[str, ...]] = set()
@@ -193,7 +216,7 @@ class StratamemStore(BaseStore):
             if op.match_conditions and not all(_does_match(c, namespace) for c in op.match_conditions):
                 continue
             seen.add(namespace if op.max_depth is None else namespace[: op.max_depth])
-        return sorted(seen)[op.offset: op.offset + op.limit]
+        return sorted(seen)[op.offset : op.offset + op.limit]
 
 
 __all__ = ["StratamemStore", "memory_key", "namespace_tags", "split_key"]

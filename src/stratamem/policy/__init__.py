@@ -27,6 +27,7 @@ from .scanner import QUARANTINE_TAG, ScanMode, scan
 
 __all__ = [
     "DEFAULT_POLICY",
+    "QUARANTINE_TAG",
     "Access",
     "Action",
     "ApprovalRequest",
@@ -37,7 +38,6 @@ __all__ = [
     "Operator",
     "OutputCheck",
     "Policy",
-    "QUARANTINE_TAG",
     "Rule",
     "ScanMode",
     "deny_all",

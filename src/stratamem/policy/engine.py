@@ -105,14 +105,14 @@ class Policy:
         self.scan_mode = ScanMode(scan_mode)
 
     @classmethod
-    def from_yaml(cls, text: str, **options: Any) -> "Policy":
+    def from_yaml(cls, text: str, **options: Any) -> Policy:
         return cls(rules_from_yaml(text), **options)
 
     @classmethod
-    def from_file(cls, path: str | Path, **options: Any) -> "Policy":
+    def from_file(cls, path: str | Path, **options: Any) -> Policy:
         return cls(load_rules(path), **options)
 
-    def replace(self, **changes: Any) -> "Policy":
+    def replace(self, **changes: Any) -> Policy:
         """A copy with some settings changed (e.g. ``policy.replace(read_only=True)``)."""
         options = {
             "rules": self.rules,
@@ -142,8 +142,13 @@ class Policy:
                 else:
                     decision = Decision(Action.parse(result), name, "", "hook")
             except Exception as exc:  # noqa: BLE001 - a failing hook blocks
-                return Decision(Action.BLOCK, name, "a policy hook failed; blocked", "error",
-                                detail={"error": type(exc).__name__})
+                return Decision(
+                    Action.BLOCK,
+                    name,
+                    "a policy hook failed; blocked",
+                    "error",
+                    detail={"error": type(exc).__name__},
+                )
             if decision.action is not Action.ALLOW:
                 return decision
         return None
@@ -166,11 +171,17 @@ class Policy:
             private = copy.deepcopy(dict(facts))
             return call_with_timeout(lambda: self._evaluate_now(hook, private), self.timeout)
         except TimeoutError:
-            return Decision(Action.BLOCK, None, f"policy check timed out after {self.timeout} s; blocked",
-                            "timeout")
+            return Decision(
+                Action.BLOCK, None, f"policy check timed out after {self.timeout} s; blocked", "timeout"
+            )
         except Exception as exc:  # noqa: BLE001 - fail closed
-            return Decision(Action.BLOCK, None, "policy check failed; blocked", "error",
-                            detail={"error": type(exc).__name__})
+            return Decision(
+                Action.BLOCK,
+                None,
+                "policy check failed; blocked",
+                "error",
+                detail={"error": type(exc).__name__},
+            )
 
     def approve(self, hook: HookPoint, decision: Decision, facts: Mapping[str, Any]) -> Decision:
         """Turn REQUIRE_APPROVAL into ALLOW or BLOCK by asking the approver.
@@ -187,14 +198,15 @@ class Policy:
         except Exception:  # noqa: BLE001 - an approver that fails has not approved
             granted, verdict = False, "error"
         if granted:
-            return Decision(Action.ALLOW, decision.rule_id, decision.message, "approval",
-                            detail={"approval": verdict})
+            return Decision(
+                Action.ALLOW, decision.rule_id, decision.message, "approval", detail={"approval": verdict}
+            )
         message = f"{decision.message or 'this action needs approval'} (approval {verdict})"
         return Decision(Action.BLOCK, decision.rule_id, message, "approval", detail={"approval": verdict})
 
     def decide(
         self,
-        store: "Store",
+        store: Store,
         record: SessionRecord,
         hook: HookPoint,
         facts: Mapping[str, Any],
@@ -210,7 +222,7 @@ class Policy:
 
     @staticmethod
     def record(
-        store: "Store",
+        store: Store,
         record: SessionRecord,
         hook: HookPoint,
         decision: Decision,
@@ -219,16 +231,34 @@ class Policy:
         detail: Mapping[str, Any] | None = None,
     ) -> None:
         """Append the ``policy.decision`` audit event: hook, rule, action — never content."""
-        body = {"hook": hook.value, "rule_id": decision.rule_id, "action": decision.action.value,
-                "source": decision.source, **decision.detail, **(detail or {})}
-        store.audit(AuditDraft("policy.decision", record.id, record.agent_id, record.taint,
-                               lineage_ids=tuple(lineage_ids), outcome=_OUTCOMES[decision.action],
-                               detail=body))
+        body = {
+            "hook": hook.value,
+            "rule_id": decision.rule_id,
+            "action": decision.action.value,
+            "source": decision.source,
+            **decision.detail,
+            **(detail or {}),
+        }
+        store.audit(
+            AuditDraft(
+                "policy.decision",
+                record.id,
+                record.agent_id,
+                record.taint,
+                lineage_ids=tuple(lineage_ids),
+                outcome=_OUTCOMES[decision.action],
+                detail=body,
+            )
+        )
 
     # ------------------------------------------------------------------ prompt context and output
 
     def prepare_context(
-        self, session: "Session", memories: Iterable[Memory], *, origin: str | None = None,
+        self,
+        session: Session,
+        memories: Iterable[Memory],
+        *,
+        origin: str | None = None,
         channel: str | None = None,
     ) -> list[Memory]:
         """PRE_CONTEXT_INJECTION: the memories that may enter the prompt, redacted as the rules say.
@@ -239,20 +269,25 @@ class Policy:
         its content. One audit event records the lineage ids injected.
         """
         record = session.record
-        base = facts_mod.session_facts(HookPoint.PRE_CONTEXT_INJECTION, record, origin=origin,
-                                       channel=channel, read_only=self.read_only)
+        base = facts_mod.session_facts(
+            HookPoint.PRE_CONTEXT_INJECTION, record, origin=origin, channel=channel, read_only=self.read_only
+        )
         candidates = [
-            m for m in memories
+            m
+            for m in memories
             if Level(m.level) <= record.taint and m.agent_id in record.agents and not is_quarantined(m.tags)
         ]
         per_memory = [facts_mod.memory_facts(base, m) for m in candidates]
         hook = HookPoint.PRE_CONTEXT_INJECTION
         if self._has_work(hook):
             try:
-                raw = call_with_timeout(lambda: [self._evaluate_now(hook, copy.deepcopy(f)) for f in per_memory],
-                                        self.timeout)
+                raw = call_with_timeout(
+                    lambda: [self._evaluate_now(hook, copy.deepcopy(f)) for f in per_memory], self.timeout
+                )
             except Exception:  # noqa: BLE001 - timeout or failure: inject nothing
-                raw = [Decision(Action.BLOCK, None, "policy check failed; blocked", "timeout")] * len(candidates)
+                raw = [Decision(Action.BLOCK, None, "policy check failed; blocked", "timeout")] * len(
+                    candidates
+                )
             decisions = [self.approve(hook, d, f) for d, f in zip(raw, per_memory, strict=True)]
         else:
             decisions = [ALLOW] * len(candidates)
@@ -264,13 +299,23 @@ class Policy:
                 kept.append(memory)
         fired = sorted({d.rule_id for d in decisions if d.rule_id})
         summary = _summary(decisions, kept)
-        self.record(session.store, record, hook, summary, lineage_ids=[m.lineage_id for m in kept],
-                    detail={"injected": len(kept), "withheld": len(decisions) - len(kept),
-                            "rules": fired})
+        self.record(
+            session.store,
+            record,
+            hook,
+            summary,
+            lineage_ids=[m.lineage_id for m in kept],
+            detail={"injected": len(kept), "withheld": len(decisions) - len(kept), "rules": fired},
+        )
         return kept
 
     def check_output(
-        self, session: "Session", text: str, *, channel_level: Level | str, channel: str | None = None,
+        self,
+        session: Session,
+        text: str,
+        *,
+        channel_level: Level | str,
+        channel: str | None = None,
         origin: str | None = None,
     ) -> OutputCheck:
         """PRE_OUTPUT: may ``text`` go to a channel cleared for ``channel_level``?
@@ -283,12 +328,18 @@ class Policy:
             raise ValidationError("output text must be a string")
         record = session.record
         level = Level.parse(channel_level)
-        base = facts_mod.session_facts(HookPoint.PRE_OUTPUT, record, origin=origin, channel=channel,
-                                       read_only=self.read_only)
+        base = facts_mod.session_facts(
+            HookPoint.PRE_OUTPUT, record, origin=origin, channel=channel, read_only=self.read_only
+        )
         facts = facts_mod.output_facts(base, text, level)
-        decision = self.decide(session.store, record, HookPoint.PRE_OUTPUT, facts,
-                               guard=write_down_guard(record.taint, level),
-                               detail={"channel": channel, "channel_level": level.name})
+        decision = self.decide(
+            session.store,
+            record,
+            HookPoint.PRE_OUTPUT,
+            facts,
+            guard=write_down_guard(record.taint, level),
+            detail={"channel": channel, "channel_level": level.name},
+        )
         if decision.action is Action.BLOCK:
             return OutputCheck(False, None, decision)
         if decision.action is Action.REDACT:

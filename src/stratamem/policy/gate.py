@@ -46,8 +46,18 @@ if TYPE_CHECKING:
     from ..session import Session
     from ..store import Store
 
-__all__ = ["MemoryWrite", "Verdict", "admit", "check", "gated_save", "gated_save_many", "judge", "refusal",
-           "screen_import", "write_facts"]
+__all__ = [
+    "MemoryWrite",
+    "Verdict",
+    "admit",
+    "check",
+    "gated_save",
+    "gated_save_many",
+    "judge",
+    "refusal",
+    "screen_import",
+    "write_facts",
+]
 
 HOOK = HookPoint.PRE_TOOL_CALL
 WRITE_TOOL = "memory_save"
@@ -83,7 +93,11 @@ class Verdict:
 
     def applied(self, write: MemoryWrite) -> MemoryWrite:
         """The write as it may be stored: content redacted if a rule said so, quarantine tag added."""
-        content = redact_text(write.content, self.decision) if self.decision.action is Action.REDACT else write.content
+        content = (
+            redact_text(write.content, self.decision)
+            if self.decision.action is Action.REDACT
+            else write.content
+        )
         tags = with_quarantine(write.tags, self.quarantine)
         return dataclasses.replace(write, content=content, tags=tags)
 
@@ -103,7 +117,12 @@ def refusal(name: str, decision: Decision) -> PolicyBlocked:
 
 
 def write_facts(
-    record: SessionRecord, policy: Policy, write: MemoryWrite, *, path: str, origin: str | None = None,
+    record: SessionRecord,
+    policy: Policy,
+    write: MemoryWrite,
+    *,
+    path: str,
+    origin: str | None = None,
     channel: str | None = None,
 ) -> dict[str, Any]:
     """The facts a rule sees for a write that did not come as a tool call (same names as a tool call's)."""
@@ -113,8 +132,15 @@ def write_facts(
     return facts
 
 
-def admit(store: "Store", record: SessionRecord, policy: Policy, name: str, *, is_write: bool,
-          detail: Mapping[str, Any] | None = None) -> None:
+def admit(
+    store: Store,
+    record: SessionRecord,
+    policy: Policy,
+    name: str,
+    *,
+    is_write: bool,
+    detail: Mapping[str, Any] | None = None,
+) -> None:
     """Step 1 alone (read-only), audited; raises ``PolicyBlocked``. Runs before arguments are parsed."""
     decision = read_only_guard(policy.read_only, is_write, name)
     if decision is not None:
@@ -122,8 +148,9 @@ def admit(store: "Store", record: SessionRecord, policy: Policy, name: str, *, i
         raise refusal(name, decision)
 
 
-def judge(policy: Policy, facts: Mapping[str, Any], write: MemoryWrite | None, *, name: str,
-          is_write: bool = True) -> Verdict:
+def judge(
+    policy: Policy, facts: Mapping[str, Any], write: MemoryWrite | None, *, name: str, is_write: bool = True
+) -> Verdict:
     """Steps 1-3 without side effects: read-only, scanner, hooks/rules/approval."""
     guard = read_only_guard(policy.read_only, is_write, name)
     if guard is not None:
@@ -134,12 +161,14 @@ def judge(policy: Policy, facts: Mapping[str, Any], write: MemoryWrite | None, *
         if guard is not None:
             return Verdict(guard, kinds)
     decision = policy.approve(HOOK, policy.evaluate(HOOK, facts), facts)
-    quarantine = bool(kinds) and policy.scan_mode is ScanMode.QUARANTINE and decision.action is not Action.BLOCK
+    quarantine = (
+        bool(kinds) and policy.scan_mode is ScanMode.QUARANTINE and decision.action is not Action.BLOCK
+    )
     return Verdict(decision, kinds, quarantine)
 
 
 def check(
-    store: "Store",
+    store: Store,
     record: SessionRecord,
     policy: Policy,
     facts: Mapping[str, Any],
@@ -161,7 +190,7 @@ def check(
 
 
 def gated_save(
-    session: "Session",
+    session: Session,
     key: str,
     content: str,
     tags: Sequence[str] = (),
@@ -181,10 +210,18 @@ def gated_save(
     policy = policy or DEFAULT_POLICY
     store, record = session.store, session.record
     max_bytes = store.max_content_bytes
-    write = MemoryWrite(check_key(key), check_content(content, max_bytes), check_tags(tags), check_category(category))
-    verdict = check(store, record, policy, write_facts(record, policy, write, path=path, origin=origin,
-                                                       channel=channel),
-                    write, name=f"{path} write", path=path)
+    write = MemoryWrite(
+        check_key(key), check_content(content, max_bytes), check_tags(tags), check_category(category)
+    )
+    verdict = check(
+        store,
+        record,
+        policy,
+        write_facts(record, policy, write, path=path, origin=origin, channel=channel),
+        write,
+        name=f"{path} write",
+        path=path,
+    )
     if verdict.blocked:
         raise refusal(f"{path} write", verdict.decision)
     stored = verdict.applied(write)
@@ -192,7 +229,7 @@ def gated_save(
 
 
 def gated_save_many(
-    session: "Session",
+    session: Session,
     items: Sequence[Mapping[str, Any]],
     *,
     policy: Policy | None = None,
@@ -214,9 +251,16 @@ def gated_save_many(
     stored: list[MemoryWrite] = []
     for index, item in enumerate(checked):
         write = MemoryWrite(item.key, item.content, item.tags, item.category)
-        verdict = check(store, record, policy, write_facts(record, policy, write, path=path, origin=origin,
-                                                           channel=channel),
-                        write, name=f"{path} write", path=path, detail={"batch_index": index})
+        verdict = check(
+            store,
+            record,
+            policy,
+            write_facts(record, policy, write, path=path, origin=origin, channel=channel),
+            write,
+            name=f"{path} write",
+            path=path,
+            detail={"batch_index": index},
+        )
         if verdict.blocked:
             blocked = refusal(f"{path} write", verdict.decision)
             raise PolicyBlocked(f"item {index}: {blocked.message}; nothing of the batch was written")
@@ -225,7 +269,7 @@ def gated_save_many(
     return session.save_many(as_items(applied))
 
 
-def screen_import(store: "Store", memories: Sequence[Memory], policy: Policy | None = None) -> list[Memory]:
+def screen_import(store: Store, memories: Sequence[Memory], policy: Policy | None = None) -> list[Memory]:
     """The gate for ``import``: every memory judged as a write by its own agent at its own level.
 
     All or nothing, like import itself: in REJECT mode one poisoned memory
@@ -238,11 +282,18 @@ def screen_import(store: "Store", memories: Sequence[Memory], policy: Policy | N
     refused: list[str] = []
     quarantined = 0
     for position, memory in enumerate(memories, start=1):
-        record = SessionRecord(memory.session_id or "", memory.agent_id, Level(memory.level), (), Level(memory.level),
-                               memory.created_at)
+        record = SessionRecord(
+            memory.session_id or "",
+            memory.agent_id,
+            Level(memory.level),
+            (),
+            Level(memory.level),
+            memory.created_at,
+        )
         write = MemoryWrite(memory.key, memory.content, tuple(memory.tags), memory.category)
-        verdict = judge(policy, write_facts(record, policy, write, path="import", origin="import"), write,
-                        name="import")
+        verdict = judge(
+            policy, write_facts(record, policy, write, path="import", origin="import"), write, name="import"
+        )
         if verdict.blocked:
             why = ", ".join(verdict.kinds) or verdict.decision.rule_id or verdict.decision.source
             refused.append(f"memory {position}: {why}")
@@ -252,11 +303,24 @@ def screen_import(store: "Store", memories: Sequence[Memory], policy: Policy | N
         kept.append(dataclasses.replace(memory, content=stored.content, tags=stored.tags))
     top = max((Level(m.level) for m in memories), default=Level.PUBLIC)
     outcome = "blocked" if refused else "allowed"
-    store.audit(AuditDraft("policy.decision", taint=top, outcome=outcome,
-                           detail={"hook": HOOK.value, "write_path": "import", "count": len(memories),
-                                   "refused": len(refused), "quarantined": quarantined}))
+    store.audit(
+        AuditDraft(
+            "policy.decision",
+            taint=top,
+            outcome=outcome,
+            detail={
+                "hook": HOOK.value,
+                "write_path": "import",
+                "count": len(memories),
+                "refused": len(refused),
+                "quarantined": quarantined,
+            },
+        )
+    )
     if refused:
         shown = "; ".join(refused[:20]) + (f"; and {len(refused) - 20} more" if len(refused) > 20 else "")
-        raise PolicyBlocked(f"import refused, nothing was imported: {len(refused)} memory(ies) blocked by policy "
-                            f"({shown}); an operator can import without the gate: stratamem import --no-scan")
+        raise PolicyBlocked(
+            f"import refused, nothing was imported: {len(refused)} memory(ies) blocked by policy "
+            f"({shown}); an operator can import without the gate: stratamem import --no-scan"
+        )
     return kept

@@ -32,7 +32,9 @@ def scanner_guard(mode: ScanMode, texts: Iterable[object]) -> tuple[Decision | N
         return None, ()
     kinds = scan_all(texts)
     if kinds and mode is ScanMode.REJECT:
-        return Decision(Action.BLOCK, "scanner", describe(kinds), "scanner", detail={"kinds": list(kinds)}), kinds
+        return Decision(
+            Action.BLOCK, "scanner", describe(kinds), "scanner", detail={"kinds": list(kinds)}
+        ), kinds
     return None, kinds
 
 

@@ -41,9 +41,16 @@ class Access:
     outcome: str
 
     @classmethod
-    def from_event(cls, event: AuditEvent) -> "Access":
-        return cls(event.seq, event.time, event.operation, event.session_id, event.agent_id, event.taint,
-                   event.outcome)
+    def from_event(cls, event: AuditEvent) -> Access:
+        return cls(
+            event.seq,
+            event.time,
+            event.operation,
+            event.session_id,
+            event.agent_id,
+            event.taint,
+            event.outcome,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,8 +64,14 @@ class Access:
         }
 
 
-def history(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED, *,
-            owner: str | None = None, limit: int | None = None) -> list[Access]:
+def history(
+    store: Store,
+    lineage_id: str,
+    clearance: Level | str = Level.RESTRICTED,
+    *,
+    owner: str | None = None,
+    limit: int | None = None,
+) -> list[Access]:
     """Every audited event naming ``lineage_id`` (writes, reads, context injections), oldest first.
 
     ``limit`` keeps the newest ``limit`` events (a busy memory is read often).
@@ -67,19 +80,37 @@ def history(store: "Store", lineage_id: str, clearance: Level | str = Level.REST
     return [Access.from_event(e) for e in events]
 
 
-def readers(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED, *,
-            owner: str | None = None, limit: int | None = None) -> list[Access]:
+def readers(
+    store: Store,
+    lineage_id: str,
+    clearance: Level | str = Level.RESTRICTED,
+    *,
+    owner: str | None = None,
+    limit: int | None = None,
+) -> list[Access]:
     """The reads of a memory: which session and agent, when, at what taint.
 
     Reads are get/search/list results and ``policy.decision`` events that
     injected the memory into a prompt (PRE_CONTEXT_INJECTION).
     """
-    return [a for a in history(store, lineage_id, clearance, owner=owner, limit=limit)
-            if a.operation in READ_OPERATIONS]
+    return [
+        a
+        for a in history(store, lineage_id, clearance, owner=owner, limit=limit)
+        if a.operation in READ_OPERATIONS
+    ]
 
 
-def writers(store: "Store", lineage_id: str, clearance: Level | str = Level.RESTRICTED, *,
-            owner: str | None = None, limit: int | None = None) -> list[Access]:
+def writers(
+    store: Store,
+    lineage_id: str,
+    clearance: Level | str = Level.RESTRICTED,
+    *,
+    owner: str | None = None,
+    limit: int | None = None,
+) -> list[Access]:
     """The saves and deletes of a memory."""
-    return [a for a in history(store, lineage_id, clearance, owner=owner, limit=limit)
-            if a.operation in WRITE_OPERATIONS]
+    return [
+        a
+        for a in history(store, lineage_id, clearance, owner=owner, limit=limit)
+        if a.operation in WRITE_OPERATIONS
+    ]

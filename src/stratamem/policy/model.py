@@ -22,7 +22,7 @@ class HookPoint(StrEnum):
     PRE_OUTPUT = "PRE_OUTPUT"  # text, before it leaves for a channel
 
     @classmethod
-    def parse(cls, value: object) -> "HookPoint":
+    def parse(cls, value: object) -> HookPoint:
         return _parse_enum(cls, value, "hook")
 
 
@@ -33,7 +33,7 @@ class Action(StrEnum):
     REQUIRE_APPROVAL = "REQUIRE_APPROVAL"
 
     @classmethod
-    def parse(cls, value: object) -> "Action":
+    def parse(cls, value: object) -> Action:
         return _parse_enum(cls, value, "action")
 
 
@@ -48,7 +48,7 @@ class Operator(StrEnum):
     MATCHES = "matches"
 
     @classmethod
-    def parse(cls, value: object) -> "Operator":
+    def parse(cls, value: object) -> Operator:
         if isinstance(value, str):
             name = value.strip().lower()
             for member in cls:

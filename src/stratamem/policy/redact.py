@@ -79,8 +79,10 @@ def _bounded(text: str) -> tuple[str, str]:
     """``text`` cut to what will be scanned, and the note that replaces the rest."""
     if len(text) <= MAX_SCRUB_CHARS:
         return text, ""
-    cut = max(text.rfind(" ", MAX_SCRUB_CHARS - _CUT_SEARCH, MAX_SCRUB_CHARS),
-              text.rfind("\n", MAX_SCRUB_CHARS - _CUT_SEARCH, MAX_SCRUB_CHARS))
+    cut = max(
+        text.rfind(" ", MAX_SCRUB_CHARS - _CUT_SEARCH, MAX_SCRUB_CHARS),
+        text.rfind("\n", MAX_SCRUB_CHARS - _CUT_SEARCH, MAX_SCRUB_CHARS),
+    )
     cut = cut if cut > 0 else MAX_SCRUB_CHARS - _CUT_SEARCH
     return text[:cut], f" [... {len(text) - cut} more characters omitted]"
 

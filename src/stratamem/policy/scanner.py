@@ -26,8 +26,8 @@ import re
 from collections.abc import Iterable
 from enum import StrEnum
 
-from .normalize import chunks, views
 from .credentials import PASSWORD_PHRASE
+from .normalize import chunks, views
 
 QUARANTINE_TAG = "stratamem:quarantine"
 RESERVED_TAG_PREFIX = "stratamem:"
@@ -41,7 +41,9 @@ class ScanMode(StrEnum):
     OFF = "off"
 
 
-_SECRET_VAR = r"\$\{?[A-Za-z0-9_]{0,64}?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)[A-Za-z0-9_]{0,64}\}?"
+_SECRET_VAR = (
+    r"\$\{?[A-Za-z0-9_]{0,64}?(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)[A-Za-z0-9_]{0,64}\}?"
+)
 _SECRET_FILE = (
     r"(?:\.env(?:\.[\w-]+)?|id_(?:rsa|dsa|ecdsa|ed25519)(?:\.pub)?|\.netrc|\.pgpass"
     r"|\.git-credentials|\.aws/credentials|\.docker/config\.json|\.kube/config)\b"
@@ -136,7 +138,9 @@ def scan_surface(text: str) -> set[str]:
         anchors = _ANCHORS.get(kind)
         if anchors is not None and not any(a in text for a in anchors):
             continue
-        if any(p.search(text) for p in patterns) or (kind == "shell_exfiltration" and _exfiltration_nearby(text)):
+        if any(p.search(text) for p in patterns) or (
+            kind == "shell_exfiltration" and _exfiltration_nearby(text)
+        ):
             found.add(kind)
     return found
 

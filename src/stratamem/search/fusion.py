@@ -35,8 +35,11 @@ def min_max(scores: Sequence[tuple[int, float]]) -> dict[int, float]:
     return {mem_id: (s - low) / span for mem_id, s in scores}
 
 
-def fuse(lexical: Sequence[tuple[int, float]], dense: Sequence[tuple[int, float]],
-         dense_weight: float = DENSE_WEIGHT) -> dict[int, float]:
+def fuse(
+    lexical: Sequence[tuple[int, float]],
+    dense: Sequence[tuple[int, float]],
+    dense_weight: float = DENSE_WEIGHT,
+) -> dict[int, float]:
     """Fused score per memory id (ordering and tie-breaking are the caller's: by key, then agent)."""
     lex, den = min_max(lexical), min_max(dense)
     lexical_weight = 1.0 - dense_weight

@@ -30,8 +30,14 @@ def require_extra() -> None:
     require("server")
 
 
-def run_serve(db: str, *, host: str | None = None, port: int | None = None, config_path: str | None = None,
-              agent: str | None = None) -> None:
+def run_serve(
+    db: str,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    config_path: str | None = None,
+    agent: str | None = None,
+) -> None:
     """``stratamem serve``: HTTP with MCP at /mcp, REST at /v1 and docs, until SIGTERM."""
     require_extra()
     from .serve import serve

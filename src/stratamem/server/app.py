@@ -23,19 +23,19 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .auth import BearerAuth
-from .mcp_http import McpEndpoint, http_resolver
-from .mcp_tools import build_mcp_server
 from . import ui
+from .auth import BearerAuth
 from .console import ConsoleApi
 from .console_openapi import console_paths
+from .mcp_http import McpEndpoint, http_resolver
+from .mcp_tools import build_mcp_server
+from .mcp_turns import TurnMcpEndpoint, build_turn_server
 from .openapi import document
 from .responses import error_response, internal_error, json_text
 from .rest import RestApi
-from .mcp_turns import TurnMcpEndpoint, build_turn_server
 from .rest_turns import TurnApi
-from .turn_ops import TurnOps
 from .state import ServerState
+from .turn_ops import TurnOps
 
 logger = logging.getLogger("stratamem.server")
 
@@ -72,8 +72,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         return error_response("NOT_FOUND", f"no such endpoint: {request.url.path}")
     if exc.status_code == 405:
-        return error_response("VALIDATION_ERROR", f"method {request.method} is not allowed here", 405,
-                              headers=dict(exc.headers or {}))
+        return error_response(
+            "VALIDATION_ERROR",
+            f"method {request.method} is not allowed here",
+            405,
+            headers=dict(exc.headers or {}),
+        )
     return error_response("VALIDATION_ERROR", str(exc.detail), exc.status_code)
 
 

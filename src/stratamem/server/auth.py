@@ -61,6 +61,8 @@ class BearerAuth:
             await unauthenticated()(scope, receive, send)
             return
         scope[PRINCIPAL_KEY] = principal
-        scope["user"] = AuthenticatedUser(AccessToken(token="(withheld)", client_id=principal.name, scopes=[]))
+        scope["user"] = AuthenticatedUser(
+            AccessToken(token="(withheld)", client_id=principal.name, scopes=[])
+        )
         scope["auth"] = AuthCredentials([])
         await self.app(scope, receive, send)

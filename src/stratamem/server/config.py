@@ -98,8 +98,10 @@ def _table(source: Path, data: Any, name: str, allowed: set[str]) -> dict[str, A
         raise _fail(source, f"[{name}] must be a table")
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise _fail(source, f"unknown key(s) in [{name}]: {', '.join(unknown)}; valid keys are "
-                            f"{', '.join(sorted(allowed))}")
+        raise _fail(
+            source,
+            f"unknown key(s) in [{name}]: {', '.join(unknown)}; valid keys are {', '.join(sorted(allowed))}",
+        )
     return data
 
 
@@ -149,8 +151,11 @@ def _principal(source: Path, index: int, data: Any) -> Principal:
             raise _fail(source, f"{where}.token_sha256 must be 64 hex digits")
     try:
         agent = check_agent_id(entry["agent"])
-        peers = tuple(dict.fromkeys(check_agent_id(p) for p in _strings(source, f"{where}.peers",
-                                                                          entry.get("peers", []))))
+        peers = tuple(
+            dict.fromkeys(
+                check_agent_id(p) for p in _strings(source, f"{where}.peers", entry.get("peers", []))
+            )
+        )
     except ValidationError as exc:
         raise _fail(source, f"{where}: {exc.message}") from None
     return Principal(
@@ -173,8 +178,12 @@ def _policy(source: Path, data: dict[str, Any]) -> PolicySettings:
     try:
         ScanMode(scan_mode)
     except ValueError:
-        raise _fail(source, f"policy.scan_mode must be one of {', '.join(m.value for m in ScanMode)}") from None
-    return PolicySettings(rules, scan_mode, _typed(source, "policy.read_only", data.get("read_only", False), bool))
+        raise _fail(
+            source, f"policy.scan_mode must be one of {', '.join(m.value for m in ScanMode)}"
+        ) from None
+    return PolicySettings(
+        rules, scan_mode, _typed(source, "policy.read_only", data.get("read_only", False), bool)
+    )
 
 
 def _mcp(source: Path, data: dict[str, Any]) -> dict[str, Any]:
@@ -202,8 +211,10 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         raise _fail(source, f"not valid TOML: {exc}") from None
     unknown = sorted(set(data) - _SECTIONS)
     if unknown:
-        raise _fail(source, f"unknown section(s): {', '.join(unknown)}; valid sections are "
-                            f"{', '.join(sorted(_SECTIONS))}")
+        raise _fail(
+            source,
+            f"unknown section(s): {', '.join(unknown)}; valid sections are {', '.join(sorted(_SECTIONS))}",
+        )
     server = _table(source, data.get("server"), "server", _SERVER_KEYS)
     principals_data = data.get("principals", [])
     if not isinstance(principals_data, list):

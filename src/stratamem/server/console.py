@@ -115,7 +115,11 @@ class ConsoleApi:
     def _console(self, request: Request) -> Console:
         principal = self._operator(request)
         console = self._consoles.get(request.headers.get(CONSOLE_HEADER, ""))
-        if console is None or console.principal != principal.name or console.expires <= self.state.store.now():
+        if (
+            console is None
+            or console.principal != principal.name
+            or console.expires <= self.state.store.now()
+        ):
             raise SignInExpired("the console sign-in has expired or is unknown; sign in again")
         return console
 
@@ -128,17 +132,26 @@ class ConsoleApi:
         body = await read_json(request, MAX_BODY_BYTES)
         clearance = Level.parse(body.get("clearance", principal.clearance.name))
         if clearance > principal.clearance:
-            raise PolicyBlocked(f"clearance {clearance.name} is above this token's clearance "
-                                f"{principal.clearance.name}")
+            raise PolicyBlocked(
+                f"clearance {clearance.name} is above this token's clearance {principal.clearance.name}"
+            )
         view = await blocking(OperatorView.open, self.state.store, clearance, principal.name)
         console_id = secrets.token_urlsafe(24)
         expires = self.state.store.now() + self.ttl
         self._consoles[console_id] = Console(principal.name, view, expires)
         while len(self._consoles) > MAX_CONSOLES:
             self._consoles.popitem(last=False)
-        return json_response({"console": console_id, "principal": principal.name, "clearance": clearance.name,
-                              "max_clearance": principal.clearance.name, "expires_at": expires.isoformat(),
-                              "features": extensions.features(self.state.store)}, 201)
+        return json_response(
+            {
+                "console": console_id,
+                "principal": principal.name,
+                "clearance": clearance.name,
+                "max_clearance": principal.clearance.name,
+                "expires_at": expires.isoformat(),
+                "features": extensions.features(self.state.store),
+            },
+            201,
+        )
 
     @endpoint
     async def close(self, request: Request) -> Response:
@@ -161,10 +174,15 @@ class ConsoleApi:
         limit = _int_param(request, "limit", 50, 1, 200)
         level = _text_param(request, "level")
         query = view.query(
-            request.path_params["agent"], level=Level.parse(level) if level else None,
-            tag=_text_param(request, "tag"), category=_text_param(request, "category"),
-            text=_text_param(request, "text"), status=_text_param(request, "status") or "all",
-            after=shapes.decode_cursor(_text_param(request, "after"), (str, int, int)), limit=limit)
+            request.path_params["agent"],
+            level=Level.parse(level) if level else None,
+            tag=_text_param(request, "tag"),
+            category=_text_param(request, "category"),
+            text=_text_param(request, "text"),
+            status=_text_param(request, "status") or "all",
+            after=shapes.decode_cursor(_text_param(request, "after"), (str, int, int)),
+            limit=limit,
+        )
         found = await blocking(view.memories, query)
         return json_response(shapes.records_page(found, limit))
 
@@ -183,7 +201,9 @@ class ConsoleApi:
         before = _int_param(request, "before", 0, 0, 2**62) or None
         limit = _int_param(request, "limit", 50, 1, 200)
         found, rows = await blocking(view.lineage, request.path_params["ref"], before, limit)
-        return json_response({"record": shapes.record(found, full=True), "lineage": shapes.audit_page(rows, limit)})
+        return json_response(
+            {"record": shapes.record(found, full=True), "lineage": shapes.audit_page(rows, limit)}
+        )
 
     @endpoint
     async def search(self, request: Request) -> Response:
@@ -228,8 +248,14 @@ class ConsoleApi:
             if found.state in ("deleted", "expired"):
                 raise NotFound(f"record {found.ref} is already {found.state}")
             session = view.session_at(found.memory.agent_id, found.memory.level)
-            text = execute(session, "memory_delete", {"key": found.memory.key},
-                           policy=self.state.policy_for(principal), profile=TRIGGERFISH, origin="console")
+            text = execute(
+                session,
+                "memory_delete",
+                {"key": found.memory.key},
+                policy=self.state.policy_for(principal),
+                profile=TRIGGERFISH,
+                origin="console",
+            )
             assert text is not None
             return text
 
@@ -250,8 +276,14 @@ class ConsoleApi:
         before = parse_time(body.get("before"), "before", naive_is_utc=False)
         agent = body.get("agent") or None
         purged = await blocking(view.purge, before, agent)
-        return json_response({"purged": int(purged), "before": before.isoformat(),
-                              "erased": getattr(purged, "erased", True), "remaining": getattr(purged, "remaining", "")})
+        return json_response(
+            {
+                "purged": int(purged),
+                "before": before.isoformat(),
+                "erased": getattr(purged, "erased", True),
+                "remaining": getattr(purged, "remaining", ""),
+            }
+        )
 
     @endpoint
     async def export(self, request: Request) -> Response:
@@ -266,8 +298,13 @@ class ConsoleApi:
                 yield line.encode("utf-8")
 
         safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in agent)[:64] or "agent"
-        return StreamingResponse(chunks(), media_type="application/x-ndjson", headers={
-            "Content-Disposition": f'attachment; filename="stratamem-{safe}-{view.clearance.name}.jsonl"'})
+        return StreamingResponse(
+            chunks(),
+            media_type="application/x-ndjson",
+            headers={
+                "Content-Disposition": f'attachment; filename="stratamem-{safe}-{view.clearance.name}.jsonl"'
+            },
+        )
 
     # optional parts of a store -----------------------------------------------------------------
     @endpoint
@@ -279,4 +316,3 @@ class ConsoleApi:
     async def graph(self, request: Request) -> Response:
         view = self.view(request)
         return json_response(await blocking(extensions.graph, view, request.query_params))
-

@@ -36,8 +36,11 @@ def decode_cursor(text: str | None, kinds: tuple[type, ...]) -> tuple | None:
         parts = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise ValidationError("after is not a cursor this server gave out") from None
-    if (not isinstance(parts, list) or len(parts) != len(kinds)
-            or not all(isinstance(p, k) and not isinstance(p, bool) for p, k in zip(parts, kinds))):
+    if (
+        not isinstance(parts, list)
+        or len(parts) != len(kinds)
+        or not all(isinstance(p, k) and not isinstance(p, bool) for p, k in zip(parts, kinds))
+    ):
         raise ValidationError("after is not a cursor this server gave out")
     return tuple(parts)
 
@@ -45,16 +48,29 @@ def decode_cursor(text: str | None, kinds: tuple[type, ...]) -> tuple | None:
 def memory(m: Memory, full: bool = True) -> dict[str, Any]:
     content = m.content if full else m.content[:PREVIEW_CHARS]
     return {
-        "key": m.key, "content": content, "content_chars": len(m.content), "truncated": len(content) < len(m.content),
-        "level": m.level.name, "tags": list(m.tags), "category": m.category, "agent_id": m.agent_id,
-        "session_id": m.session_id, "created_at": m.created_at.isoformat(), "updated_at": m.updated_at.isoformat(),
-        "lineage_id": m.lineage_id, "expires_at": m.expires_at.isoformat() if m.expires_at else None,
+        "key": m.key,
+        "content": content,
+        "content_chars": len(m.content),
+        "truncated": len(content) < len(m.content),
+        "level": m.level.name,
+        "tags": list(m.tags),
+        "category": m.category,
+        "agent_id": m.agent_id,
+        "session_id": m.session_id,
+        "created_at": m.created_at.isoformat(),
+        "updated_at": m.updated_at.isoformat(),
+        "lineage_id": m.lineage_id,
+        "expires_at": m.expires_at.isoformat() if m.expires_at else None,
     }
 
 
 def record(r: ConsoleRecord, full: bool = False) -> dict[str, Any]:
-    return {"ref": r.ref, "state": r.state, "deleted_at": r.deleted_at.isoformat() if r.deleted_at else None,
-            **memory(r.memory, full)}
+    return {
+        "ref": r.ref,
+        "state": r.state,
+        "deleted_at": r.deleted_at.isoformat() if r.deleted_at else None,
+        **memory(r.memory, full),
+    }
 
 
 def records_page(found: list[ConsoleRecord], limit: int) -> dict[str, Any]:

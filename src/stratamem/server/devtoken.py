@@ -35,7 +35,9 @@ def _read(path: Path) -> str | None:
         os.chmod(path, 0o600)  # someone loosened it; the token is only for its owner
     token = path.read_text(encoding="utf-8").strip()
     if len(token) < 16:
-        raise ValidationError(f"the development token in {path} is too short; delete the file to make a new one")
+        raise ValidationError(
+            f"the development token in {path} is too short; delete the file to make a new one"
+        )
     return token
 
 
@@ -62,5 +64,10 @@ def dev_principal(token: str, agent: str = "main") -> Principal:
     operator's own tools made (``stratamem mcp``, the CLI), reads the whole audit log
     and signs in to the console at /ui.
     """
-    return Principal(name=DEV_PRINCIPAL, agent=agent, clearance=Level.RESTRICTED, operator=True,
-                     token_sha256=token_digest(token))
+    return Principal(
+        name=DEV_PRINCIPAL,
+        agent=agent,
+        clearance=Level.RESTRICTED,
+        operator=True,
+        token_sha256=token_digest(token),
+    )

@@ -52,7 +52,8 @@ def usage(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:
     agent = params.get("agent") or None
     records = view.store.usage(agent, _time(params, "since"), _time(params, "until"), MAX_USAGE_RECORDS)
     days: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-        lambda: {"cost_usd": Decimal(0), "input_tokens": 0, "output_tokens": 0, "calls": 0})
+        lambda: {"cost_usd": Decimal(0), "input_tokens": 0, "output_tokens": 0, "calls": 0}
+    )
     for record in records:
         if record.level > view.clearance:
             continue
@@ -61,8 +62,10 @@ def usage(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:
         row["input_tokens"] += record.input_tokens
         row["output_tokens"] += record.output_tokens
         row["calls"] += 1
-    rows = [{"day": day, "model": model, **{**v, "cost_usd": str(v["cost_usd"])}}
-            for (day, model), v in sorted(days.items())]
+    rows = [
+        {"day": day, "model": model, **{**v, "cost_usd": str(v["cost_usd"])}}
+        for (day, model), v in sorted(days.items())
+    ]
     view._audit("console.usage", agent, (), count=len(rows))
     return {"available": True, "rows": rows}
 
@@ -77,9 +80,20 @@ def graph(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:
     page = view.session_at(agent, view.clearance).graph.read(params.get("after") or None, MAX_GRAPH_NODES)
     return {
         "available": True,
-        "nodes": [{"name": n.name, "type": n.type, "level": n.level.name, "content": n.content[:400],
-                   "agent_id": n.agent_id} for n in page.nodes],
-        "edges": [{"source": e.source, "target": e.target, "relation": e.relation, "level": e.level.name}
-                  for e in page.edges],
-        "next": page.cursor, "truncated": page.truncated,
+        "nodes": [
+            {
+                "name": n.name,
+                "type": n.type,
+                "level": n.level.name,
+                "content": n.content[:400],
+                "agent_id": n.agent_id,
+            }
+            for n in page.nodes
+        ],
+        "edges": [
+            {"source": e.source, "target": e.target, "relation": e.relation, "level": e.level.name}
+            for e in page.edges
+        ],
+        "next": page.cursor,
+        "truncated": page.truncated,
     }

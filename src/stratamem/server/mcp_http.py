@@ -64,8 +64,9 @@ def http_resolver(state: ServerState) -> Resolver:
                 return state.session_for(principal, binding.session_id)
             return state.open_session(principal)
 
-        return Caller(session=session, policy=state.policy_for(principal), profile=state.profile,
-                      origin="mcp-http")
+        return Caller(
+            session=session, policy=state.policy_for(principal), profile=state.profile, origin="mcp-http"
+        )
 
     return resolve
 
@@ -101,8 +102,9 @@ class McpEndpoint:
         if scope["method"] == "DELETE" and request_mcp_session and status and status[0] < 400:
             self.state.bindings.drop(request_mcp_session)
 
-    async def _expose(self, message: Message, principal: Principal, chosen: str | None,
-                      request_mcp_session: str | None) -> None:
+    async def _expose(
+        self, message: Message, principal: Principal, chosen: str | None, request_mcp_session: str | None
+    ) -> None:
         """Bind a newly opened MCP session, and name its stratamem session in the response headers."""
         response_headers = MutableHeaders(scope=message)
         mcp_session = response_headers.get(MCP_SESSION_ID_HEADER) or request_mcp_session

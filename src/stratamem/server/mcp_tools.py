@@ -26,9 +26,8 @@ from .. import shapes
 from ..errors import StratamemError
 from ..policy.engine import Policy
 from ..session import Session
-from ..tools import definitions, execute
+from ..tools import definitions, execute, mcp_memory
 from ..tools.executor import INTERNAL_ERROR
-from ..tools import mcp_memory
 from ..tools.specs import MCP_MEMORY, TOOLS, parameters_schema, specs
 from .state import blocking
 
@@ -114,13 +113,15 @@ def run_tool(caller: Caller, name: str, arguments: object) -> str | None:
 def build_mcp_server(resolve: Resolver) -> Server[Any]:
     """An MCP server whose tools act for whoever ``resolve`` says is calling."""
 
-    async def list_tools(ctx: ServerRequestContext[Any, Any],
-                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         caller = await resolve(ctx)
         return types.ListToolsResult(tools=list(tool_list(caller.profile, caller.policy.read_only)))
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         caller = await resolve(ctx)
         text = await blocking(run_tool, caller, params.name, params.arguments or {})
         if text is None:

@@ -35,28 +35,68 @@ _TID = {**_SID, "turn_id": {**_INT, "description": "The turn id turn_begin retur
 
 
 def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"name": name, "description": description,
-            "inputSchema": {"type": "object", "properties": properties, "required": required}}
+    return {
+        "name": name,
+        "description": description,
+        "inputSchema": {"type": "object", "properties": properties, "required": required},
+    }
 
 
 TOOLS = [
-    _tool("turn_begin", "Begin a turn: record the user message; the prompt with [Memory context] and trimming.",
-          {**_SID, "user_message": _STR, "origin": _STR, "system_prompt": _STR, "history_budget_tokens": _INT},
-          ["session_id", "user_message"]),
-    _tool("turn_prompt", "The prompt to send now.", {**_TID, "system_prompt": _STR}, ["session_id", "turn_id"]),
-    _tool("turn_tool_calls", "Record the assistant's tool calls.",
-          {**_TID, "content": _STR, "tool_calls": {"type": "array", "items": {"type": "object"}}},
-          ["session_id", "turn_id", "tool_calls"]),
-    _tool("turn_tool_result", "Record one tool result (bounded).",
-          {**_TID, "call_id": _STR, "tool_name": _STR, "output": _STR, "success": {"type": "boolean"},
-           "error": _STR, "duration_ms": {"type": "number"}}, ["session_id", "turn_id", "call_id", "tool_name"]),
-    _tool("turn_usage", "Record one model call's usage; returns the budget status.",
-          {**_TID, "model": _STR, "input_tokens": _INT, "output_tokens": _INT, "cached_input_tokens": _INT,
-           "cost_usd": {"type": ["string", "number"]}}, ["session_id", "turn_id", "model"]),
-    _tool("turn_end", "End the turn with the final assistant message (once).", {**_TID, "content": _STR},
-          ["session_id", "turn_id", "content"]),
-    _tool("transcript", "Transcript messages by range (omitted history).",
-          {**_SID, "start": _INT, "limit": _INT, "transcript_id": _STR}, ["session_id"]),
+    _tool(
+        "turn_begin",
+        "Begin a turn: record the user message; the prompt with [Memory context] and trimming.",
+        {**_SID, "user_message": _STR, "origin": _STR, "system_prompt": _STR, "history_budget_tokens": _INT},
+        ["session_id", "user_message"],
+    ),
+    _tool(
+        "turn_prompt", "The prompt to send now.", {**_TID, "system_prompt": _STR}, ["session_id", "turn_id"]
+    ),
+    _tool(
+        "turn_tool_calls",
+        "Record the assistant's tool calls.",
+        {**_TID, "content": _STR, "tool_calls": {"type": "array", "items": {"type": "object"}}},
+        ["session_id", "turn_id", "tool_calls"],
+    ),
+    _tool(
+        "turn_tool_result",
+        "Record one tool result (bounded).",
+        {
+            **_TID,
+            "call_id": _STR,
+            "tool_name": _STR,
+            "output": _STR,
+            "success": {"type": "boolean"},
+            "error": _STR,
+            "duration_ms": {"type": "number"},
+        },
+        ["session_id", "turn_id", "call_id", "tool_name"],
+    ),
+    _tool(
+        "turn_usage",
+        "Record one model call's usage; returns the budget status.",
+        {
+            **_TID,
+            "model": _STR,
+            "input_tokens": _INT,
+            "output_tokens": _INT,
+            "cached_input_tokens": _INT,
+            "cost_usd": {"type": ["string", "number"]},
+        },
+        ["session_id", "turn_id", "model"],
+    ),
+    _tool(
+        "turn_end",
+        "End the turn with the final assistant message (once).",
+        {**_TID, "content": _STR},
+        ["session_id", "turn_id", "content"],
+    ),
+    _tool(
+        "transcript",
+        "Transcript messages by range (omitted history).",
+        {**_SID, "start": _INT, "limit": _INT, "transcript_id": _STR},
+        ["session_id"],
+    ),
 ]
 _BY_NAME = {t["name"]: t for t in TOOLS}
 
@@ -66,8 +106,12 @@ def _call(ops: TurnOps, principal: Any, name: str, args: dict[str, Any]) -> dict
     if not isinstance(session_id, str):
         raise MCPError(types.INVALID_PARAMS, "session_id is required")
     table: dict[str, Callable[..., dict[str, Any]]] = {
-        "turn_prompt": ops.prompt, "turn_tool_calls": ops.tool_calls, "turn_tool_result": ops.tool_result,
-        "turn_usage": ops.usage, "turn_end": ops.end}
+        "turn_prompt": ops.prompt,
+        "turn_tool_calls": ops.tool_calls,
+        "turn_tool_result": ops.tool_result,
+        "turn_usage": ops.usage,
+        "turn_end": ops.end,
+    }
     if name == "turn_begin":
         return ops.begin(principal, session_id, args)
     if name == "transcript":
@@ -89,19 +133,22 @@ def run(ops: TurnOps, principal: Any, name: str, arguments: dict[str, Any]) -> t
     except Exception:  # noqa: BLE001 - nothing internal leaks to the caller
         data, error = shapes.error("STORAGE_ERROR", INTERNAL_ERROR), True
     text = shapes.dumps(data)
-    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=json.loads(text),
-                                is_error=error)
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)], structured_content=json.loads(text), is_error=error
+    )
 
 
 def build_turn_server(state: ServerState, ops: TurnOps) -> Server[Any]:
     tools = [types.Tool.model_validate(t) for t in TOOLS]
 
-    async def list_tools(ctx: ServerRequestContext[Any, Any],
-                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: ServerRequestContext[Any, Any],
-                        params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         principal = ctx.request.scope.get(PRINCIPAL_KEY) if ctx.request is not None else None
         if principal is None:
             raise MCPError(types.INVALID_REQUEST, "unauthenticated")
@@ -109,10 +156,15 @@ def build_turn_server(state: ServerState, ops: TurnOps) -> Server[Any]:
             raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
         return await blocking(run, ops, principal, params.name, params.arguments or {})
 
-    return Server("stratamem-turns", version=server_version(), title="stratamem turn lifecycle",
-                  instructions="Runtime-side turn lifecycle: begin, tool calls and results, usage, end.",
-                  get_tool_input_schema=lambda name: _BY_NAME.get(name, {}).get("inputSchema"),
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(
+        "stratamem-turns",
+        version=server_version(),
+        title="stratamem turn lifecycle",
+        instructions="Runtime-side turn lifecycle: begin, tool calls and results, usage, end.",
+        get_tool_input_schema=lambda name: _BY_NAME.get(name, {}).get("inputSchema"),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 class TurnMcpEndpoint:

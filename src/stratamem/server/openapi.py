@@ -28,45 +28,139 @@ def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
 
 
 SCHEMAS: dict[str, Any] = {
-    "Error": _obj(["error"], error=_obj(["code", "message"], code={"type": "string", "enum": [
-        "VALIDATION_ERROR", "NOT_FOUND", "POLICY_BLOCKED", "STORAGE_ERROR", "UNAUTHENTICATED",
-        "LIMIT_EXCEEDED", "TURN_STATE"]},
-        message={"type": "string"})),
-    "Session": _obj(["id", "agent_id", "taint", "clearance", "peers", "created_at"],
-                    id={"type": "string"}, agent_id={"type": "string"}, taint=LEVEL, clearance=LEVEL,
-                    peers={"type": "array", "items": {"type": "string"}}, created_at=TIME,
-                    taint_history={"type": "array", "items": _ref("TaintEvent")}),
-    "TaintEvent": _obj(["time", "previous", "new", "reason", "source"], time=TIME, previous=LEVEL, new=LEVEL,
-                       reason={"type": "string"}, source={"type": ["string", "null"]}),
-    "SessionCreate": {"type": "object", "properties": {"clearance": {
-        **LEVEL, "description": "Cap the session below the token's clearance (never above it)."}}},
+    "Error": _obj(
+        ["error"],
+        error=_obj(
+            ["code", "message"],
+            code={
+                "type": "string",
+                "enum": [
+                    "VALIDATION_ERROR",
+                    "NOT_FOUND",
+                    "POLICY_BLOCKED",
+                    "STORAGE_ERROR",
+                    "UNAUTHENTICATED",
+                    "LIMIT_EXCEEDED",
+                    "TURN_STATE",
+                ],
+            },
+            message={"type": "string"},
+        ),
+    ),
+    "Session": _obj(
+        ["id", "agent_id", "taint", "clearance", "peers", "created_at"],
+        id={"type": "string"},
+        agent_id={"type": "string"},
+        taint=LEVEL,
+        clearance=LEVEL,
+        peers={"type": "array", "items": {"type": "string"}},
+        created_at=TIME,
+        taint_history={"type": "array", "items": _ref("TaintEvent")},
+    ),
+    "TaintEvent": _obj(
+        ["time", "previous", "new", "reason", "source"],
+        time=TIME,
+        previous=LEVEL,
+        new=LEVEL,
+        reason={"type": "string"},
+        source={"type": ["string", "null"]},
+    ),
+    "SessionCreate": {
+        "type": "object",
+        "properties": {
+            "clearance": {
+                **LEVEL,
+                "description": "Cap the session below the token's clearance (never above it).",
+            }
+        },
+    },
     "Escalate": _obj(["level"], level=LEVEL, reason={"type": "string"}),
-    "MemorySave": _obj(["key", "content"], key={"type": "string", "minLength": 1, "maxLength": 256},
-                       content={"type": "string", "minLength": 1}, tags=TAGS),
+    "MemorySave": _obj(
+        ["key", "content"],
+        key={"type": "string", "minLength": 1, "maxLength": 256},
+        content={"type": "string", "minLength": 1},
+        tags=TAGS,
+    ),
     "MemoryContent": _obj(["content"], content={"type": "string", "minLength": 1}, tags=TAGS),
-    "Saved": _obj(["saved", "key", "classification"], saved={"const": True}, key={"type": "string"},
-                  classification=LEVEL),
-    "Memory": _obj(["found", "key", "content", "classification", "tags", "updated_at"], found={"const": True},
-                   key={"type": "string"}, content={"type": "string"}, classification=LEVEL, tags=TAGS,
-                   updated_at=TIME),
+    "Saved": _obj(
+        ["saved", "key", "classification"],
+        saved={"const": True},
+        key={"type": "string"},
+        classification=LEVEL,
+    ),
+    "Memory": _obj(
+        ["found", "key", "content", "classification", "tags", "updated_at"],
+        found={"const": True},
+        key={"type": "string"},
+        content={"type": "string"},
+        classification=LEVEL,
+        tags=TAGS,
+        updated_at=TIME,
+    ),
     "NotFound": _obj(["found", "key"], found={"const": False}, key={"type": "string"}),
-    "SearchRequest": _obj(["query"], query={"type": "string"},
-                          max_results={"type": "integer", "minimum": 1, "maximum": 100, "default": 10}),
-    "SearchResults": _obj(["results", "query"], query={"type": "string"}, results={"type": "array", "items": _obj(
-        ["key", "content", "classification", "tags", "score"], key={"type": "string"},
-        content={"type": "string"}, classification=LEVEL, tags=TAGS, score={"type": "number"})}),
-    "Listing": _obj(["memories", "next_cursor"], memories={"type": "array", "items": _obj(
-        ["key", "content", "classification", "tags", "updated_at"], key={"type": "string"},
-        content={"type": "string"}, classification=LEVEL, tags=TAGS, updated_at=TIME)},
-        next_cursor={"type": ["string", "null"], "description": "Pass as ?cursor= for the next page; "
-                     "null on the last page."}),
+    "SearchRequest": _obj(
+        ["query"],
+        query={"type": "string"},
+        max_results={"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+    ),
+    "SearchResults": _obj(
+        ["results", "query"],
+        query={"type": "string"},
+        results={
+            "type": "array",
+            "items": _obj(
+                ["key", "content", "classification", "tags", "score"],
+                key={"type": "string"},
+                content={"type": "string"},
+                classification=LEVEL,
+                tags=TAGS,
+                score={"type": "number"},
+            ),
+        },
+    ),
+    "Listing": _obj(
+        ["memories", "next_cursor"],
+        memories={
+            "type": "array",
+            "items": _obj(
+                ["key", "content", "classification", "tags", "updated_at"],
+                key={"type": "string"},
+                content={"type": "string"},
+                classification=LEVEL,
+                tags=TAGS,
+                updated_at=TIME,
+            ),
+        },
+        next_cursor={
+            "type": ["string", "null"],
+            "description": "Pass as ?cursor= for the next page; null on the last page.",
+        },
+    ),
     "Deleted": _obj(["deleted", "key"], deleted={"const": True}, key={"type": "string"}),
-    "AuditEvents": _obj(["events"], events={"type": "array", "items": _obj(
-        ["seq", "time", "operation", "taint", "outcome"], seq={"type": "integer"}, time=TIME,
-        session_id={"type": ["string", "null"]}, agent_id={"type": ["string", "null"]}, taint=LEVEL,
-        operation={"type": "string"}, keys=TAGS, levels={"type": "array", "items": LEVEL},
-        lineage_ids=TAGS, outcome={"type": "string"}, detail={"type": "object"}, hash={"type": "string"})},
-        more={"type": "boolean"}, next_after={"type": "integer"}, next_before={"type": "integer"}),
+    "AuditEvents": _obj(
+        ["events"],
+        events={
+            "type": "array",
+            "items": _obj(
+                ["seq", "time", "operation", "taint", "outcome"],
+                seq={"type": "integer"},
+                time=TIME,
+                session_id={"type": ["string", "null"]},
+                agent_id={"type": ["string", "null"]},
+                taint=LEVEL,
+                operation={"type": "string"},
+                keys=TAGS,
+                levels={"type": "array", "items": LEVEL},
+                lineage_ids=TAGS,
+                outcome={"type": "string"},
+                detail={"type": "object"},
+                hash={"type": "string"},
+            ),
+        },
+        more={"type": "boolean"},
+        next_after={"type": "integer"},
+        next_before={"type": "integer"},
+    ),
     "Verify": _obj(["intact"], intact={"type": "boolean"}, first_bad_seq={"type": "integer"}),
     "Health": _obj(["status", "version"], status={"const": "ok"}, version={"type": "string"}),
     "Tools": _obj(["tools"], tools={"type": "array", "items": {"type": "object"}}),
@@ -85,9 +179,16 @@ def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _op(summary: str, ok: tuple[str, str, dict[str, Any]], *, body: str | None = None,
-        params: Sequence[dict[str, Any]] = (), errors: tuple[str, ...] = ("400", "401", "404", "503"),
-        public: bool = False, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def _op(
+    summary: str,
+    ok: tuple[str, str, dict[str, Any]],
+    *,
+    body: str | None = None,
+    params: Sequence[dict[str, Any]] = (),
+    errors: tuple[str, ...] = ("400", "401", "404", "503"),
+    public: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     status, description, schema = ok
     responses = {status: _json(schema, description)}
     for code in errors:
@@ -105,7 +206,13 @@ def _op(summary: str, ok: tuple[str, str, dict[str, Any]], *, body: str | None =
 
 
 def _path(name: str, description: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}, "description": description}
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string"},
+        "description": description,
+    }
 
 
 def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
@@ -122,71 +229,168 @@ def document() -> dict[str, Any]:
     s = "/v1/sessions/{session_id}"
     session_ok = ("200", "The session", _ref("Session"))
     paths = {
-        "/v1/health": {"get": _op("Liveness and storage readiness (no token needed)",
-                                  ("200", "Serving", _ref("Health")), errors=("503",), public=True)},
-        "/v1/tools": {"get": _op("Tool definitions for a model provider", ("200", "Tools", _ref("Tools")),
-                                 params=[_query("dialect", {"enum": ["openai", "anthropic", "mcp"]}, "Format"),
-                                         _query("profile", {"enum": ["triggerfish", "zeroclaw", "mcp-memory"]}, "Profile")],
-                                 errors=("400", "401"))},
-        "/v1/sessions": {"post": _op("Open a session for this token's agent, at PUBLIC",
-                                     ("201", "The new session", _ref("Session")), body="SessionCreate",
-                                     errors=("400", "401", "403", "503"))},
+        "/v1/health": {
+            "get": _op(
+                "Liveness and storage readiness (no token needed)",
+                ("200", "Serving", _ref("Health")),
+                errors=("503",),
+                public=True,
+            )
+        },
+        "/v1/tools": {
+            "get": _op(
+                "Tool definitions for a model provider",
+                ("200", "Tools", _ref("Tools")),
+                params=[
+                    _query("dialect", {"enum": ["openai", "anthropic", "mcp"]}, "Format"),
+                    _query("profile", {"enum": ["triggerfish", "zeroclaw", "mcp-memory"]}, "Profile"),
+                ],
+                errors=("400", "401"),
+            )
+        },
+        "/v1/sessions": {
+            "post": _op(
+                "Open a session for this token's agent, at PUBLIC",
+                ("201", "The new session", _ref("Session")),
+                body="SessionCreate",
+                errors=("400", "401", "403", "503"),
+            )
+        },
         s: {"get": _op("A session with its taint history", session_ok, params=[SID])},
-        f"{s}/escalate": {"post": _op("Raise the session's taint (never lowers; refused above the clearance)",
-                                      session_ok, body="Escalate", params=[SID],
-                                      errors=("400", "401", "403", "404", "503"))},
-        f"{s}/reset": {"post": _op("A new session at PUBLIC for the same agent (the only way down)",
-                                   ("201", "The new session", _ref("Session")), params=[SID])},
+        f"{s}/escalate": {
+            "post": _op(
+                "Raise the session's taint (never lowers; refused above the clearance)",
+                session_ok,
+                body="Escalate",
+                params=[SID],
+                errors=("400", "401", "403", "404", "503"),
+            )
+        },
+        f"{s}/reset": {
+            "post": _op(
+                "A new session at PUBLIC for the same agent (the only way down)",
+                ("201", "The new session", _ref("Session")),
+                params=[SID],
+            )
+        },
         f"{s}/memories": {
-            "get": _op("memory_list: one page of the visible memories", ("200", "Memories", _ref("Listing")),
-                       params=[SID, _query("tag", {"type": "string"}, "Only memories with exactly this tag"),
-                               _query("limit", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE,
-                                                "default": DEFAULT_PAGE_SIZE}, "Memories per page"),
-                               _query("cursor", {"type": "string"}, "next_cursor of the previous page")]),
-            "post": _op("memory_save at the session's live taint", ("200", "Saved", _ref("Saved")),
-                        body="MemorySave", params=[SID], errors=("400", "401", W, "404", "503")),
+            "get": _op(
+                "memory_list: one page of the visible memories",
+                ("200", "Memories", _ref("Listing")),
+                params=[
+                    SID,
+                    _query("tag", {"type": "string"}, "Only memories with exactly this tag"),
+                    _query(
+                        "limit",
+                        {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": MAX_PAGE_SIZE,
+                            "default": DEFAULT_PAGE_SIZE,
+                        },
+                        "Memories per page",
+                    ),
+                    _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
+                ],
+            ),
+            "post": _op(
+                "memory_save at the session's live taint",
+                ("200", "Saved", _ref("Saved")),
+                body="MemorySave",
+                params=[SID],
+                errors=("400", "401", W, "404", "503"),
+            ),
         },
         f"{s}/memories/{{key}}": {
-            "get": _op("memory_get", ("200", "Found", _ref("Memory")), params=[SID, KEY],
-                       errors=("400", "401", "503"),
-                       extra={"404": _json({"oneOf": [_ref("NotFound"), _ref("Error")]},
-                                           "No visible memory with that key (the tool's shape), or no session")}),
-            "put": _op("memory_save under this key", ("200", "Saved", _ref("Saved")), body="MemoryContent",
-                       params=[SID, KEY], errors=("400", "401", W, "404", "503")),
-            "delete": _op("memory_delete: the own version at exactly the live taint",
-                          ("200", "Deleted", _ref("Deleted")), params=[SID, KEY],
-                          errors=("400", "401", W, "404", "503")),
+            "get": _op(
+                "memory_get",
+                ("200", "Found", _ref("Memory")),
+                params=[SID, KEY],
+                errors=("400", "401", "503"),
+                extra={
+                    "404": _json(
+                        {"oneOf": [_ref("NotFound"), _ref("Error")]},
+                        "No visible memory with that key (the tool's shape), or no session",
+                    )
+                },
+            ),
+            "put": _op(
+                "memory_save under this key",
+                ("200", "Saved", _ref("Saved")),
+                body="MemoryContent",
+                params=[SID, KEY],
+                errors=("400", "401", W, "404", "503"),
+            ),
+            "delete": _op(
+                "memory_delete: the own version at exactly the live taint",
+                ("200", "Deleted", _ref("Deleted")),
+                params=[SID, KEY],
+                errors=("400", "401", W, "404", "503"),
+            ),
         },
         f"{s}/search": {
-            "get": _op("memory_search", ("200", "Results, best first", _ref("SearchResults")),
-                       params=[SID, _query("query", {"type": "string"}, "Keywords; empty or * = most recent"),
-                               _query("max_results", {"type": "integer"}, "1..100, default 10")]),
-            "post": _op("memory_search (long queries)", ("200", "Results, best first", _ref("SearchResults")),
-                        body="SearchRequest", params=[SID]),
+            "get": _op(
+                "memory_search",
+                ("200", "Results, best first", _ref("SearchResults")),
+                params=[
+                    SID,
+                    _query("query", {"type": "string"}, "Keywords; empty or * = most recent"),
+                    _query("max_results", {"type": "integer"}, "1..100, default 10"),
+                ],
+            ),
+            "post": _op(
+                "memory_search (long queries)",
+                ("200", "Results, best first", _ref("SearchResults")),
+                body="SearchRequest",
+                params=[SID],
+            ),
         },
-        f"{s}/graph/{{tool}}": {"post": {
-            **_op("Knowledge graph: one mcp-memory tool (create_entities, create_relations, add_observations, "
-                  "delete_entities, delete_observations, delete_relations, read_graph, search_nodes, open_nodes); "
-                  "the body is its arguments, the answer its structured content",
-                  ("200", "The tool's structured answer", {"type": "object"}),
-                  params=[SID, _path("tool", "The mcp-memory tool name")], errors=("400", "401", W, "404", "503")),
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
-        }},
-        "/v1/mcp-sessions/{mcp_session_id}": {"get": _op(
-            "The stratamem session an MCP-over-HTTP connection acts in", session_ok,
-            params=[_path("mcp_session_id", "The mcp-session-id header of the MCP connection")])},
-        "/v1/audit": {"get": _op("Audit events this token could observe: its own sessions' events up to its "
-                                 "clearance (operators: every session, and operator actions at RESTRICTED)",
-                                 ("200", "A page of events, oldest first", _ref("AuditEvents")),
-                                 params=[_query("limit", {"type": "integer"}, "1..1000, default 100"),
-                                         _query("after", {"type": "integer"},
-                                                "Page forward: events after this seq (next_after)"),
-                                         _query("before", {"type": "integer"},
-                                                "Without after: the newest events before this seq (next_before)"),
-                                         _query("lineage", {"type": "string"}, "Only this lineage id")],
-                                 errors=("400", "401", "503"))},
-        "/v1/audit/verify": {"get": _op("Verify the audit hash chain", ("200", "Result", _ref("Verify")),
-                                        errors=("401", "503"))},
+        f"{s}/graph/{{tool}}": {
+            "post": {
+                **_op(
+                    "Knowledge graph: one mcp-memory tool (create_entities, create_relations, add_observations, "
+                    "delete_entities, delete_observations, delete_relations, read_graph, search_nodes, open_nodes); "
+                    "the body is its arguments, the answer its structured content",
+                    ("200", "The tool's structured answer", {"type": "object"}),
+                    params=[SID, _path("tool", "The mcp-memory tool name")],
+                    errors=("400", "401", W, "404", "503"),
+                ),
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"type": "object"}}},
+                },
+            }
+        },
+        "/v1/mcp-sessions/{mcp_session_id}": {
+            "get": _op(
+                "The stratamem session an MCP-over-HTTP connection acts in",
+                session_ok,
+                params=[_path("mcp_session_id", "The mcp-session-id header of the MCP connection")],
+            )
+        },
+        "/v1/audit": {
+            "get": _op(
+                "Audit events this token could observe: its own sessions' events up to its "
+                "clearance (operators: every session, and operator actions at RESTRICTED)",
+                ("200", "A page of events, oldest first", _ref("AuditEvents")),
+                params=[
+                    _query("limit", {"type": "integer"}, "1..1000, default 100"),
+                    _query("after", {"type": "integer"}, "Page forward: events after this seq (next_after)"),
+                    _query(
+                        "before",
+                        {"type": "integer"},
+                        "Without after: the newest events before this seq (next_before)",
+                    ),
+                    _query("lineage", {"type": "string"}, "Only this lineage id"),
+                ],
+                errors=("400", "401", "503"),
+            )
+        },
+        "/v1/audit/verify": {
+            "get": _op(
+                "Verify the audit hash chain", ("200", "Result", _ref("Verify")), errors=("401", "503")
+            )
+        },
     }
     from . import openapi_turns  # the turn API's paths (it builds on the helpers above)
 
@@ -203,7 +407,10 @@ def document() -> dict[str, Any]:
                 "(streamable HTTP) is served at /mcp with the same bearer tokens."
             ),
         },
-        "components": {"schemas": {**SCHEMAS, **openapi_turns.SCHEMAS}, "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "components": {
+            "schemas": {**SCHEMAS, **openapi_turns.SCHEMAS},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
         "security": [{"bearer": []}],
         "paths": paths,
     }

@@ -6,60 +6,159 @@ from typing import Any
 
 from . import openapi as o
 
-MESSAGE = o._obj(["role", "content"], role={"enum": ["system", "user", "assistant", "tool"]},
-                 content={"type": "string"}, tool_calls={"type": "array", "items": {"type": "object"}},
-                 tool_call_id={"type": "string"}, position={"type": "integer"}, level=o.LEVEL)
-TRIM = {"type": ["object", "null"], "properties": {
-    "omitted": {"type": "boolean"}, "omitted_range": {"type": ["array", "null"], "items": {"type": "integer"}},
-    "messages_dropped": {"type": "integer"}, "turns_dropped": {"type": "integer"},
-    "tokens_before": {"type": "integer"}, "tokens_after": {"type": "integer"}}}
+MESSAGE = o._obj(
+    ["role", "content"],
+    role={"enum": ["system", "user", "assistant", "tool"]},
+    content={"type": "string"},
+    tool_calls={"type": "array", "items": {"type": "object"}},
+    tool_call_id={"type": "string"},
+    position={"type": "integer"},
+    level=o.LEVEL,
+)
+TRIM = {
+    "type": ["object", "null"],
+    "properties": {
+        "omitted": {"type": "boolean"},
+        "omitted_range": {"type": ["array", "null"], "items": {"type": "integer"}},
+        "messages_dropped": {"type": "integer"},
+        "turns_dropped": {"type": "integer"},
+        "tokens_before": {"type": "integer"},
+        "tokens_after": {"type": "integer"},
+    },
+}
 SCHEMAS: dict[str, Any] = {
-    "TurnBegin": o._obj(["user_message"], user_message={"type": "string"},
-                        origin={"enum": ["interactive", "channel", "agent", "cron", "daemon", "subturn"]},
-                        system_prompt={"type": "string"}, history_budget_tokens={"type": "integer"}),
-    "TurnPrompt": o._obj(["turn_id", "state", "messages"], turn_id={"type": "integer"}, state={"type": "string"},
-                         messages={"type": "array", "items": MESSAGE}, trim=TRIM,
-                         pending_tool_calls={"type": "array", "items": {"type": "string"}}),
-    "TurnToolCalls": o._obj(["tool_calls"], content={"type": "string"}, tool_calls={"type": "array", "items": o._obj(
-        ["id", "name"], id={"type": "string"}, name={"type": "string"}, arguments={"type": "string"})}),
-    "TurnToolResult": o._obj(["call_id", "tool_name"], call_id={"type": "string"}, tool_name={"type": "string"},
-                             output={"type": "string"}, success={"type": "boolean"}, error={"type": "string"},
-                             duration_ms={"type": "number"}),
-    "TurnUsage": o._obj(["model", "input_tokens", "output_tokens"], model={"type": "string"},
-                        input_tokens={"type": "integer"}, output_tokens={"type": "integer"},
-                        cached_input_tokens={"type": "integer"}, cost_usd={"type": ["string", "number"]}),
+    "TurnBegin": o._obj(
+        ["user_message"],
+        user_message={"type": "string"},
+        origin={"enum": ["interactive", "channel", "agent", "cron", "daemon", "subturn"]},
+        system_prompt={"type": "string"},
+        history_budget_tokens={"type": "integer"},
+    ),
+    "TurnPrompt": o._obj(
+        ["turn_id", "state", "messages"],
+        turn_id={"type": "integer"},
+        state={"type": "string"},
+        messages={"type": "array", "items": MESSAGE},
+        trim=TRIM,
+        pending_tool_calls={"type": "array", "items": {"type": "string"}},
+    ),
+    "TurnToolCalls": o._obj(
+        ["tool_calls"],
+        content={"type": "string"},
+        tool_calls={
+            "type": "array",
+            "items": o._obj(
+                ["id", "name"], id={"type": "string"}, name={"type": "string"}, arguments={"type": "string"}
+            ),
+        },
+    ),
+    "TurnToolResult": o._obj(
+        ["call_id", "tool_name"],
+        call_id={"type": "string"},
+        tool_name={"type": "string"},
+        output={"type": "string"},
+        success={"type": "boolean"},
+        error={"type": "string"},
+        duration_ms={"type": "number"},
+    ),
+    "TurnUsage": o._obj(
+        ["model", "input_tokens", "output_tokens"],
+        model={"type": "string"},
+        input_tokens={"type": "integer"},
+        output_tokens={"type": "integer"},
+        cached_input_tokens={"type": "integer"},
+        cost_usd={"type": ["string", "number"]},
+    ),
     "TurnEnd": o._obj(["content"], content={"type": "string"}),
     "TurnAnswer": {"type": "object"},
-    "Transcript": o._obj(["messages", "start", "total"], messages={"type": "array", "items": MESSAGE},
-                         start={"type": "integer"}, total={"type": "integer"}, next={"type": ["integer", "null"]}),
+    "Transcript": o._obj(
+        ["messages", "start", "total"],
+        messages={"type": "array", "items": MESSAGE},
+        start={"type": "integer"},
+        total={"type": "integer"},
+        next={"type": ["integer", "null"]},
+    ),
 }
-CONFLICT = {"409": o._json(o._ref("Error"), "TURN_STATE: the turn has ended (or not begun)"),
-            "413": o._json(o._ref("Error"), "LIMIT_EXCEEDED: a size bound of the turn")}
+CONFLICT = {
+    "409": o._json(o._ref("Error"), "TURN_STATE: the turn has ended (or not begun)"),
+    "413": o._json(o._ref("Error"), "LIMIT_EXCEEDED: a size bound of the turn"),
+}
 
 
 def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
     tid = o._path("turn_id", "The turn id returned by POST /turns (its user message's position).")
     answer = ("200", "Done", o._ref("TurnAnswer"))
     return {
-        f"{s}/turns": {"post": o._op("Begin a turn: the prompt with [Memory context] and trimming applied",
-                                     ("201", "The prompt to send", o._ref("TurnPrompt")), body="TurnBegin",
-                                     params=[sid], extra=CONFLICT)},
-        f"{s}/turns/{{turn_id}}/prompt": {"get": o._op(
-            "The prompt to send now", ("200", "The prompt", o._ref("TurnPrompt")), params=[
-                sid, tid, o._query("system_prompt", {"type": "string"}, "Prepended, outside the budget")])},
-        f"{s}/turns/{{turn_id}}/tool-calls": {"post": o._op("Record the assistant's tool calls", answer,
-                                                            body="TurnToolCalls", params=[sid, tid], extra=CONFLICT)},
-        f"{s}/turns/{{turn_id}}/tool-results": {"post": o._op("Record one tool result (bounded)", answer,
-                                                              body="TurnToolResult", params=[sid, tid],
-                                                              extra=CONFLICT)},
-        f"{s}/turns/{{turn_id}}/usage": {"post": o._op("Record one model call's usage; the budget status", answer,
-                                                       body="TurnUsage", params=[sid, tid], extra=CONFLICT)},
-        f"{s}/turns/{{turn_id}}/end": {"post": o._op("End the turn with the final assistant message (once)", answer,
-                                                     body="TurnEnd", params=[sid, tid], extra=CONFLICT)},
-        f"{s}/transcript": {"get": o._op("Transcript messages by range (omitted history)",
-                                         ("200", "A page", o._ref("Transcript")), params=[
-                                             sid, o._query("start", {"type": "integer"}, "First position"),
-                                             o._query("limit", {"type": "integer"}, "1..1000, default 100"),
-                                             o._query("transcript_id", {"type": "string"},
-                                                      "Another session of this agent (e.g. before a reset)")])},
+        f"{s}/turns": {
+            "post": o._op(
+                "Begin a turn: the prompt with [Memory context] and trimming applied",
+                ("201", "The prompt to send", o._ref("TurnPrompt")),
+                body="TurnBegin",
+                params=[sid],
+                extra=CONFLICT,
+            )
+        },
+        f"{s}/turns/{{turn_id}}/prompt": {
+            "get": o._op(
+                "The prompt to send now",
+                ("200", "The prompt", o._ref("TurnPrompt")),
+                params=[
+                    sid,
+                    tid,
+                    o._query("system_prompt", {"type": "string"}, "Prepended, outside the budget"),
+                ],
+            )
+        },
+        f"{s}/turns/{{turn_id}}/tool-calls": {
+            "post": o._op(
+                "Record the assistant's tool calls",
+                answer,
+                body="TurnToolCalls",
+                params=[sid, tid],
+                extra=CONFLICT,
+            )
+        },
+        f"{s}/turns/{{turn_id}}/tool-results": {
+            "post": o._op(
+                "Record one tool result (bounded)",
+                answer,
+                body="TurnToolResult",
+                params=[sid, tid],
+                extra=CONFLICT,
+            )
+        },
+        f"{s}/turns/{{turn_id}}/usage": {
+            "post": o._op(
+                "Record one model call's usage; the budget status",
+                answer,
+                body="TurnUsage",
+                params=[sid, tid],
+                extra=CONFLICT,
+            )
+        },
+        f"{s}/turns/{{turn_id}}/end": {
+            "post": o._op(
+                "End the turn with the final assistant message (once)",
+                answer,
+                body="TurnEnd",
+                params=[sid, tid],
+                extra=CONFLICT,
+            )
+        },
+        f"{s}/transcript": {
+            "get": o._op(
+                "Transcript messages by range (omitted history)",
+                ("200", "A page", o._ref("Transcript")),
+                params=[
+                    sid,
+                    o._query("start", {"type": "integer"}, "First position"),
+                    o._query("limit", {"type": "integer"}, "1..1000, default 100"),
+                    o._query(
+                        "transcript_id",
+                        {"type": "string"},
+                        "Another session of this agent (e.g. before a reset)",
+                    ),
+                ],
+            )
+        },
     }

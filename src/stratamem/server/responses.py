@@ -56,8 +56,9 @@ def error_status(code: str, message: str = "") -> int:
     return STATUS.get(code, 500)
 
 
-def error_response(code: str, message: str, status: int | None = None,
-                   headers: dict[str, str] | None = None) -> Response:
+def error_response(
+    code: str, message: str, status: int | None = None, headers: dict[str, str] | None = None
+) -> Response:
     body = error_body(code, message)
     final_code = body["error"]["code"]
     return json_response(body, status or error_status(final_code, message), headers)

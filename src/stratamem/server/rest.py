@@ -169,14 +169,21 @@ class RestApi:
             session = self.state.session_for(principal, session_id)
         except StratamemError as exc:
             return shapes.dumps(shapes.error_from(exc))
-        text = execute(session, name, arguments, policy=self.state.policy_for(principal),
-                       profile=TRIGGERFISH, origin="rest")
+        text = execute(
+            session,
+            name,
+            arguments,
+            policy=self.state.policy_for(principal),
+            profile=TRIGGERFISH,
+            origin="rest",
+        )
         assert text is not None  # the names below are all triggerfish tools
         return text
 
     async def _tool(self, request: Request, name: str, arguments: dict[str, Any]) -> Response:
-        text = await blocking(self._run_tool, principal_of(request), request.path_params["session_id"],
-                              name, arguments)
+        text = await blocking(
+            self._run_tool, principal_of(request), request.path_params["session_id"], name, arguments
+        )
         return from_tool_text(text)
 
     @endpoint
@@ -223,7 +230,9 @@ class RestApi:
         """The knowledge graph: one mcp-memory tool, its arguments as the body, its structured answer back."""
         name = request.path_params["tool"]
         if name not in {spec.name for spec in specs(MCP_MEMORY)}:
-            raise NotFound(f"no graph tool {name!r}; use one of {', '.join(s.name for s in specs(MCP_MEMORY))}")
+            raise NotFound(
+                f"no graph tool {name!r}; use one of {', '.join(s.name for s in specs(MCP_MEMORY))}"
+            )
         body = await read_json(request, self.max_body_bytes)
         principal = principal_of(request)
 
@@ -232,8 +241,14 @@ class RestApi:
                 session = self.state.session_for(principal, request.path_params["session_id"])
             except StratamemError as exc:
                 return shapes.dumps(shapes.error_from(exc))
-            text = execute(session, name, body, policy=self.state.policy_for(principal), profile=MCP_MEMORY,
-                           origin="rest")
+            text = execute(
+                session,
+                name,
+                body,
+                policy=self.state.policy_for(principal),
+                profile=MCP_MEMORY,
+                origin="rest",
+            )
             assert text is not None
             structured = mcp_memory.structured(name, text)
             return text if structured is None else shapes.dumps(structured)
@@ -259,8 +274,9 @@ class RestApi:
 
     @endpoint
     async def get_session(self, request: Request) -> Response:
-        return json_response(await blocking(self._session_shape, principal_of(request),
-                                            request.path_params["session_id"]))
+        return json_response(
+            await blocking(self._session_shape, principal_of(request), request.path_params["session_id"])
+        )
 
     @endpoint
     async def escalate(self, request: Request) -> Response:
@@ -318,8 +334,15 @@ class RestApi:
         if lineage is not None and len(lineage) > MAX_LINEAGE_CHARS:
             raise ValidationError(f"lineage must be at most {MAX_LINEAGE_CHARS} characters")
         owner = None if principal.operator else principal.name
-        events, more = await blocking(self.state.store.audit_page, limit, principal.clearance, lineage,
-                                      owner=owner, after=after, before=before)
+        events, more = await blocking(
+            self.state.store.audit_page,
+            limit,
+            principal.clearance,
+            lineage,
+            owner=owner,
+            after=after,
+            before=before,
+        )
         return json_response(shapes.audit_page(events, more, forward=after is not None))
 
     @endpoint
@@ -333,7 +356,9 @@ class RestApi:
         principal = principal_of(request)
         dialect = request.query_params.get("dialect", "openai")
         profile = request.query_params.get("profile", self.state.profile)
-        return json_response({"tools": definitions(dialect, profile, policy=self.state.policy_for(principal))})
+        return json_response(
+            {"tools": definitions(dialect, profile, policy=self.state.policy_for(principal))}
+        )
 
     @endpoint
     async def health(self, request: Request) -> Response:

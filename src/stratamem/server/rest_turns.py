@@ -32,7 +32,6 @@ from .rest import guard, read_json
 from .state import ServerState, blocking
 from .turn_ops import MAX_OUTPUT_CHARS, TurnOps
 
-
 TURN_STATUS = {"LIMIT_EXCEEDED": 413, "TURN_STATE": 409}
 DEFAULT_BODY_BYTES = 4 * 1024 * 1024
 TOOL_RESULT_BODY_BYTES = MAX_OUTPUT_CHARS + 64 * 1024
@@ -66,8 +65,14 @@ class TurnApi:
             Route(f"{s}/transcript", self.transcript, methods=["GET"]),
         ]
 
-    async def _run(self, request: Request, op: Callable[..., dict[str, Any]], body: dict[str, Any],
-                   status: int = 200, with_turn: bool = True) -> Response:
+    async def _run(
+        self,
+        request: Request,
+        op: Callable[..., dict[str, Any]],
+        body: dict[str, Any],
+        status: int = 200,
+        with_turn: bool = True,
+    ) -> Response:
         args = [principal_of(request), request.path_params["session_id"]]
         if with_turn:
             args.append(request.path_params["turn_id"])
@@ -88,7 +93,9 @@ class TurnApi:
 
     @guarded
     async def tool_result(self, request: Request) -> Response:
-        return await self._run(request, self.ops.tool_result, await read_json(request, TOOL_RESULT_BODY_BYTES))
+        return await self._run(
+            request, self.ops.tool_result, await read_json(request, TOOL_RESULT_BODY_BYTES)
+        )
 
     @guarded
     async def usage(self, request: Request) -> Response:

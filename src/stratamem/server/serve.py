@@ -44,7 +44,7 @@ def dev_principals(agent: str, host: str, port: int, home: Path | None = None) -
     print(
         f"stratamem serve: no --config given; {state} the local development token in {path} (mode 0600)\n"
         f"  it acts as agent {agent!r} with clearance RESTRICTED; for other agents or remote access use --config\n"
-        f"  REST: curl -X POST -H \"Authorization: Bearer $(cat {path})\" {url}/v1/sessions\n"
+        f'  REST: curl -X POST -H "Authorization: Bearer $(cat {path})" {url}/v1/sessions\n'
         f"  console: {url}/ui (sign in with that token)\n"
         f"  MCP:  {url}/mcp with the header 'Authorization: Bearer <the token in that file>'\n"
         f"  docs: {url}/docs",
@@ -108,24 +108,31 @@ def serve(
     try:
         state = ServerState(store, principals, profile=config.profile, policy=policy)
         app = build_app(state, host=host, allowed_hosts=config.allowed_hosts)
-        server = uvicorn.Server(uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            log_level=config.log_level,
-            access_log=False,
-            server_header=False,
-            lifespan="on",
-            timeout_graceful_shutdown=math.ceil(config.graceful_timeout),
-        ))
-        print(f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, console at /ui, docs at /docs)",
-              file=sys.stderr, flush=True)
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                log_level=config.log_level,
+                access_log=False,
+                server_header=False,
+                lifespan="on",
+                timeout_graceful_shutdown=math.ceil(config.graceful_timeout),
+            )
+        )
+        print(
+            f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, console at /ui, docs at /docs)",
+            file=sys.stderr,
+            flush=True,
+        )
         try:
             with _stop_signals_handled():
                 server.run()
         except SystemExit as exc:
             if not server.started and exc.code not in (0, None):  # uvicorn could not bind
-                raise ValidationError(f"cannot listen on {_url(host, port)} (in use, or not permitted)") from None
+                raise ValidationError(
+                    f"cannot listen on {_url(host, port)} (in use, or not permitted)"
+                ) from None
             raise
     finally:
         store.close()

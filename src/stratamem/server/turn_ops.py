@@ -27,7 +27,9 @@ from ..turn.costs import BudgetReport
 from .principals import Principal
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
-MAX_OUTPUT_CHARS = 16 * 1024 * 1024  # larger tool output is refused; anything below is truncated to the limits
+MAX_OUTPUT_CHARS = (
+    16 * 1024 * 1024
+)  # larger tool output is refused; anything below is truncated to the limits
 CONTEXT_CACHE = 1024
 
 
@@ -46,8 +48,11 @@ class TurnOps:
         return self.state.session_for(principal, session_id)
 
     def _turn(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> Turn:
-        turn = Turn.resume(self._session(principal, session_id), _int(turn_id, "turn_id"),
-                           **self._options(principal, body, origin=False))
+        turn = Turn.resume(
+            self._session(principal, session_id),
+            _int(turn_id, "turn_id"),
+            **self._options(principal, body, origin=False),
+        )
         with self._lock:
             cached = self._contexts.get((session_id, turn.id or 0))
         if cached is not None:
@@ -61,9 +66,14 @@ class TurnOps:
             settings = replace(settings, history_budget_tokens=min(budget, settings.history_budget_tokens))
         system = body.get("system_prompt")
         if system is not None and (not isinstance(system, str) or len(system) > MAX_SYSTEM_PROMPT_CHARS):
-            raise ValidationError(f"system_prompt must be a string of at most {MAX_SYSTEM_PROMPT_CHARS} characters")
-        options: dict[str, Any] = {"settings": settings, "system_prompt": system,
-                                   "policy": self.state.policy_for(principal)}
+            raise ValidationError(
+                f"system_prompt must be a string of at most {MAX_SYSTEM_PROMPT_CHARS} characters"
+            )
+        options: dict[str, Any] = {
+            "settings": settings,
+            "system_prompt": system,
+            "policy": self.state.policy_for(principal),
+        }
         if origin:
             options["origin"] = body.get("origin", "interactive")
         return options
@@ -81,8 +91,13 @@ class TurnOps:
     def _prompt(turn: Turn) -> dict[str, Any]:
         messages = [m.to_dict() for m in turn.messages()]
         trim = turn.last_trim.to_dict() if turn.last_trim else None
-        return {"turn_id": turn.id, "state": turn.state, "messages": messages, "trim": trim,
-                "pending_tool_calls": sorted(turn.pending_calls)}
+        return {
+            "turn_id": turn.id,
+            "state": turn.state,
+            "messages": messages,
+            "trim": trim,
+            "pending_tool_calls": sorted(turn.pending_calls),
+        }
 
     # ------------------------------------------------------------------ operations
 
@@ -97,14 +112,17 @@ class TurnOps:
         self._remember(session_id, turn)
         return self._prompt(turn)
 
-    def prompt(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> dict[str, Any]:
+    def prompt(
+        self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]
+    ) -> dict[str, Any]:
         turn = self._turn(principal, session_id, turn_id, body)
         answer = self._prompt(turn)
         self._remember(session_id, turn)
         return answer
 
-    def tool_calls(self, principal: Principal, session_id: str, turn_id: object,
-                   body: dict[str, Any]) -> dict[str, Any]:
+    def tool_calls(
+        self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]
+    ) -> dict[str, Any]:
         calls = body.get("tool_calls")
         if not isinstance(calls, list) or not calls:
             raise ValidationError("tool_calls must be a non-empty list of {id, name, arguments}")
@@ -118,8 +136,9 @@ class TurnOps:
         turn.record_tool_calls(requests, content)
         return {"turn_id": turn.id, "pending_tool_calls": sorted(turn.pending_calls)}
 
-    def tool_result(self, principal: Principal, session_id: str, turn_id: object,
-                    body: dict[str, Any]) -> dict[str, Any]:
+    def tool_result(
+        self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]
+    ) -> dict[str, Any]:
         call_id, name = body.get("call_id"), body.get("tool_name")
         if not isinstance(call_id, str) or not isinstance(name, str):
             raise ValidationError("call_id and tool_name are required (strings)")
@@ -135,23 +154,38 @@ class TurnOps:
         if isinstance(duration, bool) or not isinstance(duration, int | float) or not 0 <= duration < 1e12:
             raise ValidationError("duration_ms must be a number >= 0")
         turn = self._turn(principal, session_id, turn_id, {})
-        message = turn.record_tool_result(call_id, name, ToolResult(success, output, error),
-                                          arguments=body.get("arguments", "{}") if isinstance(
-                                              body.get("arguments"), str | dict) else "{}",
-                                          duration_ms=float(duration))
-        return {"turn_id": turn.id, "message": message.to_dict(), "truncated": len(message.content) < len(output),
-                "pending_tool_calls": sorted(turn.pending_calls)}
+        message = turn.record_tool_result(
+            call_id,
+            name,
+            ToolResult(success, output, error),
+            arguments=body.get("arguments", "{}") if isinstance(body.get("arguments"), str | dict) else "{}",
+            duration_ms=float(duration),
+        )
+        return {
+            "turn_id": turn.id,
+            "message": message.to_dict(),
+            "truncated": len(message.content) < len(output),
+            "pending_tool_calls": sorted(turn.pending_calls),
+        }
 
-    def usage(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> dict[str, Any]:
+    def usage(
+        self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]
+    ) -> dict[str, Any]:
         turn = self._turn(principal, session_id, turn_id, {})
-        report = turn.record_usage(body.get("model"), body.get("input_tokens"),  # type: ignore[arg-type]
-                                   body.get("output_tokens"), body.get("cached_input_tokens", 0),  # type: ignore[arg-type]
-                                   cost_usd=body.get("cost_usd"))
+        report = turn.record_usage(
+            body.get("model"),
+            body.get("input_tokens"),  # type: ignore[arg-type]
+            body.get("output_tokens"),
+            body.get("cached_input_tokens", 0),  # type: ignore[arg-type]
+            cost_usd=body.get("cost_usd"),
+        )
         usage = report.record.to_dict()
         usage.pop("record")
         return {"turn_id": turn.id, "usage": usage, "budget": _budget(report.budget)}
 
-    def end(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> dict[str, Any]:
+    def end(
+        self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]
+    ) -> dict[str, Any]:
         content = body.get("content")
         if not isinstance(content, str):
             raise ValidationError("content is required (the final assistant message)")
@@ -166,10 +200,16 @@ class TurnOps:
         start = _int(body.get("start", 0), "start")
         limit = _int(body.get("limit", 100), "limit")
         transcript_id = body.get("transcript_id")
-        rows, total = Transcript(self._session(principal, session_id)).page(start, max(1, limit), transcript_id)
+        rows, total = Transcript(self._session(principal, session_id)).page(
+            start, max(1, limit), transcript_id
+        )
         end = start + len(rows)
-        return {"messages": [r.to_dict() for r in rows], "start": start, "total": total,
-                "next": end if end < total else None}
+        return {
+            "messages": [r.to_dict() for r in rows],
+            "start": start,
+            "total": total,
+            "next": end if end < total else None,
+        }
 
 
 def _int(value: object, name: str) -> int:
@@ -184,9 +224,12 @@ def _budget(report: BudgetReport | None) -> dict[str, Any] | None:
     if report is None:
         return None
     limits = report.budget
-    return {"status": report.status.value, "daily_status": report.daily_status.value,
-            "monthly_status": report.monthly_status.value, "daily_spent_usd": str(report.daily_spent),
-            "monthly_spent_usd": str(report.monthly_spent),
-            "daily_limit_usd": None if limits.daily_usd is None else str(limits.daily_usd),
-            "monthly_limit_usd": None if limits.monthly_usd is None else str(limits.monthly_usd)}
-
+    return {
+        "status": report.status.value,
+        "daily_status": report.daily_status.value,
+        "monthly_status": report.monthly_status.value,
+        "daily_spent_usd": str(report.daily_spent),
+        "monthly_spent_usd": str(report.monthly_spent),
+        "daily_limit_usd": None if limits.daily_usd is None else str(limits.daily_usd),
+        "monthly_limit_usd": None if limits.monthly_usd is None else str(limits.monthly_usd),
+    }

@@ -29,8 +29,10 @@ STATIC = Path(__file__).parent / "static"
 CONSOLE = STATIC / "console"
 DOCS = STATIC / "docs"
 
-STRICT_CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-              "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+STRICT_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 DOCS_CSP = STRICT_CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 
 
@@ -62,8 +64,12 @@ class SecurityHeaders:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 present = {name.lower() for name, _ in headers}
-                extra = [(b"content-security-policy", csp.encode()), (b"x-content-type-options", b"nosniff"),
-                         (b"referrer-policy", b"no-referrer"), (b"x-frame-options", b"DENY")]
+                extra = [
+                    (b"content-security-policy", csp.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                ]
                 if api:
                     extra.append((b"cache-control", b"no-store"))
                 headers += [(name, value) for name, value in extra if name not in present]
@@ -91,13 +97,21 @@ def docs_page(doc: dict[str, Any], with_swagger: bool) -> str:
     """Swagger UI from local files when installed, over a plain list of the endpoints (shown without it)."""
     items = "".join(
         f"<li><code>{html.escape(method.upper())} {html.escape(path)}</code> — {html.escape(op['summary'])}</li>"
-        for path, ops in doc["paths"].items() for method, op in ops.items()
+        for path, ops in doc["paths"].items()
+        for method, op in ops.items()
     )
     css = '<link rel="stylesheet" href="/docs/swagger/swagger-ui.css">\n' if with_swagger else ""
-    js = ('<script src="/docs/swagger/swagger-ui-bundle.js"></script>\n'
-          '<script src="/docs/assets/docs.js"></script>\n') if with_swagger else ""
-    return _DOCS_PAGE.format(version=html.escape(doc["info"]["version"]), items=items, swagger_css=css,
-                             swagger_js=js)
+    js = (
+        (
+            '<script src="/docs/swagger/swagger-ui-bundle.js"></script>\n'
+            '<script src="/docs/assets/docs.js"></script>\n'
+        )
+        if with_swagger
+        else ""
+    )
+    return _DOCS_PAGE.format(
+        version=html.escape(doc["info"]["version"]), items=items, swagger_css=css, swagger_js=js
+    )
 
 
 def as_openapi_30(node: Any) -> Any:

@@ -90,7 +90,7 @@ def descending(query: AuditQuery) -> bool:
     return query.after is None and query.limit is not None
 
 
-def read_page(backend: "Backend", query: AuditQuery) -> tuple[list[AuditEvent], bool]:
+def read_page(backend: Backend, query: AuditQuery) -> tuple[list[AuditEvent], bool]:
     """One page of ``query.limit`` events (oldest first) and whether more lie beyond it.
 
     Forward pages (``after``) continue after their last event; backward pages

@@ -58,16 +58,25 @@ class MemoryDraft:
 def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Memory:
     """What a save asks to store: the draft at the session's live taint, for its agent, with a fresh lineage."""
     return Memory(
-        key=draft.key, content=draft.content, level=record.taint, tags=draft.tags, category=draft.category,
-        agent_id=record.agent_id, session_id=record.id, created_at=now, updated_at=now,
-        lineage_id=str(uuid.uuid4()), expires_at=draft.expires_at,
+        key=draft.key,
+        content=draft.content,
+        level=record.taint,
+        tags=draft.tags,
+        category=draft.category,
+        agent_id=record.agent_id,
+        session_id=record.id,
+        created_at=now,
+        updated_at=now,
+        lineage_id=str(uuid.uuid4()),
+        expires_at=draft.expires_at,
     )
 
 
 def save_event(record: SessionRecord, stored: Memory) -> AuditDraft:
     """The audit event of one saved record (key, level, lineage; never content)."""
-    return AuditDraft("save", record.id, record.agent_id, record.taint, (stored.key,), (stored.level,),
-                      (stored.lineage_id,))
+    return AuditDraft(
+        "save", record.id, record.agent_id, record.taint, (stored.key,), (stored.level,), (stored.lineage_id,)
+    )
 
 
 class Backend(Protocol):
@@ -75,8 +84,13 @@ class Backend(Protocol):
 
     # sessions
     def open_session(
-        self, agent_id: str, session_id: str | None, clearance: Level | None, peers: Sequence[str] | None,
-        now: datetime, owner: str | None = None,
+        self,
+        agent_id: str,
+        session_id: str | None,
+        clearance: Level | None,
+        peers: Sequence[str] | None,
+        now: datetime,
+        owner: str | None = None,
     ) -> SessionRecord: ...
     def set_session_limits(
         self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
@@ -92,6 +106,7 @@ class Backend(Protocol):
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
         """Every draft saved as ``save`` would, in one transaction, one audit event each; all or nothing."""
         ...
+
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None: ...
     def list(self, session_id: str, query: ListQuery, now: datetime) -> Page: ...
     def search(
@@ -103,6 +118,7 @@ class Backend(Protocol):
     def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
         """Hard-delete, then erase the bytes from the files within a bounded wait, holding no lock meanwhile."""
         ...
+
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]: ...
     def import_memories(self, memories: Iterable[Memory], now: datetime) -> int: ...
 
@@ -119,13 +135,23 @@ class Backend(Protocol):
         self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
     ) -> list: ...
     def usage_records(
-        self, session_id: str | None, agent_id: str | None, since: datetime | None, until: datetime | None,
+        self,
+        session_id: str | None,
+        agent_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
         limit: int,
     ) -> list[UsageRecord]: ...
     def purge_turns(
-        self, messages_before: datetime | None, usage_before: datetime | None, agent_id: str | None, now: datetime
+        self,
+        messages_before: datetime | None,
+        usage_before: datetime | None,
+        agent_id: str | None,
+        now: datetime,
     ) -> tuple[int, int]: ...
-    def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]: ...
+    def export_turns(
+        self, agent_id: str | None, now: datetime
+    ) -> Iterator[TranscriptMessage | UsageRecord]: ...
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int: ...
 
     # the operator console: a reader from ``console_sql`` run in one read

@@ -52,10 +52,16 @@ class Dialect:
         return text if self.name == "sqlite" else text.replace("?", "%s")
 
 
-SQLITE = Dialect("sqlite", "EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)", "LIKE",
-                 lineage_match=("EXISTS (SELECT 1 FROM (SELECT {ph} AS v) p WHERE instr(a.lineage, p.v) > 0 "
-                                "AND EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = p.v))"),
-                 deleted_hint="INDEXED BY memories_deleted")
+SQLITE = Dialect(
+    "sqlite",
+    "EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)",
+    "LIKE",
+    lineage_match=(
+        "EXISTS (SELECT 1 FROM (SELECT {ph} AS v) p WHERE instr(a.lineage, p.v) > 0 "
+        "AND EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = p.v))"
+    ),
+    deleted_hint="INDEXED BY memories_deleted",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,21 +130,26 @@ def _memory(dialect: Dialect, row: Sequence) -> Memory:
     return row_to_memory(row)
 
 
-def _live_tops(run: Runner, dialect: Dialect, clearance: Level, agent: str, keys: Sequence[str],
-               now_us: int) -> dict[str, int]:
+def _live_tops(
+    run: Runner, dialect: Dialect, clearance: Level, agent: str, keys: Sequence[str], now_us: int
+) -> dict[str, int]:
     """Per key, the highest live unexpired level within the clearance: the version a session would see."""
     if not keys:
         return {}
     marks = ", ".join("?" * len(keys))
-    rows = run(dialect.sql(
-        f"SELECT key, max(level) FROM memories WHERE agent_id = ? AND key IN ({marks}) AND level <= ? "
-        "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > ?) GROUP BY key"),
-        [agent, *keys, int(clearance), now_us])
+    rows = run(
+        dialect.sql(
+            f"SELECT key, max(level) FROM memories WHERE agent_id = ? AND key IN ({marks}) AND level <= ? "
+            "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > ?) GROUP BY key"
+        ),
+        [agent, *keys, int(clearance), now_us],
+    )
     return {key: level for key, level in rows}
 
 
-def _records(run: Runner, dialect: Dialect, rows: Rows, clearance: Level, agent: str,
-             now_us: int) -> list[ConsoleRecord]:
+def _records(
+    run: Runner, dialect: Dialect, rows: Rows, clearance: Level, agent: str, now_us: int
+) -> list[ConsoleRecord]:
     tops = _live_tops(run, dialect, clearance, agent, sorted({r[2] for r in rows}), now_us)
     out = []
     for row in rows:
@@ -150,7 +161,9 @@ def _records(run: Runner, dialect: Dialect, rows: Rows, clearance: Level, agent:
             state = "expired"
         else:
             state = "shown" if tops.get(memory.key) == row[3] else "shadowed"
-        out.append(ConsoleRecord(row[0], memory, from_us(deleted_us) if deleted_us is not None else None, state))
+        out.append(
+            ConsoleRecord(row[0], memory, from_us(deleted_us) if deleted_us is not None else None, state)
+        )
     return out
 
 
@@ -187,47 +200,77 @@ def memories(run: Runner, dialect: Dialect, q: MemoryQuery, now: datetime) -> li
         key, level, ref = q.after
         where.append("(d.key > ? OR (d.key = ? AND (d.level < ? OR (d.level = ? AND d.id > ?))))")
         params += [key, key, level, level, ref]
-    rows = run(dialect.sql(f"SELECT {COLUMNS} FROM memories d WHERE {' AND '.join(where)} "
-                           "ORDER BY d.key, d.level DESC, d.id LIMIT ?"), [*params, clamp(q.limit)])
+    rows = run(
+        dialect.sql(
+            f"SELECT {COLUMNS} FROM memories d WHERE {' AND '.join(where)} "
+            "ORDER BY d.key, d.level DESC, d.id LIMIT ?"
+        ),
+        [*params, clamp(q.limit)],
+    )
     return _records(run, dialect, rows, q.clearance, q.agent_id, now_us)
 
 
-def versions(run: Runner, dialect: Dialect, clearance: Level, agent: str, key: str,
-             now: datetime) -> list[ConsoleRecord]:
+def versions(
+    run: Runner, dialect: Dialect, clearance: Level, agent: str, key: str, now: datetime
+) -> list[ConsoleRecord]:
     """Every version of one key within the clearance (live and deleted), highest level first."""
-    rows = run(dialect.sql(f"SELECT {COLUMNS} FROM memories d WHERE d.agent_id = ? AND d.key = ? AND d.level <= ? "
-                           "ORDER BY d.level DESC, d.deleted_us IS NOT NULL, d.deleted_us DESC, d.id LIMIT ?"),
-               [agent, key, int(clearance), MAX_VERSIONS])
+    rows = run(
+        dialect.sql(
+            f"SELECT {COLUMNS} FROM memories d WHERE d.agent_id = ? AND d.key = ? AND d.level <= ? "
+            "ORDER BY d.level DESC, d.deleted_us IS NOT NULL, d.deleted_us DESC, d.id LIMIT ?"
+        ),
+        [agent, key, int(clearance), MAX_VERSIONS],
+    )
     return _records(run, dialect, rows, clearance, agent, to_us(now))
 
 
 def record(run: Runner, dialect: Dialect, clearance: Level, ref: int, now: datetime) -> ConsoleRecord | None:
     """One row by ref, or None when missing or above the clearance (indistinguishable)."""
-    rows = run(dialect.sql(f"SELECT {COLUMNS} FROM memories d WHERE d.id = ? AND d.level <= ?"),
-               [ref, int(clearance)])
+    rows = run(
+        dialect.sql(f"SELECT {COLUMNS} FROM memories d WHERE d.id = ? AND d.level <= ?"),
+        [ref, int(clearance)],
+    )
     if not rows:
         return None
     return _records(run, dialect, rows, clearance, rows[0][1], to_us(now))[0]
 
 
-def agents(run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int) -> list[AgentSummary]:
+def agents(
+    run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int
+) -> list[AgentSummary]:
     """Agents with records within the clearance, by name, with live and deleted counts per level.
 
     Live counts come from ``part_stats``; deleted ones from the (small) set of
     soft-deleted rows, through its partial index.
     """
     level, start = int(clearance), after if after is not None else ""
-    gone = run(dialect.sql(f"SELECT agent_id, level, count(*) FROM memories {dialect.deleted_hint} "
-                           "WHERE deleted_us IS NOT NULL AND level <= ? GROUP BY agent_id, level"), [level])
-    live_names = [r[0] for r in run(dialect.sql(
-        "SELECT DISTINCT agent_id FROM part_stats WHERE level <= ? AND n > 0 AND agent_id > ? "
-        "ORDER BY agent_id LIMIT ?"), [level, start, clamp(limit)])]
-    names = sorted({*live_names, *(r[0] for r in gone if r[0] > start)})[:clamp(limit)]
+    gone = run(
+        dialect.sql(
+            f"SELECT agent_id, level, count(*) FROM memories {dialect.deleted_hint} "
+            "WHERE deleted_us IS NOT NULL AND level <= ? GROUP BY agent_id, level"
+        ),
+        [level],
+    )
+    live_names = [
+        r[0]
+        for r in run(
+            dialect.sql(
+                "SELECT DISTINCT agent_id FROM part_stats WHERE level <= ? AND n > 0 AND agent_id > ? "
+                "ORDER BY agent_id LIMIT ?"
+            ),
+            [level, start, clamp(limit)],
+        )
+    ]
+    names = sorted({*live_names, *(r[0] for r in gone if r[0] > start)})[: clamp(limit)]
     if not names:
         return []
     marks = ", ".join("?" * len(names))
-    live = run(dialect.sql(f"SELECT agent_id, level, n FROM part_stats WHERE agent_id IN ({marks}) "
-                           "AND level <= ? AND n > 0"), [*names, level])
+    live = run(
+        dialect.sql(
+            f"SELECT agent_id, level, n FROM part_stats WHERE agent_id IN ({marks}) AND level <= ? AND n > 0"
+        ),
+        [*names, level],
+    )
     out = {name: AgentSummary(name) for name in names}
     for agent, lv, n in live:
         out[agent].live[Level(lv).name] = int(n)
@@ -237,8 +280,14 @@ def agents(run: Runner, dialect: Dialect, clearance: Level, after: str | None, l
     return list(out.values())
 
 
-def sessions(run: Runner, dialect: Dialect, clearance: Level, agent: str | None,
-             after: tuple[int, str] | None, limit: int) -> list[SessionSummary]:
+def sessions(
+    run: Runner,
+    dialect: Dialect,
+    clearance: Level,
+    agent: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+) -> list[SessionSummary]:
     """Sessions whose taint is within the clearance, newest first, with their taint history."""
     where, params = ["taint <= ?"], [int(clearance)]
     if agent is not None:
@@ -248,28 +297,52 @@ def sessions(run: Runner, dialect: Dialect, clearance: Level, agent: str | None,
         created_us, sid = after
         where.append("(created_us < ? OR (created_us = ? AND id < ?))")
         params += [created_us, created_us, sid]
-    rows = run(dialect.sql(f"SELECT id, agent_id, clearance, peers, taint, created_us FROM sessions "
-                           f"WHERE {' AND '.join(where)} ORDER BY created_us DESC, id DESC LIMIT ?"),
-               [*params, clamp(limit)])
+    rows = run(
+        dialect.sql(
+            f"SELECT id, agent_id, clearance, peers, taint, created_us FROM sessions "
+            f"WHERE {' AND '.join(where)} ORDER BY created_us DESC, id DESC LIMIT ?"
+        ),
+        [*params, clamp(limit)],
+    )
     if not rows:
         return []
     marks = ", ".join("?" * len(rows))
     history: dict[str, list[TaintEvent]] = {r[0]: [] for r in rows}
-    for sid, at, prev, new, reason, source in run(dialect.sql(
+    for sid, at, prev, new, reason, source in run(
+        dialect.sql(
             f"SELECT session_id, at_us, previous, new, reason, source FROM taint_events "
-            f"WHERE session_id IN ({marks}) ORDER BY at_us"), [r[0] for r in rows]):
-        history[sid].append(TaintEvent(from_us(at), Level(prev), Level(new), dialect.decode(reason),
-                                       dialect.decode(source)))
-    return [SessionSummary(SessionRecord(dialect.decode(r[0]), r[1], Level(r[2]), tuple(json.loads(r[3])),
-                                         Level(r[4]), from_us(r[5])), tuple(history[r[0]])) for r in rows]
+            f"WHERE session_id IN ({marks}) ORDER BY at_us"
+        ),
+        [r[0] for r in rows],
+    ):
+        history[sid].append(
+            TaintEvent(from_us(at), Level(prev), Level(new), dialect.decode(reason), dialect.decode(source))
+        )
+    return [
+        SessionSummary(
+            SessionRecord(
+                dialect.decode(r[0]), r[1], Level(r[2]), tuple(json.loads(r[3])), Level(r[4]), from_us(r[5])
+            ),
+            tuple(history[r[0]]),
+        )
+        for r in rows
+    ]
 
 
-AUDIT_COLUMNS = ("seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
-                 "prev_hash, hash")
+AUDIT_COLUMNS = (
+    "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
+    "prev_hash, hash"
+)
 
 
-def audit(run: Runner, dialect: Dialect, clearance: Level, before: int | None, limit: int,
-          lineage: str | None = None) -> list[AuditRow]:
+def audit(
+    run: Runner,
+    dialect: Dialect,
+    clearance: Level,
+    before: int | None,
+    limit: int,
+    lineage: str | None = None,
+) -> list[AuditRow]:
     """Audit rows the operator may read at the clearance, newest first (the one rule of ``audit_query``).
 
     Rows that no longer parse (edited in the database) are returned as such, so

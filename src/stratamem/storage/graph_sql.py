@@ -39,8 +39,10 @@ from ..levels import Level
 from .base import SessionRecord
 from .rows import from_us
 
-NODE_COLUMNS = ("n.id, n.agent_id, n.name, n.type, n.content, n.tags, n.level, n.source, n.session_id, "
-                "n.created_us, n.updated_us, n.length")
+NODE_COLUMNS = (
+    "n.id, n.agent_id, n.name, n.type, n.content, n.tags, n.level, n.source, n.session_id, "
+    "n.created_us, n.updated_us, n.length"
+)
 EDGE_COLUMNS = "e.id, e.agent_id, e.source, e.target, e.relation, e.note, e.level, e.created_us"
 CHUNK = 400
 MAX_FRONTIER = 2_000  # nodes expanded per traversal step: bounds a neighbourhood query on hub nodes
@@ -48,10 +50,10 @@ MAX_FRONTIER = 2_000  # nodes expanded per traversal step: bounds a neighbourhoo
 # The rows that are the graph's truth (postings are derived and rebuilt), in copy order.
 COPIED_TABLES: dict[str, str] = {
     "graph_nodes": "id, agent_id, name, level, type, content, tags, source, session_id, created_us, updated_us, "
-                   "deleted_us",
+    "deleted_us",
     "graph_observations": "id, agent_id, name, level, text, session_id, created_us, pos, deleted_us",
     "graph_edges": "id, agent_id, source, target, relation, level, note, session_id, created_us, updated_us, "
-                   "deleted_us",
+    "deleted_us",
 }
 
 
@@ -102,27 +104,35 @@ class Scope:
         self.rank = {agent: i for i, agent in enumerate(self.agents)}
 
     def live_name(self, agent: str, name: str) -> str:
-        return (f"EXISTS (SELECT 1 FROM graph_nodes x WHERE x.agent_id = {agent} AND x.name = {name} "
-                f"AND x.level <= :lvl AND x.deleted_us IS NULL)")
+        return (
+            f"EXISTS (SELECT 1 FROM graph_nodes x WHERE x.agent_id = {agent} AND x.name = {name} "
+            f"AND x.level <= :lvl AND x.deleted_us IS NULL)"
+        )
 
     @property
     def node_visible(self) -> str:
-        return (f"n.agent_id IN ({self.agent_list}) AND n.level <= :lvl AND n.deleted_us IS NULL AND NOT EXISTS "
-                f"(SELECT 1 FROM graph_nodes h WHERE h.agent_id = n.agent_id AND h.name = n.name "
-                f"AND h.level > n.level AND h.level <= :lvl AND h.deleted_us IS NULL)")
+        return (
+            f"n.agent_id IN ({self.agent_list}) AND n.level <= :lvl AND n.deleted_us IS NULL AND NOT EXISTS "
+            f"(SELECT 1 FROM graph_nodes h WHERE h.agent_id = n.agent_id AND h.name = n.name "
+            f"AND h.level > n.level AND h.level <= :lvl AND h.deleted_us IS NULL)"
+        )
 
     @property
     def obs_visible(self) -> str:
-        return (f"o.agent_id IN ({self.agent_list}) AND o.level <= :lvl AND o.deleted_us IS NULL AND "
-                + self.live_name("o.agent_id", "o.name"))
+        return (
+            f"o.agent_id IN ({self.agent_list}) AND o.level <= :lvl AND o.deleted_us IS NULL AND "
+            + self.live_name("o.agent_id", "o.name")
+        )
 
     @property
     def edge_visible(self) -> str:
-        return (f"e.agent_id IN ({self.agent_list}) AND e.level <= :lvl AND e.deleted_us IS NULL AND NOT EXISTS "
-                f"(SELECT 1 FROM graph_edges h WHERE h.agent_id = e.agent_id AND h.source = e.source "
-                f"AND h.target = e.target AND h.relation = e.relation AND h.level > e.level AND h.level <= :lvl "
-                f"AND h.deleted_us IS NULL) AND {self.live_name('e.agent_id', 'e.source')} "
-                f"AND {self.live_name('e.agent_id', 'e.target')}")
+        return (
+            f"e.agent_id IN ({self.agent_list}) AND e.level <= :lvl AND e.deleted_us IS NULL AND NOT EXISTS "
+            f"(SELECT 1 FROM graph_edges h WHERE h.agent_id = e.agent_id AND h.source = e.source "
+            f"AND h.target = e.target AND h.relation = e.relation AND h.level > e.level AND h.level <= :lvl "
+            f"AND h.deleted_us IS NULL) AND {self.live_name('e.agent_id', 'e.source')} "
+            f"AND {self.live_name('e.agent_id', 'e.target')}"
+        )
 
 
 def _in(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -132,7 +142,7 @@ def _in(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
 
 def _chunks(values: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]:
     for start in range(0, len(values), size):
-        yield values[start:start + size]
+        yield values[start : start + size]
 
 
 # ---------------------------------------------------------------------------------- rows → records
@@ -143,14 +153,33 @@ _LEVELS = tuple(Level)
 
 def _node(row: Sequence, observations: tuple[Observation, ...] = ()) -> Node:
     tags = () if row[5] == "[]" else tuple(json.loads(row[5]))
-    return Node(id=row[0], agent_id=row[1], name=row[2], type=row[3], content=row[4], tags=tags,
-                level=_LEVELS[row[6]], source=row[7], session_id=row[8], created_at=from_us(row[9]),
-                updated_at=from_us(row[10]), observations=observations)
+    return Node(
+        id=row[0],
+        agent_id=row[1],
+        name=row[2],
+        type=row[3],
+        content=row[4],
+        tags=tags,
+        level=_LEVELS[row[6]],
+        source=row[7],
+        session_id=row[8],
+        created_at=from_us(row[9]),
+        updated_at=from_us(row[10]),
+        observations=observations,
+    )
 
 
 def _edge(row: Sequence) -> Edge:
-    return Edge(id=row[0], agent_id=row[1], source=row[2], target=row[3], relation=row[4], note=row[5],
-                level=_LEVELS[row[6]], created_at=from_us(row[7]))
+    return Edge(
+        id=row[0],
+        agent_id=row[1],
+        source=row[2],
+        target=row[3],
+        relation=row[4],
+        note=row[5],
+        level=_LEVELS[row[6]],
+        created_at=from_us(row[7]),
+    )
 
 
 def _edge_order(scope: Scope, edges: Iterable[Edge]) -> list[Edge]:
@@ -162,9 +191,11 @@ def _edge_order(scope: Scope, edges: Iterable[Edge]) -> list[Edge]:
 
 def visible_version(gc: GraphConn, scope: Scope, agent: str, name: str) -> tuple | None:
     """The row a session sees for (agent, name), or None (missing and invisible look the same)."""
-    return gc.one(f"SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.agent_id = :ag AND n.name = :name "
-                  "AND n.level <= :lvl AND n.deleted_us IS NULL ORDER BY n.level DESC LIMIT 1",
-                  {**scope.params, "ag": agent, "name": name})
+    return gc.one(
+        f"SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.agent_id = :ag AND n.name = :name "
+        "AND n.level <= :lvl AND n.deleted_us IS NULL ORDER BY n.level DESC LIMIT 1",
+        {**scope.params, "ag": agent, "name": name},
+    )
 
 
 def load_nodes(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Node]:
@@ -178,15 +209,18 @@ def load_nodes(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]]) -> 
     for agent, names in by_agent.items():
         for chunk in _chunks(names):
             marks, params = _in("k", chunk)
-            for row in gc.rows(f"SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.agent_id = :ag "
-                               f"AND n.name IN ({marks}) AND {scope.node_visible}",
-                               {**scope.params, **params, "ag": agent}):
+            for row in gc.rows(
+                f"SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.agent_id = :ag "
+                f"AND n.name IN ({marks}) AND {scope.node_visible}",
+                {**scope.params, **params, "ag": agent},
+            ):
                 rows[(row[1], row[2])] = row
             for name, text, level, created in gc.rows(
-                    f"SELECT o.name, o.text, o.level, o.created_us FROM graph_observations o WHERE o.agent_id = :ag "
-                    f"AND o.name IN ({marks}) AND o.level <= :lvl AND o.deleted_us IS NULL "
-                    "ORDER BY o.name, o.created_us, o.pos, o.text",
-                    {**scope.params, **params, "ag": agent}):
+                f"SELECT o.name, o.text, o.level, o.created_us FROM graph_observations o WHERE o.agent_id = :ag "
+                f"AND o.name IN ({marks}) AND o.level <= :lvl AND o.deleted_us IS NULL "
+                "ORDER BY o.name, o.created_us, o.pos, o.text",
+                {**scope.params, **params, "ag": agent},
+            ):
                 seen = observed[(agent, name)]
                 if text not in seen:
                     seen[text] = Observation(text, _LEVELS[level], from_us(created))
@@ -200,7 +234,9 @@ def named(gc: GraphConn, scope: Scope, names: Sequence[str]) -> list[Node]:
     return [found[k] for k in keys if k in found]
 
 
-def edges_touching(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]], limit: int | None = None) -> list[Edge]:
+def edges_touching(
+    gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]], limit: int | None = None
+) -> list[Edge]:
     """Visible edges with an endpoint among ``keys`` (both endpoints visible, by the edge rule)."""
     by_agent: dict[str, list[str]] = defaultdict(list)
     for agent, name in dict.fromkeys(keys):
@@ -210,9 +246,11 @@ def edges_touching(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]],
         for chunk in _chunks(names):
             marks, params = _in("k", chunk)
             for column in ("source", "target"):
-                for row in gc.rows(f"SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.agent_id = :ag "
-                                   f"AND e.{column} IN ({marks}) AND {scope.edge_visible}",
-                                   {**scope.params, **params, "ag": agent}):
+                for row in gc.rows(
+                    f"SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.agent_id = :ag "
+                    f"AND e.{column} IN ({marks}) AND {scope.edge_visible}",
+                    {**scope.params, **params, "ag": agent},
+                ):
                     found.setdefault(row[0], _edge(row))
     edges = _edge_order(scope, found.values())
     return edges if limit is None else edges[:limit]
@@ -220,12 +258,17 @@ def edges_touching(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]],
 
 def _hidden(gc: GraphConn, scope: Scope) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
     """In-scope live rows the session does not see: shadowed node versions and orphaned observations."""
-    shadowed = gc.rows(f"SELECT n.id, n.length FROM graph_nodes n WHERE n.multi = 1 AND n.deleted_us IS NULL "
-                       f"AND n.agent_id IN ({scope.agent_list}) AND n.level <= :lvl AND NOT ({scope.node_visible})",
-                       scope.params)
-    orphans = gc.rows(f"SELECT o.id, o.length FROM graph_observations o WHERE o.anchored = 0 AND o.deleted_us IS NULL "
-                      f"AND o.agent_id IN ({scope.agent_list}) AND o.level <= :lvl "
-                      f"AND NOT {scope.live_name('o.agent_id', 'o.name')}", scope.params)
+    shadowed = gc.rows(
+        f"SELECT n.id, n.length FROM graph_nodes n WHERE n.multi = 1 AND n.deleted_us IS NULL "
+        f"AND n.agent_id IN ({scope.agent_list}) AND n.level <= :lvl AND NOT ({scope.node_visible})",
+        scope.params,
+    )
+    orphans = gc.rows(
+        f"SELECT o.id, o.length FROM graph_observations o WHERE o.anchored = 0 AND o.deleted_us IS NULL "
+        f"AND o.agent_id IN ({scope.agent_list}) AND o.level <= :lvl "
+        f"AND NOT {scope.live_name('o.agent_id', 'o.name')}",
+        scope.params,
+    )
     return shadowed, orphans
 
 
@@ -234,9 +277,14 @@ MAX_HIDDEN_PARAMS = 500
 
 def visible_stats(gc: GraphConn, scope: Scope) -> tuple[int, int, list[str]]:
     """(visible nodes, their total document length, ids of the in-scope rows the session cannot see)."""
-    nodes, node_len, obs_len = (int(v) for v in gc.one(
-        f"SELECT coalesce(sum(nodes), 0), coalesce(sum(node_len), 0), coalesce(sum(obs_len), 0) "
-        f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl", scope.params))
+    nodes, node_len, obs_len = (
+        int(v)
+        for v in gc.one(
+            f"SELECT coalesce(sum(nodes), 0), coalesce(sum(node_len), 0), coalesce(sum(obs_len), 0) "
+            f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
+            scope.params,
+        )
+    )
     shadowed, orphans = _hidden(gc, scope)
     total = node_len - sum(r[1] for r in shadowed) + obs_len - sum(r[1] for r in orphans)
     return nodes - len(shadowed), total, [r[0] for r in shadowed + orphans]
@@ -264,11 +312,17 @@ def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> lis
         unit_visible = (
             f"((p.kind = 'o' AND {scope.live_name('p.agent_id', 'p.name')}) OR (p.kind = 'n' AND NOT EXISTS "
             f"(SELECT 1 FROM graph_nodes h WHERE h.agent_id = p.agent_id AND h.name = p.name AND h.level > p.level "
-            f"AND h.level <= :lvl AND h.deleted_us IS NULL)))")
-    postings = [(t, a, n, int(tf)) for t, a, n, tf in gc.rows(
-        f"SELECT p.term, p.agent_id, p.name, sum(p.tf) FROM graph_postings p "
-        f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl "
-        f"AND {unit_visible} GROUP BY p.term, p.agent_id, p.name", params)]
+            f"AND h.level <= :lvl AND h.deleted_us IS NULL)))"
+        )
+    postings = [
+        (t, a, n, int(tf))
+        for t, a, n, tf in gc.rows(
+            f"SELECT p.term, p.agent_id, p.name, sum(p.tf) FROM graph_postings p "
+            f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl "
+            f"AND {unit_visible} GROUP BY p.term, p.agent_id, p.name",
+            params,
+        )
+    ]
     lengths = _doc_lengths(gc, scope, sorted({(agent, name) for _, agent, name, _ in postings}))
     ranked = rank.score_nodes(n_docs, total, postings, lengths, scope.agents)[:limit]
     found = load_nodes(gc, scope, [key for key, _ in ranked])
@@ -285,34 +339,44 @@ def _doc_lengths(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]]) -
             args = {**scope.params, **kparams, "ag": agent}
             best: dict[str, tuple[int, int]] = {}
             for name, level, length in gc.rows(
-                    f"SELECT name, level, length FROM graph_nodes WHERE agent_id = :ag AND name IN ({kmarks}) "
-                    "AND level <= :lvl AND deleted_us IS NULL", args):
+                f"SELECT name, level, length FROM graph_nodes WHERE agent_id = :ag AND name IN ({kmarks}) "
+                "AND level <= :lvl AND deleted_us IS NULL",
+                args,
+            ):
                 if name not in best or level > best[name][0]:
                     best[name] = (level, length)
             for name, (_, length) in best.items():
                 lengths[(agent, name)] = length
             for name, total in gc.rows(
-                    f"SELECT name, sum(length) FROM graph_observations WHERE agent_id = :ag AND name IN ({kmarks}) "
-                    "AND level <= :lvl AND deleted_us IS NULL GROUP BY name", args):
+                f"SELECT name, sum(length) FROM graph_observations WHERE agent_id = :ag AND name IN ({kmarks}) "
+                "AND level <= :lvl AND deleted_us IS NULL GROUP BY name",
+                args,
+            ):
                 if (agent, name) in lengths:
                     lengths[(agent, name)] += int(total)
     return lengths
 
 
-def read_page(gc: GraphConn, scope: Scope, after: str | None, limit: int, edge_limit: int
-              ) -> tuple[list[Node], list[Edge], bool]:
+def read_page(
+    gc: GraphConn, scope: Scope, after: str | None, limit: int, edge_limit: int
+) -> tuple[list[Node], list[Edge], bool]:
     """Visible nodes ordered by name (then agent order) after the name ``after``, and edges from them."""
-    rows = gc.rows(f"SELECT n.agent_id, n.name FROM graph_nodes n WHERE {scope.node_visible} "
-                   + ("AND n.name > :after " if after is not None else "")
-                   + "ORDER BY n.name LIMIT :lim",
-                   {**scope.params, "after": after, "lim": limit * len(scope.agents) + 1})
+    rows = gc.rows(
+        f"SELECT n.agent_id, n.name FROM graph_nodes n WHERE {scope.node_visible} "
+        + ("AND n.name > :after " if after is not None else "")
+        + "ORDER BY n.name LIMIT :lim",
+        {**scope.params, "after": after, "lim": limit * len(scope.agents) + 1},
+    )
     names = list(dict.fromkeys(name for _, name in rows))
     more = len(names) > limit
     names = names[:limit]
     nodes = named(gc, scope, names)
     nodes.sort(key=lambda n: (n.name, scope.rank[n.agent_id]))
-    edges = [e for e in edges_touching(gc, scope, [(n.agent_id, n.name) for n in nodes])
-             if (e.agent_id, e.source) in {(n.agent_id, n.name) for n in nodes}]
+    edges = [
+        e
+        for e in edges_touching(gc, scope, [(n.agent_id, n.name) for n in nodes])
+        if (e.agent_id, e.source) in {(n.agent_id, n.name) for n in nodes}
+    ]
     return nodes, edges[:edge_limit], more or len(edges) > edge_limit
 
 
@@ -320,13 +384,23 @@ def stats(gc: GraphConn, scope: Scope, top: int = 10) -> GraphStats:
     nodes = gc.one(f"SELECT count(*) FROM graph_nodes n WHERE {scope.node_visible}", scope.params)[0]
     observations = gc.one(
         f"SELECT count(*) FROM (SELECT DISTINCT o.agent_id, o.name, o.text FROM graph_observations o "
-        f"WHERE {scope.obs_visible}) d", scope.params)[0]
+        f"WHERE {scope.obs_visible}) d",
+        scope.params,
+    )[0]
     edges = gc.one(f"SELECT count(*) FROM graph_edges e WHERE {scope.edge_visible}", scope.params)[0]
-    types = gc.rows(f"SELECT n.type, count(*) AS c FROM graph_nodes n WHERE {scope.node_visible} "
-                    "GROUP BY n.type ORDER BY c DESC, n.type LIMIT :top", {**scope.params, "top": top})
-    relations = gc.rows(f"SELECT e.relation, count(*) AS c FROM graph_edges e WHERE {scope.edge_visible} "
-                        "GROUP BY e.relation ORDER BY c DESC, e.relation LIMIT :top", {**scope.params, "top": top})
-    return GraphStats(nodes, edges, observations, tuple((t, c) for t, c in types), tuple((r, c) for r, c in relations))
+    types = gc.rows(
+        f"SELECT n.type, count(*) AS c FROM graph_nodes n WHERE {scope.node_visible} "
+        "GROUP BY n.type ORDER BY c DESC, n.type LIMIT :top",
+        {**scope.params, "top": top},
+    )
+    relations = gc.rows(
+        f"SELECT e.relation, count(*) AS c FROM graph_edges e WHERE {scope.edge_visible} "
+        "GROUP BY e.relation ORDER BY c DESC, e.relation LIMIT :top",
+        {**scope.params, "top": top},
+    )
+    return GraphStats(
+        nodes, edges, observations, tuple((t, c) for t, c in types), tuple((r, c) for r, c in relations)
+    )
 
 
 class NodeNotFound(NotFound):
@@ -342,7 +416,9 @@ def not_found(name: str) -> NodeNotFound:
     return NodeNotFound(name)
 
 
-def export_view(gc: GraphConn, agent: str, level: Level, now: datetime, render) -> tuple[list[str], AuditDraft]:
+def export_view(
+    gc: GraphConn, agent: str, level: Level, now: datetime, render
+) -> tuple[list[str], AuditDraft]:
     """Operator export: every node and edge of ``agent`` a session at ``level`` sees, page by page."""
     scope = Scope(SessionRecord("export", agent, level, (), level, now))
     nodes: list[Node] = []
@@ -355,5 +431,6 @@ def export_view(gc: GraphConn, agent: str, level: Level, now: datetime, render) 
         if not more or not page:
             break
         after = page[-1].name
-    return render(nodes, edges), operator_draft("graph.export", agent_id=agent, levels=(level,),
-                                            detail={"nodes": len(nodes), "edges": len(edges)})
+    return render(nodes, edges), operator_draft(
+        "graph.export", agent_id=agent, levels=(level,), detail={"nodes": len(nodes), "edges": len(edges)}
+    )

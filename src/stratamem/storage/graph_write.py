@@ -38,16 +38,24 @@ from .rows import from_us, to_us
 # ---------------------------------------------------------------------------------- index upkeep
 
 
-INSERT_POSTING = ("INSERT INTO graph_postings (term, unit_id, kind, agent_id, name, level, tf) "
-                  "VALUES (:term, :unit, :kind, :agent, :name, :level, :tf)")
+INSERT_POSTING = (
+    "INSERT INTO graph_postings (term, unit_id, kind, agent_id, name, level, tf) "
+    "VALUES (:term, :unit, :kind, :agent, :name, :level, :tf)"
+)
 
 
-def _postings(unit_id: str, kind: str, agent: str, name: str, level: int, terms: dict[str, int]) -> list[dict]:
-    return [{"term": t, "unit": unit_id, "kind": kind, "agent": agent, "name": name, "level": level, "tf": tf}
-            for t, tf in terms.items()]
+def _postings(
+    unit_id: str, kind: str, agent: str, name: str, level: int, terms: dict[str, int]
+) -> list[dict]:
+    return [
+        {"term": t, "unit": unit_id, "kind": kind, "agent": agent, "name": name, "level": level, "tf": tf}
+        for t, tf in terms.items()
+    ]
 
 
-def _index(gc: GraphConn, unit_id: str, kind: str, agent: str, name: str, level: int, terms: dict[str, int]) -> None:
+def _index(
+    gc: GraphConn, unit_id: str, kind: str, agent: str, name: str, level: int, terms: dict[str, int]
+) -> None:
     gc.many(INSERT_POSTING, _postings(unit_id, kind, agent, name, level, terms))
 
 
@@ -73,13 +81,17 @@ def _refresh(gc: GraphConn, agent: str, name: str) -> None:
         gc.run(statement.format(ag=":ag", name=":name"), {"ag": agent, "name": name})
 
 
-def _stats_add(gc: GraphConn, agent: str, level: int, nodes: int = 0, node_len: int = 0, obs_len: int = 0) -> None:
+def _stats_add(
+    gc: GraphConn, agent: str, level: int, nodes: int = 0, node_len: int = 0, obs_len: int = 0
+) -> None:
     """Per (agent, level) counts a writer keeps for its own partition (the level it writes at)."""
-    gc.run("INSERT INTO graph_part_stats (agent_id, level, nodes, node_len, obs_len) "
-           "VALUES (:ag, :lvl, :n, :nl, :ol) ON CONFLICT (agent_id, level) DO UPDATE SET "
-           "nodes = graph_part_stats.nodes + excluded.nodes, node_len = graph_part_stats.node_len + excluded.node_len, "
-           "obs_len = graph_part_stats.obs_len + excluded.obs_len",
-           {"ag": agent, "lvl": level, "n": nodes, "nl": node_len, "ol": obs_len})
+    gc.run(
+        "INSERT INTO graph_part_stats (agent_id, level, nodes, node_len, obs_len) "
+        "VALUES (:ag, :lvl, :n, :nl, :ol) ON CONFLICT (agent_id, level) DO UPDATE SET "
+        "nodes = graph_part_stats.nodes + excluded.nodes, node_len = graph_part_stats.node_len + excluded.node_len, "
+        "obs_len = graph_part_stats.obs_len + excluded.obs_len",
+        {"ag": agent, "lvl": level, "n": nodes, "nl": node_len, "ol": obs_len},
+    )
 
 
 def _node_terms(analyzer: Analyzer, name: str, type_: str, content: str, tags: Sequence[str]):
@@ -90,43 +102,74 @@ def reindex(gc: GraphConn, analyzer: Analyzer) -> None:
     """Rebuild postings and lengths from the live rows (after a restore or a change of languages)."""
     gc.run("DELETE FROM graph_postings")
     for unit, agent, name, level, type_, content, tags in gc.rows(
-            "SELECT id, agent_id, name, level, type, content, tags FROM graph_nodes WHERE deleted_us IS NULL"):
+        "SELECT id, agent_id, name, level, type, content, tags FROM graph_nodes WHERE deleted_us IS NULL"
+    ):
         terms, length = _node_terms(analyzer, name, type_, content, json.loads(tags))
         gc.run("UPDATE graph_nodes SET length = :len WHERE id = :id", {"len": length, "id": unit})
         _index(gc, unit, "n", agent, name, level, terms)
     for unit, agent, name, level, text in gc.rows(
-            "SELECT id, agent_id, name, level, text FROM graph_observations WHERE deleted_us IS NULL"):
+        "SELECT id, agent_id, name, level, text FROM graph_observations WHERE deleted_us IS NULL"
+    ):
         terms, length = analyzer.document_terms("", text, ())
         gc.run("UPDATE graph_observations SET length = :len WHERE id = :id", {"len": length, "id": unit})
         _index(gc, unit, "o", agent, name, level, terms)
     gc.run("DELETE FROM graph_part_stats")
-    gc.run("INSERT INTO graph_part_stats (agent_id, level, nodes, node_len, obs_len) "
-           "SELECT agent_id, level, count(*), sum(length), 0 FROM graph_nodes WHERE deleted_us IS NULL "
-           "GROUP BY agent_id, level")
-    for agent, level, total in gc.rows("SELECT agent_id, level, sum(length) FROM graph_observations "
-                                       "WHERE deleted_us IS NULL GROUP BY agent_id, level"):
+    gc.run(
+        "INSERT INTO graph_part_stats (agent_id, level, nodes, node_len, obs_len) "
+        "SELECT agent_id, level, count(*), sum(length), 0 FROM graph_nodes WHERE deleted_us IS NULL "
+        "GROUP BY agent_id, level"
+    )
+    for agent, level, total in gc.rows(
+        "SELECT agent_id, level, sum(length) FROM graph_observations "
+        "WHERE deleted_us IS NULL GROUP BY agent_id, level"
+    ):
         _stats_add(gc, agent, level, obs_len=int(total))
     for statement in REFRESH_SQL:
-        gc.run(statement.format(ag="graph_nodes.agent_id", name="graph_nodes.name").replace(
-            "WHERE agent_id = graph_nodes.agent_id AND name = graph_nodes.name AND", "WHERE")
-            if statement.startswith("UPDATE graph_nodes") else
-            statement.format(ag="graph_observations.agent_id", name="graph_observations.name").replace(
-            "WHERE agent_id = graph_observations.agent_id AND name = graph_observations.name AND", "WHERE"))
+        gc.run(
+            statement.format(ag="graph_nodes.agent_id", name="graph_nodes.name").replace(
+                "WHERE agent_id = graph_nodes.agent_id AND name = graph_nodes.name AND", "WHERE"
+            )
+            if statement.startswith("UPDATE graph_nodes")
+            else statement.format(ag="graph_observations.agent_id", name="graph_observations.name").replace(
+                "WHERE agent_id = graph_observations.agent_id AND name = graph_observations.name AND", "WHERE"
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------- writes
 
 
-def _insert_node(gc: GraphConn, analyzer: Analyzer, agent: str, level: int, draft: NodeDraft,
-                 session_id: str | None, now_us: int, created_us: int | None = None) -> str:
+def _insert_node(
+    gc: GraphConn,
+    analyzer: Analyzer,
+    agent: str,
+    level: int,
+    draft: NodeDraft,
+    session_id: str | None,
+    now_us: int,
+    created_us: int | None = None,
+) -> str:
     unit = str(uuid.uuid4())
     terms, length = _node_terms(analyzer, draft.name, draft.type, draft.content, draft.tags)
-    gc.run("INSERT INTO graph_nodes (id, agent_id, name, level, type, content, tags, source, session_id, created_us, "
-           "updated_us, length) VALUES (:id, :agent, :name, :level, :type, :content, :tags, :source, :session, "
-           ":created, :now, :len)",
-           {"id": unit, "agent": agent, "name": draft.name, "level": level, "type": draft.type,
-            "content": draft.content, "tags": json.dumps(list(draft.tags)), "source": draft.source,
-            "session": session_id, "created": created_us or now_us, "now": now_us, "len": length})
+    gc.run(
+        "INSERT INTO graph_nodes (id, agent_id, name, level, type, content, tags, source, session_id, created_us, "
+        "updated_us, length) VALUES (:id, :agent, :name, :level, :type, :content, :tags, :source, :session, "
+        ":created, :now, :len)",
+        {
+            "id": unit,
+            "agent": agent,
+            "name": draft.name,
+            "level": level,
+            "type": draft.type,
+            "content": draft.content,
+            "tags": json.dumps(list(draft.tags)),
+            "source": draft.source,
+            "session": session_id,
+            "created": created_us or now_us,
+            "now": now_us,
+            "len": length,
+        },
+    )
     _index(gc, unit, "n", agent, draft.name, level, terms)
     _stats_add(gc, agent, level, 1, length)
     _refresh(gc, agent, draft.name)
@@ -137,19 +180,42 @@ def _update_node(gc: GraphConn, analyzer: Analyzer, row: Sequence, draft: NodeDr
     terms, length = _node_terms(analyzer, draft.name, draft.type, draft.content, draft.tags)
     _stats_add(gc, row[1], row[6], 0, length - row[11])
     gc.run("DELETE FROM graph_postings WHERE unit_id = :id", {"id": row[0]})
-    gc.run("UPDATE graph_nodes SET type = :type, content = :content, tags = :tags, source = :source, "
-           "updated_us = :now, length = :len WHERE id = :id",
-           {"type": draft.type, "content": draft.content, "tags": json.dumps(list(draft.tags)),
-            "source": draft.source, "now": now_us, "len": length, "id": row[0]})
+    gc.run(
+        "UPDATE graph_nodes SET type = :type, content = :content, tags = :tags, source = :source, "
+        "updated_us = :now, length = :len WHERE id = :id",
+        {
+            "type": draft.type,
+            "content": draft.content,
+            "tags": json.dumps(list(draft.tags)),
+            "source": draft.source,
+            "now": now_us,
+            "len": length,
+            "id": row[0],
+        },
+    )
     _index(gc, row[0], "n", row[1], row[2], row[6], terms)
 
 
-def _add_observations(gc: GraphConn, analyzer: Analyzer, scope: Scope, agent: str, level: int, name: str,
-                      texts: Sequence[str], session_id: str | None, now_us: int) -> tuple[list[str], int]:
+def _add_observations(
+    gc: GraphConn,
+    analyzer: Analyzer,
+    scope: Scope,
+    agent: str,
+    level: int,
+    name: str,
+    texts: Sequence[str],
+    session_id: str | None,
+    now_us: int,
+) -> tuple[list[str], int]:
     """Store the texts not already visible on (agent, name); returns those added, in order, and how many were there."""
-    existing = {t for (t,) in gc.rows("SELECT o.text FROM graph_observations o WHERE o.agent_id = :ag "
-                                       "AND o.name = :name AND o.level <= :lvl AND o.deleted_us IS NULL",
-                                       {**scope.params, "ag": agent, "name": name})}
+    existing = {
+        t
+        for (t,) in gc.rows(
+            "SELECT o.text FROM graph_observations o WHERE o.agent_id = :ag "
+            "AND o.name = :name AND o.level <= :lvl AND o.deleted_us IS NULL",
+            {**scope.params, "ag": agent, "name": name},
+        )
+    }
     added = [t for t in dict.fromkeys(texts) if t not in existing]
     if len(existing) + len(added) > MAX_OBSERVATIONS_PER_NODE:
         raise ValidationError(f"node {name!r} would hold more than {MAX_OBSERVATIONS_PER_NODE} observations")
@@ -157,19 +223,39 @@ def _add_observations(gc: GraphConn, analyzer: Analyzer, scope: Scope, agent: st
     for pos, text in enumerate(added):
         unit = str(uuid.uuid4())
         terms, length = analyzer.document_terms("", text, ())
-        rows.append({"id": unit, "agent": agent, "name": name, "level": level, "text": text, "session": session_id,
-                     "now": now_us, "pos": pos, "len": length})
+        rows.append(
+            {
+                "id": unit,
+                "agent": agent,
+                "name": name,
+                "level": level,
+                "text": text,
+                "session": session_id,
+                "now": now_us,
+                "pos": pos,
+                "len": length,
+            }
+        )
         postings += _postings(unit, "o", agent, name, level, terms)
-    gc.many("INSERT INTO graph_observations (id, agent_id, name, level, text, session_id, created_us, pos, "
-            "length) VALUES (:id, :agent, :name, :level, :text, :session, :now, :pos, :len)", rows)
+    gc.many(
+        "INSERT INTO graph_observations (id, agent_id, name, level, text, session_id, created_us, pos, "
+        "length) VALUES (:id, :agent, :name, :level, :text, :session, :now, :pos, :len)",
+        rows,
+    )
     gc.many(INSERT_POSTING, postings)
     if rows:
         _stats_add(gc, agent, level, obs_len=sum(r["len"] for r in rows))
     return added, len(existing)
 
 
-def write_nodes(gc: GraphConn, analyzer: Analyzer, record: SessionRecord, drafts: Sequence[NodeDraft],
-                now: datetime, merge: bool) -> tuple[list[tuple[Node, bool]], AuditDraft]:
+def write_nodes(
+    gc: GraphConn,
+    analyzer: Analyzer,
+    record: SessionRecord,
+    drafts: Sequence[NodeDraft],
+    now: datetime,
+    merge: bool,
+) -> tuple[list[tuple[Node, bool]], AuditDraft]:
     """Create (or, with ``merge``, update) the own agent's nodes at the live taint.
 
     Without ``merge`` a name the session already sees is left as it is (the
@@ -185,50 +271,106 @@ def write_nodes(gc: GraphConn, analyzer: Analyzer, record: SessionRecord, drafts
             out.append((_node(row), False))
             continue
         if row is not None:
-            draft = NodeDraft(draft.name, draft.type or row[3], draft.content or row[4],
-                              draft.tags or tuple(json.loads(row[5])), draft.observations, draft.source or row[7])
+            draft = NodeDraft(
+                draft.name,
+                draft.type or row[3],
+                draft.content or row[4],
+                draft.tags or tuple(json.loads(row[5])),
+                draft.observations,
+                draft.source or row[7],
+            )
             if row[6] == level:
                 _update_node(gc, analyzer, row, draft, now_us)
             else:
                 _insert_node(gc, analyzer, agent, level, draft, record.id, now_us)
         else:
-            draft = NodeDraft(draft.name, draft.type or DEFAULT_TYPE, draft.content, draft.tags, draft.observations,
-                              draft.source)
+            draft = NodeDraft(
+                draft.name,
+                draft.type or DEFAULT_TYPE,
+                draft.content,
+                draft.tags,
+                draft.observations,
+                draft.source,
+            )
             unit = _insert_node(gc, analyzer, agent, level, draft, record.id, now_us)
-            added, older = _add_observations(gc, analyzer, scope, agent, level, draft.name, draft.observations,
-                                             record.id, now_us)
+            added, older = _add_observations(
+                gc, analyzer, scope, agent, level, draft.name, draft.observations, record.id, now_us
+            )
             if not older:  # nothing else attached to the name: the stored node is exactly the draft
                 moment = from_us(now_us)
-                out.append((Node(unit, agent, draft.name, draft.type, draft.content, draft.tags, record.taint,
-                                 draft.source, record.id, moment, moment,
-                                 tuple(Observation(t, record.taint, moment) for t in added)), True))
+                out.append(
+                    (
+                        Node(
+                            unit,
+                            agent,
+                            draft.name,
+                            draft.type,
+                            draft.content,
+                            draft.tags,
+                            record.taint,
+                            draft.source,
+                            record.id,
+                            moment,
+                            moment,
+                            tuple(Observation(t, record.taint, moment) for t in added),
+                        ),
+                        True,
+                    )
+                )
                 continue
         if row is not None:
-            _add_observations(gc, analyzer, scope, agent, level, draft.name, draft.observations, record.id, now_us)
+            _add_observations(
+                gc, analyzer, scope, agent, level, draft.name, draft.observations, record.id, now_us
+            )
         out.append((load_nodes(gc, scope, [(agent, draft.name)])[(agent, draft.name)], True))
     written = [n for n, created in out if created]
-    return out, AuditDraft("graph.write", record.id, agent, record.taint, tuple(n.name for n in written),
-                           tuple(n.level for n in written), tuple(n.id for n in written),
-                           detail={"nodes": len(written), "skipped": len(out) - len(written)})
+    return out, AuditDraft(
+        "graph.write",
+        record.id,
+        agent,
+        record.taint,
+        tuple(n.name for n in written),
+        tuple(n.level for n in written),
+        tuple(n.id for n in written),
+        detail={"nodes": len(written), "skipped": len(out) - len(written)},
+    )
 
 
-def add_observations(gc: GraphConn, analyzer: Analyzer, record: SessionRecord,
-                     items: Sequence[tuple[str, tuple[str, ...]]], now: datetime
-                     ) -> tuple[list[tuple[str, list[str]]], AuditDraft]:
+def add_observations(
+    gc: GraphConn,
+    analyzer: Analyzer,
+    record: SessionRecord,
+    items: Sequence[tuple[str, tuple[str, ...]]],
+    now: datetime,
+) -> tuple[list[tuple[str, list[str]]], AuditDraft]:
     """Observations on the own agent's visible nodes; a name the session cannot see is NOT_FOUND."""
     scope, now_us = Scope(record), to_us(now)
     out = []
     for name, texts in items:
         if visible_version(gc, scope, record.agent_id, name) is None:
             raise not_found(name)
-        out.append((name, _add_observations(gc, analyzer, scope, record.agent_id, int(record.taint), name, texts,
-                                            record.id, now_us)[0]))
-    return out, AuditDraft("graph.observe", record.id, record.agent_id, record.taint, tuple(n for n, _ in out),
-                           (record.taint,), detail={"added": sum(len(a) for _, a in out)})
+        out.append(
+            (
+                name,
+                _add_observations(
+                    gc, analyzer, scope, record.agent_id, int(record.taint), name, texts, record.id, now_us
+                )[0],
+            )
+        )
+    return out, AuditDraft(
+        "graph.observe",
+        record.id,
+        record.agent_id,
+        record.taint,
+        tuple(n for n, _ in out),
+        (record.taint,),
+        detail={"added": sum(len(a) for _, a in out)},
+    )
 
 
-def relate(gc: GraphConn, record: SessionRecord, drafts: Sequence[EdgeDraft], now: datetime
-           ) -> tuple[list[tuple[Edge, bool]], AuditDraft]:
+def relate(
+    gc: GraphConn, record: SessionRecord, drafts: Sequence[EdgeDraft], now: datetime
+) -> tuple[list[tuple[Edge, bool]], AuditDraft]:
     """Typed, directed edges between the own agent's visible nodes, at the live taint.
 
     An edge the session already sees (same from, to and relation) is not
@@ -242,26 +384,53 @@ def relate(gc: GraphConn, record: SessionRecord, drafts: Sequence[EdgeDraft], no
             if visible_version(gc, scope, agent, name) is None:
                 raise not_found(name)
         params = {**scope.params, "ag": agent, "s": draft.source, "t": draft.target, "r": draft.relation}
-        row = gc.one(f"SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.agent_id = :ag AND e.source = :s "
-                     "AND e.target = :t AND e.relation = :r AND e.level <= :lvl AND e.deleted_us IS NULL "
-                     "ORDER BY e.level DESC LIMIT 1", params)
+        row = gc.one(
+            f"SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.agent_id = :ag AND e.source = :s "
+            "AND e.target = :t AND e.relation = :r AND e.level <= :lvl AND e.deleted_us IS NULL "
+            "ORDER BY e.level DESC LIMIT 1",
+            params,
+        )
         if row is not None:
             if row[6] == level and draft.note is not None and draft.note != row[5]:
-                gc.run("UPDATE graph_edges SET note = :note, updated_us = :now WHERE id = :id",
-                       {"note": draft.note, "now": now_us, "id": row[0]})
+                gc.run(
+                    "UPDATE graph_edges SET note = :note, updated_us = :now WHERE id = :id",
+                    {"note": draft.note, "now": now_us, "id": row[0]},
+                )
                 row = (*row[:5], draft.note, *row[6:])
             out.append((_edge(row), False))
             continue
         unit = str(uuid.uuid4())
-        gc.run("INSERT INTO graph_edges (id, agent_id, source, target, relation, level, note, session_id, created_us, "
-               "updated_us) VALUES (:id, :ag, :s, :t, :r, :level, :note, :session, :now, :now)",
-               {**params, "id": unit, "level": level, "note": draft.note, "session": record.id, "now": now_us})
-        out.append((Edge(unit, agent, draft.source, draft.target, draft.relation, draft.note, record.taint,
-                         from_us(now_us)), True))
+        gc.run(
+            "INSERT INTO graph_edges (id, agent_id, source, target, relation, level, note, session_id, created_us, "
+            "updated_us) VALUES (:id, :ag, :s, :t, :r, :level, :note, :session, :now, :now)",
+            {**params, "id": unit, "level": level, "note": draft.note, "session": record.id, "now": now_us},
+        )
+        out.append(
+            (
+                Edge(
+                    unit,
+                    agent,
+                    draft.source,
+                    draft.target,
+                    draft.relation,
+                    draft.note,
+                    record.taint,
+                    from_us(now_us),
+                ),
+                True,
+            )
+        )
     made = [e for e, created in out if created]
-    return out, AuditDraft("graph.relate", record.id, agent, record.taint,
-                           tuple(dict.fromkeys(n for e in made for n in (e.source, e.target))),
-                           (record.taint,), tuple(e.id for e in made), detail={"edges": len(made)})
+    return out, AuditDraft(
+        "graph.relate",
+        record.id,
+        agent,
+        record.taint,
+        tuple(dict.fromkeys(n for e in made for n in (e.source, e.target))),
+        (record.taint,),
+        tuple(e.id for e in made),
+        detail={"edges": len(made)},
+    )
 
 
 def _soft_delete(gc: GraphConn, table: str, ids: Sequence[str], now_us: int) -> None:
@@ -270,8 +439,10 @@ def _soft_delete(gc: GraphConn, table: str, ids: Sequence[str], now_us: int) -> 
         marks, params = _in("k", chunk)
         if table != "graph_edges":
             for agent, level, count, total in gc.rows(
-                    f"SELECT agent_id, level, count(*), sum(length) FROM {table} WHERE id IN ({marks}) "
-                    "AND deleted_us IS NULL GROUP BY agent_id, level", params):
+                f"SELECT agent_id, level, count(*), sum(length) FROM {table} WHERE id IN ({marks}) "
+                "AND deleted_us IS NULL GROUP BY agent_id, level",
+                params,
+            ):
                 if table == "graph_nodes":
                     _stats_add(gc, agent, level, -count, -int(total))
                 else:
@@ -280,59 +451,111 @@ def _soft_delete(gc: GraphConn, table: str, ids: Sequence[str], now_us: int) -> 
         gc.run(f"UPDATE {table} SET deleted_us = :now WHERE id IN ({marks})", {**params, "now": now_us})
 
 
-def delete_nodes(gc: GraphConn, record: SessionRecord, names: Sequence[str], now: datetime
-                 ) -> tuple[list[str], AuditDraft]:
+def delete_nodes(
+    gc: GraphConn, record: SessionRecord, names: Sequence[str], now: datetime
+) -> tuple[list[str], AuditDraft]:
     """Soft-delete the own agent's versions at exactly the taint, with their observations and edges there."""
     now_us, params = to_us(now), {"ag": record.agent_id, "lvl": int(record.taint)}
     deleted: list[str] = []
     for name in names:
-        row = gc.one("SELECT id FROM graph_nodes WHERE agent_id = :ag AND name = :name AND level = :lvl "
-                     "AND deleted_us IS NULL", {**params, "name": name})
+        row = gc.one(
+            "SELECT id FROM graph_nodes WHERE agent_id = :ag AND name = :name AND level = :lvl "
+            "AND deleted_us IS NULL",
+            {**params, "name": name},
+        )
         if row is None:
             continue
-        obs = [r[0] for r in gc.rows("SELECT id FROM graph_observations WHERE agent_id = :ag AND name = :name "
-                                     "AND level = :lvl AND deleted_us IS NULL", {**params, "name": name})]
-        edges = [r[0] for r in gc.rows("SELECT id FROM graph_edges WHERE agent_id = :ag AND level = :lvl "
-                                       "AND deleted_us IS NULL AND (source = :name OR target = :name)",
-                                       {**params, "name": name})]
+        obs = [
+            r[0]
+            for r in gc.rows(
+                "SELECT id FROM graph_observations WHERE agent_id = :ag AND name = :name "
+                "AND level = :lvl AND deleted_us IS NULL",
+                {**params, "name": name},
+            )
+        ]
+        edges = [
+            r[0]
+            for r in gc.rows(
+                "SELECT id FROM graph_edges WHERE agent_id = :ag AND level = :lvl "
+                "AND deleted_us IS NULL AND (source = :name OR target = :name)",
+                {**params, "name": name},
+            )
+        ]
         _soft_delete(gc, "graph_nodes", [row[0]], now_us)
         _soft_delete(gc, "graph_observations", obs, now_us)
         _soft_delete(gc, "graph_edges", edges, now_us)
         _refresh(gc, record.agent_id, name)
         deleted.append(name)
-    return deleted, AuditDraft("graph.delete", record.id, record.agent_id, record.taint, tuple(deleted),
-                               (record.taint,), detail={"nodes": len(deleted), "asked": len(names)})
+    return deleted, AuditDraft(
+        "graph.delete",
+        record.id,
+        record.agent_id,
+        record.taint,
+        tuple(deleted),
+        (record.taint,),
+        detail={"nodes": len(deleted), "asked": len(names)},
+    )
 
 
-def delete_observations(gc: GraphConn, record: SessionRecord, items: Sequence[tuple[str, tuple[str, ...]]],
-                        now: datetime) -> tuple[int, AuditDraft]:
+def delete_observations(
+    gc: GraphConn, record: SessionRecord, items: Sequence[tuple[str, tuple[str, ...]]], now: datetime
+) -> tuple[int, AuditDraft]:
     now_us, count = to_us(now), 0
     for name, texts in items:
         if not texts:
             continue
         marks, params = _in("x", list(texts))
-        ids = [r[0] for r in gc.rows(
-            f"SELECT id FROM graph_observations WHERE agent_id = :ag AND name = :name AND level = :lvl "
-            f"AND deleted_us IS NULL AND text IN ({marks})",
-            {**params, "ag": record.agent_id, "name": name, "lvl": int(record.taint)})]
+        ids = [
+            r[0]
+            for r in gc.rows(
+                f"SELECT id FROM graph_observations WHERE agent_id = :ag AND name = :name AND level = :lvl "
+                f"AND deleted_us IS NULL AND text IN ({marks})",
+                {**params, "ag": record.agent_id, "name": name, "lvl": int(record.taint)},
+            )
+        ]
         _soft_delete(gc, "graph_observations", ids, now_us)
         count += len(ids)
-    return count, AuditDraft("graph.unobserve", record.id, record.agent_id, record.taint,
-                             tuple(n for n, _ in items), (record.taint,), detail={"observations": count})
+    return count, AuditDraft(
+        "graph.unobserve",
+        record.id,
+        record.agent_id,
+        record.taint,
+        tuple(n for n, _ in items),
+        (record.taint,),
+        detail={"observations": count},
+    )
 
 
-def delete_edges(gc: GraphConn, record: SessionRecord, drafts: Sequence[EdgeDraft], now: datetime
-                 ) -> tuple[int, AuditDraft]:
+def delete_edges(
+    gc: GraphConn, record: SessionRecord, drafts: Sequence[EdgeDraft], now: datetime
+) -> tuple[int, AuditDraft]:
     now_us, ids = to_us(now), []
     for d in drafts:
-        ids += [r[0] for r in gc.rows(
-            "SELECT id FROM graph_edges WHERE agent_id = :ag AND source = :s AND target = :t AND relation = :r "
-            "AND level = :lvl AND deleted_us IS NULL",
-            {"ag": record.agent_id, "s": d.source, "t": d.target, "r": d.relation, "lvl": int(record.taint)})]
+        ids += [
+            r[0]
+            for r in gc.rows(
+                "SELECT id FROM graph_edges WHERE agent_id = :ag AND source = :s AND target = :t AND relation = :r "
+                "AND level = :lvl AND deleted_us IS NULL",
+                {
+                    "ag": record.agent_id,
+                    "s": d.source,
+                    "t": d.target,
+                    "r": d.relation,
+                    "lvl": int(record.taint),
+                },
+            )
+        ]
     _soft_delete(gc, "graph_edges", ids, now_us)
-    return len(ids), AuditDraft("graph.unrelate", record.id, record.agent_id, record.taint,
-                                tuple(dict.fromkeys(n for d in drafts for n in (d.source, d.target))),
-                                (record.taint,), tuple(ids), detail={"edges": len(ids)})
+    return len(ids), AuditDraft(
+        "graph.unrelate",
+        record.id,
+        record.agent_id,
+        record.taint,
+        tuple(dict.fromkeys(n for d in drafts for n in (d.source, d.target))),
+        (record.taint,),
+        tuple(ids),
+        detail={"edges": len(ids)},
+    )
 
 
 # ---------------------------------------------------------------------------------- operator actions
@@ -343,8 +566,13 @@ def purge(gc: GraphConn, before_us: int, agent_id: str | None) -> int:
     extra, params = ("AND agent_id = :ag", {"ag": agent_id}) if agent_id is not None else ("", {})
     count = 0
     for table in COPIED_TABLES:
-        ids = [r[0] for r in gc.rows(f"SELECT id FROM {table} WHERE deleted_us IS NOT NULL AND deleted_us < :b "
-                                     + extra, {**params, "b": before_us})]
+        ids = [
+            r[0]
+            for r in gc.rows(
+                f"SELECT id FROM {table} WHERE deleted_us IS NOT NULL AND deleted_us < :b " + extra,
+                {**params, "b": before_us},
+            )
+        ]
         for chunk in _chunks(ids):
             marks, kparams = _in("k", chunk)
             gc.run(f"DELETE FROM graph_postings WHERE unit_id IN ({marks})", kparams)
@@ -353,9 +581,15 @@ def purge(gc: GraphConn, before_us: int, agent_id: str | None) -> int:
     return count
 
 
-def import_graph(gc: GraphConn, analyzer: Analyzer, agent: str, level: Level,
-                 entities: Sequence[tuple[int, NodeDraft]], relations: Sequence[tuple[int, EdgeDraft]],
-                 now: datetime) -> tuple[tuple[int, int], AuditDraft]:
+def import_graph(
+    gc: GraphConn,
+    analyzer: Analyzer,
+    agent: str,
+    level: Level,
+    entities: Sequence[tuple[int, NodeDraft]],
+    relations: Sequence[tuple[int, EdgeDraft]],
+    now: datetime,
+) -> tuple[tuple[int, int], AuditDraft]:
     """Operator import at a chosen agent and level; raises (so nothing stays) on a relation to an unknown node.
 
     An entity that already exists at exactly that level keeps its fields and
@@ -365,26 +599,46 @@ def import_graph(gc: GraphConn, analyzer: Analyzer, agent: str, level: Level,
     scope, now_us = Scope(record), to_us(now)
     nodes = 0
     for _, draft in entities:
-        row = gc.one("SELECT id FROM graph_nodes WHERE agent_id = :ag AND name = :name AND level = :lvl "
-                     "AND deleted_us IS NULL", {"ag": agent, "name": draft.name, "lvl": int(level)})
+        row = gc.one(
+            "SELECT id FROM graph_nodes WHERE agent_id = :ag AND name = :name AND level = :lvl "
+            "AND deleted_us IS NULL",
+            {"ag": agent, "name": draft.name, "lvl": int(level)},
+        )
         if row is None:
             _insert_node(gc, analyzer, agent, int(level), draft, None, now_us)
             nodes += 1
-        _add_observations(gc, analyzer, scope, agent, int(level), draft.name, draft.observations, None, now_us)
+        _add_observations(
+            gc, analyzer, scope, agent, int(level), draft.name, draft.observations, None, now_us
+        )
     edges = 0
     for line, draft in relations:
         for name in (draft.source, draft.target):
             if visible_version(gc, scope, agent, name) is None:
                 raise ValidationError(f"line {line}: relation names an unknown entity {name!r}")
-        exists = gc.one("SELECT 1 FROM graph_edges WHERE agent_id = :ag AND source = :s AND target = :t "
-                        "AND relation = :r AND level = :lvl AND deleted_us IS NULL",
-                        {"ag": agent, "s": draft.source, "t": draft.target, "r": draft.relation, "lvl": int(level)})
+        exists = gc.one(
+            "SELECT 1 FROM graph_edges WHERE agent_id = :ag AND source = :s AND target = :t "
+            "AND relation = :r AND level = :lvl AND deleted_us IS NULL",
+            {"ag": agent, "s": draft.source, "t": draft.target, "r": draft.relation, "lvl": int(level)},
+        )
         if exists is None:
-            gc.run("INSERT INTO graph_edges (id, agent_id, source, target, relation, level, note, session_id, "
-                   "created_us, updated_us) VALUES (:id, :ag, :s, :t, :r, :lvl, :note, NULL, :now, :now)",
-                   {"id": str(uuid.uuid4()), "ag": agent, "s": draft.source, "t": draft.target,
-                    "r": draft.relation, "lvl": int(level), "note": draft.note, "now": now_us})
+            gc.run(
+                "INSERT INTO graph_edges (id, agent_id, source, target, relation, level, note, session_id, "
+                "created_us, updated_us) VALUES (:id, :ag, :s, :t, :r, :lvl, :note, NULL, :now, :now)",
+                {
+                    "id": str(uuid.uuid4()),
+                    "ag": agent,
+                    "s": draft.source,
+                    "t": draft.target,
+                    "r": draft.relation,
+                    "lvl": int(level),
+                    "note": draft.note,
+                    "now": now_us,
+                },
+            )
             edges += 1
-    return (nodes, edges), operator_draft("graph.import", agent_id=agent, levels=(level,),
-                                      detail={"nodes": nodes, "edges": edges, "entities": len(entities),
-                                              "relations": len(relations)})
+    return (nodes, edges), operator_draft(
+        "graph.import",
+        agent_id=agent,
+        levels=(level,),
+        detail={"nodes": nodes, "edges": edges, "entities": len(entities), "relations": len(relations)},
+    )

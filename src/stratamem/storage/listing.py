@@ -55,8 +55,9 @@ def _filters(dialect: Dialect, query: ListQuery) -> tuple[list[str], dict[str, o
     return conditions, params
 
 
-def listing_sql(dialect: Dialect, query: ListQuery, agents: tuple[str, ...], visible: str
-                ) -> tuple[str, dict[str, object]]:
+def listing_sql(
+    dialect: Dialect, query: ListQuery, agents: tuple[str, ...], visible: str
+) -> tuple[str, dict[str, object]]:
     """The whole statement for ``query`` and its parameters (to merge with the scope's).
 
     ``visible`` is the backend's visible-view predicate on rows aliased ``d``.
@@ -79,10 +80,11 @@ def listing_sql(dialect: Dialect, query: ListQuery, agents: tuple[str, ...], vis
         if rank == first and after_key is not None:
             params["c_key"] = after_key
             where.append(f"{key} > {ph('c_key')}")
-        branches.append(f"SELECT * FROM (SELECT {D_COLUMNS}, {rank} AS l_rank FROM memories d "
-                        f"WHERE {' AND '.join(where)} ORDER BY {inner_order}{limit}) AS b{rank}")
+        branches.append(
+            f"SELECT * FROM (SELECT {D_COLUMNS}, {rank} AS l_rank FROM memories d "
+            f"WHERE {' AND '.join(where)} ORDER BY {inner_order}{limit}) AS b{rank}"
+        )
     out_key = "key" + dialect.collate
     outer_order = f"updated_us DESC, {out_key}, l_rank" if query.newest_first else f"l_rank, {out_key}"
-    sql = (f"SELECT {MEMORY_COLUMNS} FROM ({' UNION ALL '.join(branches)}) AS u "
-           f"ORDER BY {outer_order}{limit}")
+    sql = f"SELECT {MEMORY_COLUMNS} FROM ({' UNION ALL '.join(branches)}) AS u ORDER BY {outer_order}{limit}"
     return sql, params

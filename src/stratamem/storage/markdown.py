@@ -38,7 +38,8 @@ from ..levels import Level
 from ..models import Hit, Memory, PurgeResult
 from ..private import make_private_dirs
 from ..text import Analyzer
-from . import md_files, md_format as fmt, md_reconcile
+from . import md_files, md_reconcile
+from . import md_format as fmt
 from .base import MemoryDraft
 from .rows import MEMORY_COLUMNS, from_us, row_to_memory
 from .sqlite import SQLiteBackend
@@ -55,11 +56,17 @@ SCHEMA = [
     "CREATE TABLE IF NOT EXISTS md_dirty (agent_id TEXT NOT NULL, level INTEGER NOT NULL, category TEXT NOT NULL, "
     "day INTEGER NOT NULL, PRIMARY KEY (agent_id, level, category, day)) WITHOUT ROWID",
     "CREATE TRIGGER IF NOT EXISTS md_dirty_insert AFTER INSERT ON memories BEGIN "
-    + _MARK.format(r="NEW") + " END",
+    + _MARK.format(r="NEW")
+    + " END",
     "CREATE TRIGGER IF NOT EXISTS md_dirty_update AFTER UPDATE OF agent_id, key, level, content, tags, category, "
     "session_id, created_us, updated_us, lineage_id, expires_us, deleted_us ON memories BEGIN "
-    + _MARK.format(r="OLD") + " " + _MARK.format(r="NEW") + " END",
-    "CREATE TRIGGER IF NOT EXISTS md_dirty_delete AFTER DELETE ON memories BEGIN " + _MARK.format(r="OLD") + " END",
+    + _MARK.format(r="OLD")
+    + " "
+    + _MARK.format(r="NEW")
+    + " END",
+    "CREATE TRIGGER IF NOT EXISTS md_dirty_delete AFTER DELETE ON memories BEGIN "
+    + _MARK.format(r="OLD")
+    + " END",
 ]
 
 
@@ -95,8 +102,9 @@ class MarkdownBackend:
         self._sections: dict[tuple, str] = {}
         self._cached = 0
         with self._lock.held():
-            self.db = SQLiteBackend(os.path.join(self.root, md_files.SIDECAR_DIR, "index.db"), analyzer,
-                                    synchronous=synchronous)
+            self.db = SQLiteBackend(
+                os.path.join(self.root, md_files.SIDECAR_DIR, "index.db"), analyzer, synchronous=synchronous
+            )
             with self.db._errors(), self.db._tx(write=True) as conn:
                 for statement in SCHEMA:
                     conn.execute(statement)
@@ -152,8 +160,12 @@ class MarkdownBackend:
         walk = md_files.walk(self.root)
         drafts = [d for p in walk.problems if (d := self._report(p, None))]
         with self.db._errors(), self.db._tx(write=False) as conn:
-            known = {r[0]: r[1:] for r in conn.execute(
-                "SELECT path, agent_id, level, size, mtime_ns, hash, status FROM md_files")}
+            known = {
+                r[0]: r[1:]
+                for r in conn.execute(
+                    "SELECT path, agent_id, level, size, mtime_ns, hash, status FROM md_files"
+                )
+            }
         stats, parsed, errors, removed = [], [], [], {}
         for rel, (size, mtime) in walk.files.items():
             old = known.get(rel)
@@ -172,8 +184,17 @@ class MarkdownBackend:
             try:
                 sections = fmt.parse_file(text, self.max_content_bytes)
             except fmt.FormatError as exc:
-                errors.append((rel, agent, place.level, size, mtime, digest,
-                               md_files.FileProblem(rel, exc.reason, exc.line)))
+                errors.append(
+                    (
+                        rel,
+                        agent,
+                        place.level,
+                        size,
+                        mtime,
+                        digest,
+                        md_files.FileProblem(rel, exc.reason, exc.line),
+                    )
+                )
                 continue
             parsed.append((md_reconcile.Parsed(rel, agent, place, sections), size, mtime, digest))
         for rel, row in known.items():
@@ -218,7 +239,9 @@ class MarkdownBackend:
                 return
             known = {}
             for rel in groups:
-                row = conn.execute("SELECT size, mtime_ns, hash, status FROM md_files WHERE path = ?", (rel,)).fetchone()
+                row = conn.execute(
+                    "SELECT size, mtime_ns, hash, status FROM md_files WHERE path = ?", (rel,)
+                ).fetchone()
                 if row is not None:
                     known[rel] = row
         stats, gone = [], []
@@ -229,25 +252,32 @@ class MarkdownBackend:
             else:
                 stats.append((rel, agent, int(level), *result, "ok"))
         with self.db._errors(), self.db._tx(write=True) as conn:
-            conn.executemany("DELETE FROM md_dirty WHERE agent_id = ? AND level = ? AND category = ? AND day = ?",
-                             marks)
+            conn.executemany(
+                "DELETE FROM md_dirty WHERE agent_id = ? AND level = ? AND category = ? AND day = ?", marks
+            )
             conn.executemany("DELETE FROM md_files WHERE path = ?", gone)
             conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
 
     @staticmethod
     def _group(conn, agent: str, level: int, category: str, day: int) -> list[tuple]:
-        sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
+        sql = (
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
+        )
         if category in fmt.DAILY_CATEGORIES:
-            rows = conn.execute(sql + "AND category IN ('daily', 'conversation') AND created_us >= ? "
-                                "AND created_us < ?", (agent, level, day * DAY_US, (day + 1) * DAY_US))
+            rows = conn.execute(
+                sql + "AND category IN ('daily', 'conversation') AND created_us >= ? AND created_us < ?",
+                (agent, level, day * DAY_US, (day + 1) * DAY_US),
+            )
         else:
             rows = conn.execute(sql + "AND category = ?", (agent, level, category))
         return rows.fetchall()
 
     @staticmethod
     def _group_of_file(conn, rel: str, agent: str, level: Level) -> list[tuple]:
-        rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? "
-                            "AND deleted_us IS NULL", (agent, int(level)))
+        rows = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL",
+            (agent, int(level)),
+        )
         return [r for r in rows if md_reconcile.file_of(row_to_memory(r)) == rel]
 
     def _render_rows(self, agent: str, level: Level, title: str, rows: list[tuple]) -> str:
@@ -265,8 +295,9 @@ class MarkdownBackend:
             parts.append(text)
         return fmt.header(agent, level, title) + "".join(parts)
 
-    def _write_file(self, rel: str, agent: str, level: Level, memories: list[tuple],
-                    known: tuple | None) -> tuple[int, int, str] | None:
+    def _write_file(
+        self, rel: str, agent: str, level: Level, memories: list[tuple], known: tuple | None
+    ) -> tuple[int, int, str] | None:
         """Render one file; a version on disk the store has not read (a bad hand edit) is set aside first."""
         title = fmt.place_of(rel).default_category or (memories[0][6] if memories else "")
         if title == "daily":
@@ -292,7 +323,10 @@ class MarkdownBackend:
                 md_files.remove(self.root, rel)
                 return None
             folder = rel.split("/", 1)[0]
-            if folder.startswith(fmt.LONG_PREFIX) and md_files.stat_of(self.root, f"{folder}/{fmt.AGENT_FILE}") is None:
+            if (
+                folder.startswith(fmt.LONG_PREFIX)
+                and md_files.stat_of(self.root, f"{folder}/{fmt.AGENT_FILE}") is None
+            ):
                 md_files.write_agent_file(self.root, folder, agent)
             size, mtime = md_files.write_atomic(self.root, rel, text)
         except OSError as exc:

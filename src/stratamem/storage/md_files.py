@@ -73,7 +73,9 @@ def walk(root: str, max_agent_file: int = 4096) -> Walk:
             continue
         name = agent_name(root, agent.name, max_agent_file)
         if name is None:
-            found.problems.append(FileProblem(agent.name, "folder name is not an encoded agent id (see README)"))
+            found.problems.append(
+                FileProblem(agent.name, "folder name is not an encoded agent id (see README)")
+            )
             continue
         found.agent_names[agent.name] = name
         for level in _entries(agent.path):
@@ -86,7 +88,9 @@ def walk(root: str, max_agent_file: int = 4096) -> Walk:
                 if level.name.endswith(".md"):
                     found.problems.append(FileProblem(rel, "memory files belong in a level folder"))
             elif level.name not in Level.__members__:
-                found.problems.append(FileProblem(rel, f"unknown level folder; levels are {', '.join(Level.__members__)}"))
+                found.problems.append(
+                    FileProblem(rel, f"unknown level folder; levels are {', '.join(Level.__members__)}")
+                )
             else:
                 _walk_level(level.path, rel, found)
     return found
@@ -209,7 +213,7 @@ def write_atomic(root: str, rel: str, text: str) -> tuple[int, int]:
             os.fchmod(fd, FILE_MODE)
             view = memoryview(data)
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
             info = os.fstat(fd)
         finally:

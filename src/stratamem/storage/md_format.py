@@ -74,9 +74,12 @@ class FormatError(ValidationError):
 
 # --------------------------------------------------------------------------- names
 
+
 def encode_segment(name: str) -> str:
     """A folder/file name for ``name`` that is never hidden, never a path, and decodes back exactly."""
-    out = "".join(ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8")) for ch in name)
+    out = "".join(
+        ch if _SAFE.fullmatch(ch) else "".join(f"%{b:02X}" for b in ch.encode("utf-8")) for ch in name
+    )
     if out.lower() == "memory":
         out = f"%{ord(out[0]):02X}" + out[1:]
     if len(out) > MAX_SEGMENT_BYTES:
@@ -94,7 +97,7 @@ def decode_segment(segment: str) -> str | None:
         ch = segment[i]
         if ch == "%":
             try:
-                raw.append(int(segment[i + 1:i + 3], 16))
+                raw.append(int(segment[i + 1 : i + 3], 16))
             except ValueError:
                 return None
             i += 3
@@ -135,7 +138,9 @@ def place_of(rel: str) -> Place:
         raise ValidationError("not a memory file of the layout <agent>/<LEVEL>/<name>.md")
     agent_dir, level_name = parts[0], parts[1]
     if level_name not in Level.__members__:
-        raise ValidationError(f"unknown level folder {level_name!r}; levels are {', '.join(Level.__members__)}")
+        raise ValidationError(
+            f"unknown level folder {level_name!r}; levels are {', '.join(Level.__members__)}"
+        )
     level = Level[level_name]
     if len(parts) == 4:
         if parts[2] != DAILY_DIR or not _valid_day(parts[3]):
@@ -160,9 +165,15 @@ def _valid_day(name: str) -> bool:
 
 # --------------------------------------------------------------------------- values
 
+
 def _plain(text: str) -> bool:
-    return (bool(text) and text == text.strip() and text[0] not in "\"[" and not text.endswith("#")
-            and not any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in text))
+    return (
+        bool(text)
+        and text == text.strip()
+        and text[0] not in '"['
+        and not text.endswith("#")
+        and not any(unicodedata.category(ch) in ("Cc", "Zl", "Zp") for ch in text)
+    )
 
 
 def encode_value(text: str) -> str:
@@ -219,18 +230,24 @@ def _parse_time(text: str, line: int, what: str) -> datetime:
 
 # --------------------------------------------------------------------------- render
 
+
 def header(agent: str, level: Level, title: str) -> str:
-    return (f"# {encode_value(agent)} · {level.name} · {title}\n\n"
-            "<!-- stratamem memory file: one \"## key\" section per memory. Edit, add or remove sections; "
-            "keep the \"- field:\" lines. -->\n\n")
+    return (
+        f"# {encode_value(agent)} · {level.name} · {title}\n\n"
+        '<!-- stratamem memory file: one "## key" section per memory. Edit, add or remove sections; '
+        'keep the "- field:" lines. -->\n\n'
+    )
 
 
 def render_section(memory: Memory) -> str:
     meta = [f"- category: {encode_value(memory.category)}"]
     if memory.tags:
         meta.append(f"- tags: {_encode_tags(memory.tags)}")
-    meta += [f"- created: {_time(memory.created_at)}", f"- updated: {_time(memory.updated_at)}",
-             f"- lineage: {encode_value(memory.lineage_id)}"]
+    meta += [
+        f"- created: {_time(memory.created_at)}",
+        f"- updated: {_time(memory.updated_at)}",
+        f"- lineage: {encode_value(memory.lineage_id)}",
+    ]
     if memory.session_id is not None:
         meta.append(f"- session: {encode_value(memory.session_id)}")
     if memory.expires_at is not None:
@@ -252,6 +269,7 @@ def render_file(agent: str, level: Level, title: str, memories: list[Memory]) ->
 
 # --------------------------------------------------------------------------- parse
 
+
 @dataclass(frozen=True, slots=True)
 class Section:
     """One parsed section; fields the file leaves out are None (filled in by whoever applies it)."""
@@ -269,10 +287,19 @@ class Section:
 
     def memory(self, agent: str, level: Level, default_category: str, now: datetime) -> Memory:
         created = self.created_at or self.updated_at or now
-        return Memory(key=self.key, content=self.content, level=level, tags=self.tags,
-                      category=self.category or default_category, agent_id=agent, session_id=self.session_id,
-                      created_at=created, updated_at=self.updated_at or created,
-                      lineage_id=self.lineage_id or str(uuid.uuid4()), expires_at=self.expires_at)
+        return Memory(
+            key=self.key,
+            content=self.content,
+            level=level,
+            tags=self.tags,
+            category=self.category or default_category,
+            agent_id=agent,
+            session_id=self.session_id,
+            created_at=created,
+            updated_at=self.updated_at or created,
+            lineage_id=self.lineage_id or str(uuid.uuid4()),
+            expires_at=self.expires_at,
+        )
 
 
 def _is_heading(line: str) -> bool:
@@ -281,8 +308,11 @@ def _is_heading(line: str) -> bool:
 
 def _preamble_ok(line: str) -> bool:
     text = line.strip()
-    return (not text or (text.startswith("#") and not text.startswith("##"))
-            or (text.startswith("<!--") and text.endswith("-->")))
+    return (
+        not text
+        or (text.startswith("#") and not text.startswith("##"))
+        or (text.startswith("<!--") and text.endswith("-->"))
+    )
 
 
 def parse_file(text: str, max_content_bytes: int) -> list[Section]:
@@ -299,8 +329,10 @@ def parse_file(text: str, max_content_bytes: int) -> list[Section]:
         end = starts[n + 1] if n + 1 < len(starts) else len(lines)
         section = _parse_section(lines, start, end, max_content_bytes)
         if section.key in seen:
-            raise FormatError(start + 1, f"key {section.key!r} appears twice in this file "
-                                         f"(first at line {seen[section.key]})")
+            raise FormatError(
+                start + 1,
+                f"key {section.key!r} appears twice in this file (first at line {seen[section.key]})",
+            )
         seen[section.key] = start + 1
         sections.append(section)
     return sections
@@ -353,10 +385,22 @@ def _section(key: str, content: str, line_no: int, fields: dict[str, tuple[str, 
             raise
         except ValidationError as exc:
             raise FormatError(raw[1], exc.message) from None
-    times = {name: _parse_time(v[0], v[1], name) if (v := get(name)) else None
-             for name in ("created", "updated", "expires")}
+    times = {
+        name: _parse_time(v[0], v[1], name) if (v := get(name)) else None
+        for name in ("created", "updated", "expires")
+    }
     lineage = decode_value(*get("lineage"), "lineage") if get("lineage") else None
     session = decode_value(*get("session"), "session") if get("session") else None
     tags = _decode_tags(*get("tags")) if get("tags") else ()
-    return Section(key, content, line_no, category, tags, times["created"], times["updated"], lineage, session,
-                   times["expires"])
+    return Section(
+        key,
+        content,
+        line_no,
+        category,
+        tags,
+        times["created"],
+        times["updated"],
+        lineage,
+        session,
+        times["expires"],
+    )

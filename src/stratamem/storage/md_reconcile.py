@@ -31,8 +31,9 @@ from . import md_format as fmt
 from .md_files import FileProblem
 from .rows import MEMORY_COLUMNS, row_to_memory, to_us
 
-LIVE_SQL = (f"SELECT {MEMORY_COLUMNS}, length FROM memories WHERE agent_id = ? AND level = ? "
-            "AND deleted_us IS NULL")
+LIVE_SQL = (
+    f"SELECT {MEMORY_COLUMNS}, length FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL"
+)
 
 
 @dataclass
@@ -49,7 +50,7 @@ class Parsed:
 class Outcome:
     drafts: list[AuditDraft] = field(default_factory=list)
     problems: list[FileProblem] = field(default_factory=list)
-    bad: set[str] = field(default_factory=set)   # parsed files refused (duplicate keys)
+    bad: set[str] = field(default_factory=set)  # parsed files refused (duplicate keys)
     restore: set[str] = field(default_factory=set)  # disappeared files to write back
 
 
@@ -57,8 +58,13 @@ def file_of(memory: Memory) -> str:
     return fmt.file_for(fmt.encode_segment(memory.agent_id), memory.level, memory.category, memory.created_at)
 
 
-def apply(backend, conn: sqlite3.Connection, parsed: list[Parsed], removed: dict[str, tuple[str, Level]],
-          now: datetime) -> Outcome:
+def apply(
+    backend,
+    conn: sqlite3.Connection,
+    parsed: list[Parsed],
+    removed: dict[str, tuple[str, Level]],
+    now: datetime,
+) -> Outcome:
     """Make the sidecar say what the files say; ``backend`` is the sidecar ``SQLiteBackend``."""
     out = Outcome()
     pairs = {(p.agent, p.place.level) for p in parsed} | set(removed.values())
@@ -76,7 +82,9 @@ def apply(backend, conn: sqlite3.Connection, parsed: list[Parsed], removed: dict
         for s in p.sections:
             claims[(p.agent, p.place.level, s.key)] = (p, s)
     good = {p.rel for p in parsed} - out.bad
-    lineages = {(agent, s.lineage_id): (level, p.rel) for (agent, level, _), (p, s) in claims.items() if s.lineage_id}
+    lineages = {
+        (agent, s.lineage_id): (level, p.rel) for (agent, level, _), (p, s) in claims.items() if s.lineage_id
+    }
     now_us = to_us(now)
     per_file: dict[str, dict[str, list]] = {}
 
@@ -106,21 +114,39 @@ def apply(backend, conn: sqlite3.Connection, parsed: list[Parsed], removed: dict
                 backend._remove_live(conn, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us)
                 note(holder, memory, "deleted")
                 if moved and moved[0] != level:
-                    out.drafts.append(operator_draft(
-                        "markdown.move", agent_id=agent, keys=(key,),
-                        levels=(level, moved[0]), lineage_ids=(memory.lineage_id,),
-                        detail={"from": holder, "to": moved[1]}))
+                    out.drafts.append(
+                        operator_draft(
+                            "markdown.move",
+                            agent_id=agent,
+                            keys=(key,),
+                            levels=(level, moved[0]),
+                            lineage_ids=(memory.lineage_id,),
+                            detail={"from": holder, "to": moved[1]},
+                        )
+                    )
             elif holder in removed:
                 out.restore.add(holder)
     for rel in sorted(out.restore):
         agent, level = removed[rel]
-        out.problems.append(FileProblem(rel, "file was removed while the store was open; its memories were "
-                                             "written back from the index (remove sections to delete memories)"))
+        out.problems.append(
+            FileProblem(
+                rel,
+                "file was removed while the store was open; its memories were "
+                "written back from the index (remove sections to delete memories)",
+            )
+        )
     for rel, entry in sorted(per_file.items()):
         agent, level = removed.get(rel) or next((p.agent, p.place.level) for p in parsed if p.rel == rel)
-        out.drafts.append(operator_draft(
-            "markdown.edit", agent_id=agent, keys=tuple(entry["keys"]), levels=tuple(entry["levels"]), lineage_ids=tuple(entry["lineage"]),
-            detail={"file": rel, "saved": entry["saved"], "deleted": entry["deleted"]}))
+        out.drafts.append(
+            operator_draft(
+                "markdown.edit",
+                agent_id=agent,
+                keys=tuple(entry["keys"]),
+                levels=tuple(entry["levels"]),
+                lineage_ids=tuple(entry["lineage"]),
+                detail={"file": rel, "saved": entry["saved"], "deleted": entry["deleted"]},
+            )
+        )
     return out
 
 
@@ -128,16 +154,23 @@ def _conflict(p: Parsed, claims: dict, live: dict[str, tuple], touched: set[str]
     for s in p.sections:
         other = claims.get((p.agent, p.place.level, s.key))
         if other is not None:
-            return FileProblem(p.rel, f"key {s.key!r} is also in {other[0].rel} (line {other[1].line}); "
-                                      "a level holds each key once", s.line)
+            return FileProblem(
+                p.rel,
+                f"key {s.key!r} is also in {other[0].rel} (line {other[1].line}); "
+                "a level holds each key once",
+                s.line,
+            )
         row = live.get(s.key)
         if row is not None:
             holder = file_of(row_to_memory(row[:12]))
             if holder != p.rel and holder not in touched:
-                return FileProblem(p.rel, f"key {s.key!r} is also in {holder}; a level holds each key once", s.line)
+                return FileProblem(
+                    p.rel, f"key {s.key!r} is also in {holder}; a level holds each key once", s.line
+                )
         if s.category is None and p.place.default_category is None:
-            return FileProblem(p.rel, "this file's name names no category: give each section a '- category:' line",
-                               s.line)
+            return FileProblem(
+                p.rel, "this file's name names no category: give each section a '- category:' line", s.line
+            )
     return None
 
 
@@ -153,7 +186,11 @@ def _desired(p: Parsed, s: fmt.Section, existing: tuple | None, now: datetime) -
         session_id=s.session_id if s.session_id is not None else old.session_id,
     )
     same_body = (memory.content, memory.tags, memory.category, memory.expires_at) == (
-        old.content, old.tags, old.category, old.expires_at)
+        old.content,
+        old.tags,
+        old.category,
+        old.expires_at,
+    )
     if s.updated_at is None or (not same_body and s.updated_at == old.updated_at):
         changes["updated_at"] = old.updated_at if same_body else now
     return dataclasses.replace(memory, **changes)

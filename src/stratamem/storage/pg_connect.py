@@ -76,7 +76,9 @@ def parse_url(url: str) -> PgConfig:
     except ValueError as exc:
         raise StorageError(f"invalid pool parameter in the store URL: {exc}") from None
     if not 0 <= pool_min <= pool_max or pool_max < 1 or timeout <= 0:
-        raise StorageError("pool parameters must satisfy 0 <= pool_min <= pool_max, pool_max >= 1, pool_timeout > 0")
+        raise StorageError(
+            "pool parameters must satisfy 0 <= pool_min <= pool_max, pool_max >= 1, pool_timeout > 0"
+        )
     return PgConfig(
         conninfo=conninfo,
         schema=check_identifier(ours.get("schema", DEFAULT_SCHEMA), "schema name"),
@@ -164,7 +166,9 @@ class _StaleConnection(Exception):
     """BEGIN failed on a pooled connection the server has closed: nothing ran, so the operation may move."""
 
 
-def run_on(conn: psycopg.Connection, body: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
+def run_on(
+    conn: psycopg.Connection, body: Callable[[psycopg.Connection], T], *, read_only: bool = False
+) -> T:
     """Run ``body`` in one transaction on ``conn`` (rolled back on any exception)."""
     try:
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if read_only else "BEGIN")

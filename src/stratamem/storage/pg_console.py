@@ -31,9 +31,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 DIALECT = console_sql.Dialect(
-    "postgres", "d.tags::jsonb @> jsonb_build_array(?::text)", "ILIKE", decode=dec,
-    lineage_match=("EXISTS (SELECT 1 FROM (SELECT {ph}::text AS v) p WHERE strpos(a.lineage, p.v) > 0 "
-                   "AND a.lineage::jsonb @> jsonb_build_array(p.v))"))
+    "postgres",
+    "d.tags::jsonb @> jsonb_build_array(?::text)",
+    "ILIKE",
+    decode=dec,
+    lineage_match=(
+        "EXISTS (SELECT 1 FROM (SELECT {ph}::text AS v) p WHERE strpos(a.lineage, p.v) > 0 "
+        "AND a.lineage::jsonb @> jsonb_build_array(p.v))"
+    ),
+)
 
 
 def read(backend: PostgresBackend, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:
@@ -47,21 +53,28 @@ def restore(backend: PostgresBackend, ref: int, clearance: Level, actor: str, no
     """Make soft-deleted row ``ref`` live again; refused when a live version holds its (agent, key, level)."""
 
     def body(conn: psycopg.Connection) -> Memory:
-        head = conn.execute("SELECT agent_id, key FROM memories WHERE id = %s AND level <= %s AND deleted_us IS NOT NULL",
-                            (ref, int(clearance))).fetchone()
+        head = conn.execute(
+            "SELECT agent_id, key FROM memories WHERE id = %s AND level <= %s AND deleted_us IS NOT NULL",
+            (ref, int(clearance)),
+        ).fetchone()
         if head is None:
             raise NotFound(f"no deleted record {ref} at or below {clearance.name}")
         backend._lock_keys(conn, [(head[0], head[1])])
-        row = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = %s AND deleted_us IS NOT NULL",
-                           (ref,)).fetchone()
+        row = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = %s AND deleted_us IS NOT NULL", (ref,)
+        ).fetchone()
         if row is None:
             raise NotFound(f"no deleted record {ref} at or below {clearance.name}")
         mem_id, agent, key, level, content, tags = row[:6]
         holder = conn.execute(
             "SELECT id, agent_id, key, level, content, tags, length, expires_us FROM memories "
-            "WHERE agent_id = %s AND key = %s AND level = %s AND deleted_us IS NULL", (agent, key, level)).fetchone()
+            "WHERE agent_id = %s AND key = %s AND level = %s AND deleted_us IS NULL",
+            (agent, key, level),
+        ).fetchone()
         if holder is not None and holder[7] is not None and holder[7] <= to_us(now):
-            pg_index.remove_live(conn, backend.analyzer, [holder[:7]], deleted_us=holder[7])  # as a save retires it
+            pg_index.remove_live(
+                conn, backend.analyzer, [holder[:7]], deleted_us=holder[7]
+            )  # as a save retires it
         elif holder is not None:
             raise ValidationError(f"a live version of {key!r} exists at {Level(level).name}; delete it first")
         terms, length = backend.analyzer.document_terms(key, dec(content), json.loads(tags))
@@ -71,8 +84,20 @@ def restore(backend: PostgresBackend, ref: int, clearance: Level, actor: str, no
         postings = pg_index.postings_statements([(mem_id, agent, level, terms, length)], counts)
         counts.apply(conn, *postings, stats.statement(), pg_index.refresh_statement([(agent, key)]))
         memory = row_to_memory(row)
-        backend._append(conn, AuditDraft("restore", None, agent, memory.level, (key,), (memory.level,),
-                                         (memory.lineage_id,), detail={"by": actor}), now)
+        backend._append(
+            conn,
+            AuditDraft(
+                "restore",
+                None,
+                agent,
+                memory.level,
+                (key,),
+                (memory.level,),
+                (memory.lineage_id,),
+                detail={"by": actor},
+            ),
+            now,
+        )
         return memory
 
     return backend._operator(body)

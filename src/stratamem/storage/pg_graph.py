@@ -70,13 +70,17 @@ V5 = [
        LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
          {_refresh_body()}
        $$""",
-    *(stmt for table in ("graph_nodes", "graph_observations", "graph_edges") for stmt in (
-        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
-        f"CREATE POLICY {table}_read ON {table} FOR SELECT USING {_READ}",
-        f"CREATE POLICY {table}_insert ON {table} FOR INSERT WITH CHECK {_WRITE}",
-        f"CREATE POLICY {table}_update ON {table} FOR UPDATE USING {_WRITE} WITH CHECK {_WRITE}",
-        f"CREATE POLICY {table}_delete ON {table} FOR DELETE USING ({_OPERATOR})",
-    )),
+    *(
+        stmt
+        for table in ("graph_nodes", "graph_observations", "graph_edges")
+        for stmt in (
+            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+            f"CREATE POLICY {table}_read ON {table} FOR SELECT USING {_READ}",
+            f"CREATE POLICY {table}_insert ON {table} FOR INSERT WITH CHECK {_WRITE}",
+            f"CREATE POLICY {table}_update ON {table} FOR UPDATE USING {_WRITE} WITH CHECK {_WRITE}",
+            f"CREATE POLICY {table}_delete ON {table} FOR DELETE USING ({_OPERATOR})",
+        )
+    ),
     "ALTER TABLE graph_part_stats ENABLE ROW LEVEL SECURITY",
     f"CREATE POLICY graph_part_stats_read ON graph_part_stats FOR SELECT USING {_READ}",
     f"CREATE POLICY graph_part_stats_insert ON graph_part_stats FOR INSERT WITH CHECK {_WRITE}",
@@ -103,7 +107,7 @@ GRAPH_LOCK = "\x1egraph"  # the advisory key serialising one agent's graph write
 Body = Callable[[GraphConn, Any], tuple[T, Any]]
 
 
-def write(backend: "PostgresBackend", session_id: str, now: datetime, body: Body) -> T:
+def write(backend: PostgresBackend, session_id: str, now: datetime, body: Body) -> T:
     def tx(conn: Any) -> T:
         record = backend._bound_session(conn, session_id, "FOR SHARE")
         backend._lock_keys(conn, [(record.agent_id, GRAPH_LOCK)])
@@ -114,7 +118,7 @@ def write(backend: "PostgresBackend", session_id: str, now: datetime, body: Body
     return backend._write(tx)
 
 
-def read(backend: "PostgresBackend", session_id: str, now: datetime, body: Body) -> T:
+def read(backend: PostgresBackend, session_id: str, now: datetime, body: Body) -> T:
     def tx(conn: Any) -> T:
         record = backend._bound_session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=True), record)
@@ -124,7 +128,7 @@ def read(backend: "PostgresBackend", session_id: str, now: datetime, body: Body)
     return backend._write(tx)
 
 
-def operator(backend: "PostgresBackend", now: datetime, body: Callable[[GraphConn], tuple[T, Any]]) -> T:
+def operator(backend: PostgresBackend, now: datetime, body: Callable[[GraphConn], tuple[T, Any]]) -> T:
     def tx(conn: Any) -> T:
         backend._lock_store(conn)
         result, draft = body(GraphConn(conn, postgres=True))

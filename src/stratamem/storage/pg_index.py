@@ -39,7 +39,9 @@ def together(conn: psycopg.Connection, statements: Iterable[Statement | None]) -
     if not todo:
         return
     *ctes, last = todo
-    text = "".join(f"{'WITH' if i == 0 else ','} s{i} AS ({sql}) " for i, (sql, _) in enumerate(ctes)) + last[0]
+    text = (
+        "".join(f"{'WITH' if i == 0 else ','} s{i} AS ({sql}) " for i, (sql, _) in enumerate(ctes)) + last[0]
+    )
     conn.execute(text, [p for _, params in todo for p in params])
 
 
@@ -65,10 +67,12 @@ class StatsDelta:
         self._delta.clear()
         if not rows:
             return None
-        sql = ("INSERT INTO part_stats (agent_id, level, n, total_len) "
-               "SELECT * FROM unnest(%s::text[], %s::smallint[], %s::bigint[], %s::bigint[]) "
-               "ON CONFLICT (agent_id, level) DO UPDATE "
-               "SET n = part_stats.n + excluded.n, total_len = part_stats.total_len + excluded.total_len")
+        sql = (
+            "INSERT INTO part_stats (agent_id, level, n, total_len) "
+            "SELECT * FROM unnest(%s::text[], %s::smallint[], %s::bigint[], %s::bigint[]) "
+            "ON CONFLICT (agent_id, level) DO UPDATE "
+            "SET n = part_stats.n + excluded.n, total_len = part_stats.total_len + excluded.total_len"
+        )
         return (sql, _columns(rows, 4))
 
 
@@ -93,11 +97,15 @@ class TermDelta:
         """Run the upsert together with ``others`` (statements on other tables), then drop rows now at zero."""
         rows = sorted((t, a, lv, d) for (t, a, lv), d in self._delta.items() if d)
         self._delta.clear()
-        upsert = ("INSERT INTO term_stats (term, agent_id, level, df) "
-                  "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[]) "
-                  "ON CONFLICT (term, agent_id, level) DO UPDATE SET df = term_stats.df + excluded.df")
-        upserts: list[Statement] = [(upsert, _columns(rows[start:start + POSTINGS_PER_STATEMENT], 4))
-                                    for start in range(0, len(rows), POSTINGS_PER_STATEMENT)]
+        upsert = (
+            "INSERT INTO term_stats (term, agent_id, level, df) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[]) "
+            "ON CONFLICT (term, agent_id, level) DO UPDATE SET df = term_stats.df + excluded.df"
+        )
+        upserts: list[Statement] = [
+            (upsert, _columns(rows[start : start + POSTINGS_PER_STATEMENT], 4))
+            for start in range(0, len(rows), POSTINGS_PER_STATEMENT)
+        ]
         # ``others`` go last: a trailing SELECT (the shadowing refresh) only runs as the main statement.
         together(conn, [*upserts, *others])
         emptied = [r[:3] for r in rows if r[3] < 0]
@@ -106,12 +114,13 @@ class TermDelta:
                 "DELETE FROM term_stats t USING unnest(%s::text[], %s::text[], %s::smallint[]) "
                 "AS u(term, agent_id, level) "
                 "WHERE t.term = u.term AND t.agent_id = u.agent_id AND t.level = u.level AND t.df <= 0",
-                _columns(emptied[start:start + POSTINGS_PER_STATEMENT], 3),
+                _columns(emptied[start : start + POSTINGS_PER_STATEMENT], 3),
             )
 
 
-def postings_statements(entries: Iterable[tuple[int, str, int, dict[str, int], int]],
-                        counts: TermDelta | None) -> list[Statement]:
+def postings_statements(
+    entries: Iterable[tuple[int, str, int, dict[str, int], int]], counts: TermDelta | None
+) -> list[Statement]:
     """Insert postings for (memory id, agent, level, term frequencies, length); they carry agent, level, length.
 
     The documents' terms are counted into ``counts`` (None: the caller recounts term_stats itself).
@@ -122,16 +131,27 @@ def postings_statements(entries: Iterable[tuple[int, str, int, dict[str, int], i
             counts.add(terms, agent, level, +1)
     # Sorted by term: a bulk load then stores each term's postings side by side,
     # so a search reads a few heap pages per term instead of one per posting.
-    rows = sorted((term, agent, int(level), mem_id, tf, length)
-                  for mem_id, agent, level, terms, length in entries for term, tf in terms.items())
-    sql = ("INSERT INTO postings (term, agent_id, level, memory_id, tf, length) "
-           "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[], %s::int[], %s::int[])")
-    return [(sql, _columns(rows[start:start + POSTINGS_PER_STATEMENT], 6))
-            for start in range(0, len(rows), POSTINGS_PER_STATEMENT)]
+    rows = sorted(
+        (term, agent, int(level), mem_id, tf, length)
+        for mem_id, agent, level, terms, length in entries
+        for term, tf in terms.items()
+    )
+    sql = (
+        "INSERT INTO postings (term, agent_id, level, memory_id, tf, length) "
+        "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[], %s::int[], %s::int[])"
+    )
+    return [
+        (sql, _columns(rows[start : start + POSTINGS_PER_STATEMENT], 6))
+        for start in range(0, len(rows), POSTINGS_PER_STATEMENT)
+    ]
 
 
-def drop_postings(conn: psycopg.Connection, analyzer: Analyzer,
-                  rows: Iterable[tuple[int, str, int, str, str, str]], counts: TermDelta) -> None:
+def drop_postings(
+    conn: psycopg.Connection,
+    analyzer: Analyzer,
+    rows: Iterable[tuple[int, str, int, str, str, str]],
+    counts: TermDelta,
+) -> None:
     """Remove the postings of (id, agent, level, key, stored content, tags JSON): re-derive the terms, delete by key.
 
     The documents' terms are counted out of ``counts`` for the caller to apply.
@@ -142,7 +162,7 @@ def drop_postings(conn: psycopg.Connection, analyzer: Analyzer,
         keys.extend((term, agent, int(level), mem_id) for term in terms)
         counts.add(terms, agent, level, -1)
     for start in range(0, len(keys), POSTINGS_PER_STATEMENT):
-        part = keys[start:start + POSTINGS_PER_STATEMENT]
+        part = keys[start : start + POSTINGS_PER_STATEMENT]
         conn.execute(
             "DELETE FROM postings p USING unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[]) "
             "AS u(term, agent_id, level, memory_id) "
@@ -159,8 +179,9 @@ def refresh_statement(pairs: Iterable[tuple[str, str]]) -> Statement | None:
     return ("SELECT sm_refresh_shadowable(%s::text[], %s::text[])", _columns(unique, 2))
 
 
-def write_versions(conn: psycopg.Connection, analyzer: Analyzer, memories: Sequence[Memory],
-                   keep_created: bool, now_us: int) -> list[Memory]:
+def write_versions(
+    conn: psycopg.Connection, analyzer: Analyzer, memories: Sequence[Memory], keep_created: bool, now_us: int
+) -> list[Memory]:
     """Insert or update the live version at each (agent, key, level); returns what is stored, in input order.
 
     ``keep_created`` (a save) keeps an existing version's created time and
@@ -178,18 +199,27 @@ def write_versions(conn: psycopg.Connection, analyzer: Analyzer, memories: Seque
     items = list(latest.items())
     postings: list[Statement] = []
     for start in range(0, len(items), CHUNK):
-        chunk = items[start:start + CHUNK]
+        chunk = items[start : start + CHUNK]
         stored.update(_write_chunk(conn, analyzer, chunk, keep_created, now_us, stats, terms, postings))
         if len(postings) > 1:
             together(conn, postings)
             postings.clear()
-    terms.apply(conn, *postings, stats.statement(), refresh_statement((agent, key) for agent, key, _ in latest))
+    terms.apply(
+        conn, *postings, stats.statement(), refresh_statement((agent, key) for agent, key, _ in latest)
+    )
     return [stored[(m.agent_id, m.key, int(m.level))] for m in memories]
 
 
-def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple[tuple[str, str, int], Memory]],
-                 keep_created: bool, now_us: int, stats: StatsDelta, counts: TermDelta,
-                 postings: list[Statement]) -> dict[tuple[str, str, int], Memory]:
+def _write_chunk(
+    conn: psycopg.Connection,
+    analyzer: Analyzer,
+    chunk: list[tuple[tuple[str, str, int], Memory]],
+    keep_created: bool,
+    now_us: int,
+    stats: StatsDelta,
+    counts: TermDelta,
+    postings: list[Statement],
+) -> dict[tuple[str, str, int], Memory]:
     """Write one chunk's versions; their postings are appended to ``postings`` for the caller to send."""
     ident = _columns([key for key, _ in chunk], 3)
     existing = {
@@ -208,8 +238,11 @@ def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple
     if expired:
         # Retired as if deleted when they expired (purge treats them as before); the unique live index
         # needs this before the fresh rows are inserted.
-        conn.execute("UPDATE memories m SET deleted_us = m.expires_us, shadowable = false "
-                     "WHERE m.id = ANY(%s::bigint[])", ([r[0] for r in expired],))
+        conn.execute(
+            "UPDATE memories m SET deleted_us = m.expires_us, shadowable = false "
+            "WHERE m.id = ANY(%s::bigint[])",
+            ([r[0] for r in expired],),
+        )
         for r in expired:
             stats.add(r[1], r[3], -1, -r[6])
             del existing[(r[1], r[2], r[3])]
@@ -224,12 +257,38 @@ def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple
             created = old[7] if keep_created else to_us(m.created_at)
             lineage = old[8] if keep_created else m.lineage_id
             stats.add(m.agent_id, m.level, 0, length - old[6])
-            updates.append((old[0], enc(m.content), tags, m.category, enc(m.session_id), created,
-                            to_us(m.updated_at), lineage, expires, length))
+            updates.append(
+                (
+                    old[0],
+                    enc(m.content),
+                    tags,
+                    m.category,
+                    enc(m.session_id),
+                    created,
+                    to_us(m.updated_at),
+                    lineage,
+                    expires,
+                    length,
+                )
+            )
         else:
             stats.add(m.agent_id, m.level, 1, length)
-            inserts.append((m.agent_id, m.key, int(m.level), enc(m.content), tags, m.category, enc(m.session_id),
-                            to_us(m.created_at), to_us(m.updated_at), m.lineage_id, expires, length))
+            inserts.append(
+                (
+                    m.agent_id,
+                    m.key,
+                    int(m.level),
+                    enc(m.content),
+                    tags,
+                    m.category,
+                    enc(m.session_id),
+                    to_us(m.created_at),
+                    to_us(m.updated_at),
+                    m.lineage_id,
+                    expires,
+                    length,
+                )
+            )
     rows: list[Sequence] = []
     if updates:
         rows += conn.execute(
@@ -263,8 +322,12 @@ def _write_chunk(conn: psycopg.Connection, analyzer: Analyzer, chunk: list[tuple
     return out
 
 
-def remove_live(conn: psycopg.Connection, analyzer: Analyzer,
-                rows: Sequence[tuple[int, str, str, int, str, str, int]], deleted_us: int | None) -> None:
+def remove_live(
+    conn: psycopg.Connection,
+    analyzer: Analyzer,
+    rows: Sequence[tuple[int, str, str, int, str, str, int]],
+    deleted_us: int | None,
+) -> None:
     """Take live versions (id, agent, key, level, content, tags, length) out of the index and statistics.
 
     With ``deleted_us`` they are soft-deleted (row kept); without, the caller
@@ -276,8 +339,10 @@ def remove_live(conn: psycopg.Connection, analyzer: Analyzer,
     drop_postings(conn, analyzer, ((r[0], r[1], r[3], r[2], r[4], r[5]) for r in rows), terms)
     pg_vectors.mark_dead(conn, [r[0] for r in rows])
     if deleted_us is not None:
-        conn.execute("UPDATE memories SET deleted_us = %s, shadowable = false WHERE id = ANY(%s::bigint[])",
-                     (deleted_us, [r[0] for r in rows]))
+        conn.execute(
+            "UPDATE memories SET deleted_us = %s, shadowable = false WHERE id = ANY(%s::bigint[])",
+            (deleted_us, [r[0] for r in rows]),
+        )
         refresh = refresh_statement((r[1], r[2]) for r in rows)
     else:
         refresh = None  # the caller deletes the rows next, then refreshes what remains
@@ -315,8 +380,10 @@ def reindex(conn: psycopg.Connection, analyzer: Analyzer) -> None:
         )
         together(conn, postings_statements(entries, None))
     together(conn, [stats.statement()])
-    conn.execute("INSERT INTO term_stats (term, agent_id, level, df) "
-                 "SELECT term, agent_id, level, count(*) FROM postings GROUP BY term, agent_id, level")
+    conn.execute(
+        "INSERT INTO term_stats (term, agent_id, level, df) "
+        "SELECT term, agent_id, level, count(*) FROM postings GROUP BY term, agent_id, level"
+    )
     conn.execute(
         "SELECT sm_refresh_shadowable(coalesce(array_agg(agent_id), '{}'), coalesce(array_agg(key), '{}')) "
         "FROM (SELECT DISTINCT agent_id, key FROM memories WHERE deleted_us IS NULL) AS live"

@@ -56,8 +56,10 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 _OPERATOR = "(SELECT sm_operator())"
 _READ = f"({_OPERATOR} OR (level <= (SELECT sm_taint()) AND agent_id = ANY (CAST((SELECT sm_agents()) AS text[]))))"
 _WRITE = f"({_OPERATOR} OR (level = (SELECT sm_taint()) AND agent_id = (SELECT sm_agent())))"
-_AUDIT_READ = (f"({_OPERATOR} OR (taint <= (SELECT sm_taint()) "
-               f"AND agent_id = ANY (CAST((SELECT sm_agents()) AS text[]))))")
+_AUDIT_READ = (
+    f"({_OPERATOR} OR (taint <= (SELECT sm_taint()) "
+    f"AND agent_id = ANY (CAST((SELECT sm_agents()) AS text[]))))"
+)
 _AUDIT_WRITE = f"({_OPERATOR} OR (taint = (SELECT sm_taint()) AND agent_id = (SELECT sm_agent())))"
 
 # Version 1. Statements run with search_path = <schema>, pg_temp; {app} is the
@@ -301,7 +303,13 @@ V4 = [
 V7 = ["CREATE INDEX IF NOT EXISTS memories_console ON memories (agent_id, key, level DESC, id)"]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
-    (1, V1), (2, V2), (3, V3), (4, V4), (5, pg_graph.V5), (6, pg_vectors.MIGRATION), (7, V7),
+    (1, V1),
+    (2, V2),
+    (3, V3),
+    (4, V4),
+    (5, pg_graph.V5),
+    (6, pg_vectors.MIGRATION),
+    (7, V7),
 ]
 LATEST = MIGRATIONS[-1][0]
 
@@ -353,7 +361,9 @@ def migrate_schema(conn: psycopg.Connection, schema: str, app_role: str) -> int:
     check_identifier(app_role, "role name")
     ident = sql.Identifier(schema)
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"stratamem.migrate:{schema}",))
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"stratamem.migrate:{schema}",)
+        )
         before = _version(conn, schema)
         if before > LATEST:
             raise StorageError(
@@ -372,7 +382,8 @@ def migrate_schema(conn: psycopg.Connection, schema: str, app_role: str) -> int:
                 continue
             # One round trip per version: the statements carry no parameters.
             script = sql.SQL(";\n").join(
-                sql.SQL(statement).format(**fields) if any(f"{{{name}}}" in statement for name in fields)
+                sql.SQL(statement).format(**fields)
+                if any(f"{{{name}}}" in statement for name in fields)
                 else sql.SQL(statement)
                 for statement in statements
             )

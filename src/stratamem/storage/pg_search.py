@@ -17,9 +17,9 @@ from collections.abc import Sequence
 import psycopg
 
 from .. import paging, ranking
+from ..models import Hit, Memory
 from ..paging import ListQuery, Page
 from . import listing as list_sql
-from ..models import Hit, Memory
 from . import pruning
 from .base import SessionRecord
 from .pg_rows import MEMORY_COLUMNS, row_to_memory
@@ -128,9 +128,18 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
     weights, order = pruning.weigh(n_docs, freqs)
     if not weights:
         return []
-    params = {**scope.params, "hidden": hidden, "order": order, "weights": [weights[t] for t in order],
-              "avgdl": total_len / n_docs if total_len > 0 else 1.0, "scale": float(ranking.SCORE_SCALE),
-              "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B, "omb": 1.0 - ranking.B}
+    params = {
+        **scope.params,
+        "hidden": hidden,
+        "order": order,
+        "weights": [weights[t] for t in order],
+        "avgdl": total_len / n_docs if total_len > 0 else 1.0,
+        "scale": float(ranking.SCORE_SCALE),
+        "k1": ranking.K1,
+        "k1p": ranking.K1 + 1.0,
+        "b": ranking.B,
+        "omb": 1.0 - ranking.B,
+    }
     filters = "p.agent_id = ANY(%(agents)s::text[]) AND p.level <= %(lvl)s"
     if hidden:
         filters += " AND NOT (p.memory_id = ANY(%(hidden)s::bigint[]))"
@@ -138,31 +147,39 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
 
     def run(essential: int, window: int | None, floor: int | None) -> list[tuple[int, int]]:
         if essential >= len(order):
-            head = (f"WITH g AS (SELECT p.memory_id AS id, sum({_CONTRIBUTION})::bigint AS s FROM postings p {weighted} "
-                    f"WHERE p.term = ANY(%(order)s::text[]) AND {filters} GROUP BY p.memory_id) ")
+            head = (
+                f"WITH g AS (SELECT p.memory_id AS id, sum({_CONTRIBUTION})::bigint AS s FROM postings p {weighted} "
+                f"WHERE p.term = ANY(%(order)s::text[]) AND {filters} GROUP BY p.memory_id) "
+            )
         else:
             # Candidates hold one of the rarest terms; each is then scored over
             # every query term through the postings key (term, agent, level, id).
-            head = (f"WITH c AS MATERIALIZED (SELECT DISTINCT p.memory_id AS id, p.agent_id, p.level FROM postings p "
-                    f"WHERE p.term = ANY(%(some)s::text[]) AND {filters}), "
-                    f"g AS (SELECT p.memory_id AS id, sum({_CONTRIBUTION})::bigint AS s "
-                    f"FROM c JOIN postings p ON p.memory_id = c.id AND p.agent_id = c.agent_id AND p.level = c.level "
-                    f"AND p.term = ANY(%(order)s::text[]) {weighted} GROUP BY p.memory_id) ")
+            head = (
+                f"WITH c AS MATERIALIZED (SELECT DISTINCT p.memory_id AS id, p.agent_id, p.level FROM postings p "
+                f"WHERE p.term = ANY(%(some)s::text[]) AND {filters}), "
+                f"g AS (SELECT p.memory_id AS id, sum({_CONTRIBUTION})::bigint AS s "
+                f"FROM c JOIN postings p ON p.memory_id = c.id AND p.agent_id = c.agent_id AND p.level = c.level "
+                f"AND p.term = ANY(%(order)s::text[]) {weighted} GROUP BY p.memory_id) "
+            )
         run_params = {**params, "some": list(order[:essential])}
         if floor is None:
-            rows = conn.execute(head + "SELECT id, s FROM g ORDER BY s DESC LIMIT %(window)s",
-                                {**run_params, "window": window}).fetchall()
+            rows = conn.execute(
+                head + "SELECT id, s FROM g ORDER BY s DESC LIMIT %(window)s",
+                {**run_params, "window": window},
+            ).fetchall()
         else:
-            rows = conn.execute(head + "SELECT id, s FROM g WHERE s >= %(floor)s",
-                                {**run_params, "floor": floor}).fetchall()
+            rows = conn.execute(
+                head + "SELECT id, s FROM g WHERE s >= %(floor)s", {**run_params, "floor": floor}
+            ).fetchall()
         return [(r[0], int(r[1])) for r in rows]
 
     top = pruning.top_scores(order, freqs, weights, limit, run)
     if not top:
         return []
     scores = dict(top)
-    rows = conn.execute(f"SELECT {D_COLUMNS} FROM memories d WHERE d.id = ANY(%s::bigint[])",
-                        (list(scores),)).fetchall()
+    rows = conn.execute(
+        f"SELECT {D_COLUMNS} FROM memories d WHERE d.id = ANY(%s::bigint[])", (list(scores),)
+    ).fetchall()
     order_of = {agent: i for i, agent in enumerate(scope.agents)}
     hits = [(scores[r[0]], row_to_memory(r)) for r in rows]
     hits.sort(key=lambda h: (-h[0], h[1].key, order_of[h[1].agent_id]))

@@ -29,15 +29,31 @@ Append = Callable[[psycopg.Connection, AuditDraft, datetime], AuditEvent]
 Binder = Callable[[psycopg.Connection, str], SessionRecord]
 COLUMNS = "id, agent_id, clearance, peers, taint, created_us, owner"
 
-def open_session(conn: psycopg.Connection, append: Append, bound: Binder, agent_id: str, session_id: str | None,
-                 clearance: Level | None, peers: Sequence[str] | None, now: datetime,
-                 owner: str | None) -> SessionRecord:
+
+def open_session(
+    conn: psycopg.Connection,
+    append: Append,
+    bound: Binder,
+    agent_id: str,
+    session_id: str | None,
+    clearance: Level | None,
+    peers: Sequence[str] | None,
+    now: datetime,
+    owner: str | None,
+) -> SessionRecord:
     new_id = session_id or str(uuid.uuid4())
     new_clearance, new_peers = session_rules.new_limits(clearance, peers)
     created = conn.execute(
         f"INSERT INTO sessions ({COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (id) DO NOTHING RETURNING id",
-        (enc(new_id), agent_id, int(new_clearance), json.dumps(list(new_peers)), int(Level.PUBLIC), to_us(now),
-         owner),
+        (
+            enc(new_id),
+            agent_id,
+            int(new_clearance),
+            json.dumps(list(new_peers)),
+            int(Level.PUBLIC),
+            to_us(now),
+            owner,
+        ),
     ).fetchone()
     record = bound(conn, new_id)
     if created is None:  # it exists (perhaps opened by another process a moment ago): resume it
@@ -46,16 +62,25 @@ def open_session(conn: psycopg.Connection, append: Append, bound: Binder, agent_
     return record
 
 
-def set_limits(conn: psycopg.Connection, append: Append, read: Binder, session_id: str, clearance: Level | None,
-               peers: Sequence[str] | None, now: datetime) -> SessionRecord:
+def set_limits(
+    conn: psycopg.Connection,
+    append: Append,
+    read: Binder,
+    session_id: str,
+    clearance: Level | None,
+    peers: Sequence[str] | None,
+    now: datetime,
+) -> SessionRecord:
     bind_operator(conn)
     row = conn.execute("SELECT 1 FROM sessions WHERE id = %s FOR UPDATE", (enc(session_id),)).fetchone()
     if row is None:
         raise NotFound(f"no session {session_id!r}")
     before = read(conn, session_id)
     new_clearance, new_peers = session_rules.changed_limits(before, clearance, peers)
-    conn.execute("UPDATE sessions SET clearance = %s, peers = %s WHERE id = %s",
-                 (int(new_clearance), json.dumps(list(new_peers)), enc(session_id)))
+    conn.execute(
+        "UPDATE sessions SET clearance = %s, peers = %s WHERE id = %s",
+        (int(new_clearance), json.dumps(list(new_peers)), enc(session_id)),
+    )
     after = read(conn, session_id)
     append(conn, session_rules.limits_draft(before, after), now)
     return after

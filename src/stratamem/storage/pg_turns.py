@@ -10,14 +10,13 @@ Free text goes through ``enc``/``dec`` (NUL-safe).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import psycopg
-
-import warnings
 
 from ..audit import AuditDraft, operator_draft
 from .pg_connect import bind_operator
@@ -41,12 +40,18 @@ if TYPE_CHECKING:
     from .postgres import PostgresBackend
 
 # Columns that may hold NUL, per table (for dump/restore as well).
-ESCAPED = {"turn_messages": {"session_id", "content", "tool_calls", "tool_call_id", "origin"},
-           "turn_usage": {"session_id", "model"}}
-_MSG_INSERT = (f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) "
-               "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id")
-_USAGE_INSERT = (f"INSERT INTO turn_usage ({USAGE_COLUMNS.removeprefix('id, ')}) "
-                 "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id")
+ESCAPED = {
+    "turn_messages": {"session_id", "content", "tool_calls", "tool_call_id", "origin"},
+    "turn_usage": {"session_id", "model"},
+}
+_MSG_INSERT = (
+    f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) "
+    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id"
+)
+_USAGE_INSERT = (
+    f"INSERT INTO turn_usage ({USAGE_COLUMNS.removeprefix('id, ')}) "
+    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id"
+)
 
 
 def _decoded_message(row: Sequence) -> tuple:
@@ -62,8 +67,9 @@ def _decoded_usage(row: Sequence) -> tuple:
     return tuple(r)
 
 
-def append_messages(b: "PostgresBackend", session_id: str, drafts: Sequence[MessageDraft],
-                    now: datetime) -> list[TranscriptMessage]:
+def append_messages(
+    b: PostgresBackend, session_id: str, drafts: Sequence[MessageDraft], now: datetime
+) -> list[TranscriptMessage]:
     def body(conn: psycopg.Connection) -> list[TranscriptMessage]:
         record = b._bound_session(conn, session_id, "FOR SHARE")
         (start,) = conn.execute(
@@ -72,58 +78,111 @@ def append_messages(b: "PostgresBackend", session_id: str, drafts: Sequence[Mess
         ).fetchone()
         stored = []
         for offset, d in enumerate(drafts):
-            row = (record.id, record.agent_id, int(record.taint), d.role, d.content, d.tool_calls,
-                   d.tool_call_id, d.origin, to_us(now))
+            row = (
+                record.id,
+                record.agent_id,
+                int(record.taint),
+                d.role,
+                d.content,
+                d.tool_calls,
+                d.tool_call_id,
+                d.origin,
+                to_us(now),
+            )
             encoded = tuple(enc(v) if i in (0, 4, 5, 6, 7) else v for i, v in enumerate(row))
             (row_id,) = conn.execute(_MSG_INSERT, encoded).fetchone()
             stored.append(row_to_message((row_id, *row), start + offset))
-        b._append(conn, AuditDraft("transcript.append", record.id, record.agent_id, record.taint,
-                                   levels=(record.taint,),
-                                   detail={"count": len(drafts), "roles": [d.role for d in drafts]}), now)
+        b._append(
+            conn,
+            AuditDraft(
+                "transcript.append",
+                record.id,
+                record.agent_id,
+                record.taint,
+                levels=(record.taint,),
+                detail={"count": len(drafts), "roles": [d.role for d in drafts]},
+            ),
+            now,
+        )
         return stored
 
     return b._write(body)
 
 
-def read_messages(b: "PostgresBackend", session_id: str, transcript_id: str, start: int | None, limit: int,
-                  now: datetime) -> TranscriptPage:
+def read_messages(
+    b: PostgresBackend, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+) -> TranscriptPage:
     def body(conn: psycopg.Connection) -> TranscriptPage:
         record = b._bound_session(conn, session_id)
         scope = (enc(transcript_id), record.agent_id, int(record.taint))
         (total,) = conn.execute(
-            "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s", scope
+            "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s",
+            scope,
         ).fetchone()
         first = max(0, total - limit) if start is None else start
         rows = conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s "
-            "ORDER BY id LIMIT %s OFFSET %s", (*scope, limit, first),
+            "ORDER BY id LIMIT %s OFFSET %s",
+            (*scope, limit, first),
         ).fetchall()
-        b._append(conn, AuditDraft("transcript.read", record.id, record.agent_id, record.taint,
-                                   detail={"count": len(rows), "start": first, "own": transcript_id == record.id}),
-                  now)
-        return TranscriptPage(tuple(row_to_message(_decoded_message(r), first + i) for i, r in enumerate(rows)),
-                              total)
+        b._append(
+            conn,
+            AuditDraft(
+                "transcript.read",
+                record.id,
+                record.agent_id,
+                record.taint,
+                detail={"count": len(rows), "start": first, "own": transcript_id == record.id},
+            ),
+            now,
+        )
+        return TranscriptPage(
+            tuple(row_to_message(_decoded_message(r), first + i) for i, r in enumerate(rows)), total
+        )
 
     return b._write(body)
 
 
-def record_usage(b: "PostgresBackend", session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
+def record_usage(b: PostgresBackend, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
     def body(conn: psycopg.Connection) -> UsageRecord:
         record = b._bound_session(conn, session_id, "FOR SHARE")
-        row = (record.id, record.agent_id, int(record.taint), draft.model, draft.input_tokens, draft.output_tokens,
-               draft.cached_input_tokens, str(draft.cost_usd), to_us(now))
+        row = (
+            record.id,
+            record.agent_id,
+            int(record.taint),
+            draft.model,
+            draft.input_tokens,
+            draft.output_tokens,
+            draft.cached_input_tokens,
+            str(draft.cost_usd),
+            to_us(now),
+        )
         encoded = tuple(enc(v) if i in (0, 3) else v for i, v in enumerate(row))
         (row_id,) = conn.execute(_USAGE_INSERT, encoded).fetchone()
-        b._append(conn, AuditDraft("usage.record", record.id, record.agent_id, record.taint, levels=(record.taint,),
-                                   detail={"model": draft.model[:100], "input_tokens": draft.input_tokens,
-                                           "output_tokens": draft.output_tokens}), now)
+        b._append(
+            conn,
+            AuditDraft(
+                "usage.record",
+                record.id,
+                record.agent_id,
+                record.taint,
+                levels=(record.taint,),
+                detail={
+                    "model": draft.model[:100],
+                    "input_tokens": draft.input_tokens,
+                    "output_tokens": draft.output_tokens,
+                },
+            ),
+            now,
+        )
         return row_to_usage((row_id, *row))
 
     return b._write(body)
 
 
-def _scope(b: "PostgresBackend", conn: psycopg.Connection, session_id: str | None,
-           agent_id: str | None) -> tuple[str, tuple]:
+def _scope(
+    b: PostgresBackend, conn: psycopg.Connection, session_id: str | None, agent_id: str | None
+) -> tuple[str, tuple]:
     if session_id is not None:
         record = b._bound_session(conn, session_id)
         return "AND agent_id = %s AND level <= %s", (record.agent_id, int(record.taint))
@@ -133,63 +192,103 @@ def _scope(b: "PostgresBackend", conn: psycopg.Connection, session_id: str | Non
     return "", ()
 
 
-def usage_spent(b: "PostgresBackend", session_id: str | None, agent_id: str | None,
-                windows: Sequence[tuple[datetime, datetime]]) -> list[Decimal]:
+def usage_spent(
+    b: PostgresBackend,
+    session_id: str | None,
+    agent_id: str | None,
+    windows: Sequence[tuple[datetime, datetime]],
+) -> list[Decimal]:
     def body(conn: psycopg.Connection) -> list[Decimal]:
         clauses, params = _scope(b, conn, session_id, agent_id)
-        return [sum_costs([r[0] for r in conn.execute(
-            f"SELECT cost_usd FROM turn_usage WHERE at_us >= %s AND at_us < %s {clauses}",
-            (to_us(since), to_us(until), *params))]) for since, until in windows]
+        return [
+            sum_costs(
+                [
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT cost_usd FROM turn_usage WHERE at_us >= %s AND at_us < %s {clauses}",
+                        (to_us(since), to_us(until), *params),
+                    )
+                ]
+            )
+            for since, until in windows
+        ]
 
     return b._read(body)
 
 
-def usage_records(b: "PostgresBackend", session_id: str | None, agent_id: str | None, since: datetime | None,
-                  until: datetime | None, limit: int) -> list[UsageRecord]:
+def usage_records(
+    b: PostgresBackend,
+    session_id: str | None,
+    agent_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+) -> list[UsageRecord]:
     def body(conn: psycopg.Connection) -> list[UsageRecord]:
         clauses, params = _scope(b, conn, session_id, agent_id)
         low = to_us(since) if since else -(2**62)
         high = to_us(until) if until else 2**62
         rows = conn.execute(
             f"SELECT {USAGE_COLUMNS} FROM turn_usage WHERE at_us >= %s AND at_us < %s {clauses} "
-            "ORDER BY id LIMIT %s", (low, high, *params, limit)).fetchall()
+            "ORDER BY id LIMIT %s",
+            (low, high, *params, limit),
+        ).fetchall()
         return [row_to_usage(_decoded_usage(r)) for r in rows]
 
     return b._read(body)
 
 
-def purge(b: "PostgresBackend", messages_before: datetime | None, usage_before: datetime | None,
-          agent_id: str | None, now: datetime) -> tuple[int, int]:
+def purge(
+    b: PostgresBackend,
+    messages_before: datetime | None,
+    usage_before: datetime | None,
+    agent_id: str | None,
+    now: datetime,
+) -> tuple[int, int]:
     agent_sql, agent_params = ("AND agent_id = %s", [agent_id]) if agent_id is not None else ("", [])
 
     def body(conn: psycopg.Connection) -> tuple[int, int]:
         messages = usage = 0
         if messages_before is not None:
-            messages = conn.execute(f"DELETE FROM turn_messages WHERE created_us < %s {agent_sql}",
-                                    [to_us(messages_before), *agent_params]).rowcount
+            messages = conn.execute(
+                f"DELETE FROM turn_messages WHERE created_us < %s {agent_sql}",
+                [to_us(messages_before), *agent_params],
+            ).rowcount
         if usage_before is not None:
-            usage = conn.execute(f"DELETE FROM turn_usage WHERE at_us < %s {agent_sql}",
-                                 [to_us(usage_before), *agent_params]).rowcount
-        b._append(conn, operator_draft("purge.turns", agent_id=agent_id,
-                                       detail={"messages": messages, "usage": usage}), now)
+            usage = conn.execute(
+                f"DELETE FROM turn_usage WHERE at_us < %s {agent_sql}", [to_us(usage_before), *agent_params]
+            ).rowcount
+        b._append(
+            conn,
+            operator_draft("purge.turns", agent_id=agent_id, detail={"messages": messages, "usage": usage}),
+            now,
+        )
         return messages, usage
 
     counts = b._operator(body)
     if any(counts):
         remaining = b._vacuum("turn_messages, turn_usage")
         if remaining:
-            warnings.warn(f"purge removed {sum(counts)} transcript/usage record(s), but {remaining}", RuntimeWarning,
-                          stacklevel=3)
+            warnings.warn(
+                f"purge removed {sum(counts)} transcript/usage record(s), but {remaining}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
     return counts
 
 
-def export(b: "PostgresBackend", agent_id: str | None) -> list[TranscriptMessage | UsageRecord]:
+def export(b: PostgresBackend, agent_id: str | None) -> list[TranscriptMessage | UsageRecord]:
     agent_sql, params = ("WHERE agent_id = %s", (agent_id,)) if agent_id is not None else ("", ())
 
     def body(conn: psycopg.Connection) -> tuple[list, list]:
-        return (conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM turn_messages {agent_sql} ORDER BY id",
-                             params).fetchall(),
-                conn.execute(f"SELECT {USAGE_COLUMNS} FROM turn_usage {agent_sql} ORDER BY id", params).fetchall())
+        return (
+            conn.execute(
+                f"SELECT {MESSAGE_COLUMNS} FROM turn_messages {agent_sql} ORDER BY id", params
+            ).fetchall(),
+            conn.execute(
+                f"SELECT {USAGE_COLUMNS} FROM turn_usage {agent_sql} ORDER BY id", params
+            ).fetchall(),
+        )
 
     messages, usage = b._operator(body, read_only=True)
     out: list[TranscriptMessage | UsageRecord] = list(positioned(_decoded_message(r) for r in messages))
@@ -201,11 +300,34 @@ def import_rows(conn: psycopg.Connection, records: Iterable[TranscriptMessage | 
     count = 0
     for r in records:
         if isinstance(r, TranscriptMessage):
-            conn.execute(_MSG_INSERT, (enc(r.session_id), r.agent_id, int(r.level), r.role, enc(r.content),
-                                       enc(r.tool_calls), enc(r.tool_call_id), enc(r.origin), to_us(r.created_at)))
+            conn.execute(
+                _MSG_INSERT,
+                (
+                    enc(r.session_id),
+                    r.agent_id,
+                    int(r.level),
+                    r.role,
+                    enc(r.content),
+                    enc(r.tool_calls),
+                    enc(r.tool_call_id),
+                    enc(r.origin),
+                    to_us(r.created_at),
+                ),
+            )
         else:
-            conn.execute(_USAGE_INSERT, (enc(r.session_id), r.agent_id, int(r.level), enc(r.model), r.input_tokens,
-                                         r.output_tokens, r.cached_input_tokens, str(r.cost_usd), to_us(r.time)))
+            conn.execute(
+                _USAGE_INSERT,
+                (
+                    enc(r.session_id),
+                    r.agent_id,
+                    int(r.level),
+                    enc(r.model),
+                    r.input_tokens,
+                    r.output_tokens,
+                    r.cached_input_tokens,
+                    str(r.cost_usd),
+                    to_us(r.time),
+                ),
+            )
         count += 1
     return count
-

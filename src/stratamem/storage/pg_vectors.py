@@ -28,8 +28,10 @@ from .pg_rows import dec
 from .pg_search import D_COLUMNS, Scope, row_to_memory
 from .vectors import DenseQuery, Pending, combine, embed_text, order_hits
 
-_READ = ("((SELECT sm_operator()) OR (level <= (SELECT sm_taint()) "
-         "AND agent_id = ANY (CAST((SELECT sm_agents()) AS text[]))))")
+_READ = (
+    "((SELECT sm_operator()) OR (level <= (SELECT sm_taint()) "
+    "AND agent_id = ANY (CAST((SELECT sm_agents()) AS text[]))))"
+)
 _WRITE = "((SELECT sm_operator()) OR (level = (SELECT sm_taint()) AND agent_id = (SELECT sm_agent())))"
 
 # The migration that creates them (number 6 in pg_schema.MIGRATIONS).
@@ -75,7 +77,8 @@ def vector_type(conn: psycopg.Connection) -> str | None:
     row = conn.execute(
         "SELECT n.nspname, t.typname FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
         "JOIN pg_namespace n ON n.oid = t.typnamespace "
-        "WHERE a.attrelid = 'memory_vectors'::regclass AND a.attname = 'vec'").fetchone()
+        "WHERE a.attrelid = 'memory_vectors'::regclass AND a.attname = 'vec'"
+    ).fetchone()
     if row is None or row[1] != "vector":
         return None
     return f'"{row[0]}".vector'
@@ -85,17 +88,22 @@ def pending_statement(rows: Sequence[Sequence]) -> tuple[str, list] | None:
     """Mark written versions (rows led by id, agent, key, level) pending: runs with their postings."""
     if not rows:
         return None
-    return ("INSERT INTO memory_vectors (memory_id, agent_id, level, live) "
-            "SELECT u.id, u.agent_id, u.level, true FROM unnest(%s::bigint[], %s::text[], %s::smallint[]) "
-            "AS u(id, agent_id, level) ON CONFLICT (memory_id) DO UPDATE SET live = true, model = NULL, "
-            "scale = NULL, vec = NULL",
-            [[r[0] for r in rows], [r[1] for r in rows], [r[3] for r in rows]])
+    return (
+        "INSERT INTO memory_vectors (memory_id, agent_id, level, live) "
+        "SELECT u.id, u.agent_id, u.level, true FROM unnest(%s::bigint[], %s::text[], %s::smallint[]) "
+        "AS u(id, agent_id, level) ON CONFLICT (memory_id) DO UPDATE SET live = true, model = NULL, "
+        "scale = NULL, vec = NULL",
+        [[r[0] for r in rows], [r[1] for r in rows], [r[3] for r in rows]],
+    )
 
 
 def mark_dead(conn: psycopg.Connection, ids: Sequence[int]) -> None:
     if ids:
-        conn.execute("UPDATE memory_vectors SET live = false, model = NULL, scale = NULL, vec = NULL "
-                     "WHERE memory_id = ANY(%s::bigint[])", (list(ids),))
+        conn.execute(
+            "UPDATE memory_vectors SET live = false, model = NULL, scale = NULL, vec = NULL "
+            "WHERE memory_id = ANY(%s::bigint[])",
+            (list(ids),),
+        )
 
 
 def forget(conn: psycopg.Connection, ids: Sequence[int]) -> None:
@@ -104,8 +112,10 @@ def forget(conn: psycopg.Connection, ids: Sequence[int]) -> None:
 
 
 def backfill(conn: psycopg.Connection) -> None:
-    conn.execute("INSERT INTO memory_vectors (memory_id, agent_id, level, live) "
-                 "SELECT id, agent_id, level, true FROM memories WHERE deleted_us IS NULL ON CONFLICT DO NOTHING")
+    conn.execute(
+        "INSERT INTO memory_vectors (memory_id, agent_id, level, live) "
+        "SELECT id, agent_id, level, true FROM memories WHERE deleted_us IS NULL ON CONFLICT DO NOTHING"
+    )
 
 
 def use_model(conn: psycopg.Connection, identity: str, reset: bool) -> None:
@@ -114,12 +124,20 @@ def use_model(conn: psycopg.Connection, identity: str, reset: bool) -> None:
     if row is not None and row[0] == identity and not reset:
         return
     if reset:
-        conn.execute("UPDATE memory_vectors SET model = NULL, scale = NULL, vec = NULL WHERE model IS NOT NULL")
+        conn.execute(
+            "UPDATE memory_vectors SET model = NULL, scale = NULL, vec = NULL WHERE model IS NOT NULL"
+        )
     else:
-        conn.execute("UPDATE memory_vectors SET model = NULL, scale = NULL, vec = NULL "
-                     "WHERE model IS NOT NULL AND model <> %s", (identity,))
-    conn.execute("INSERT INTO meta (name, value) VALUES ('embedder', %s) "
-                 "ON CONFLICT (name) DO UPDATE SET value = excluded.value", (identity,))
+        conn.execute(
+            "UPDATE memory_vectors SET model = NULL, scale = NULL, vec = NULL "
+            "WHERE model IS NOT NULL AND model <> %s",
+            (identity,),
+        )
+    conn.execute(
+        "INSERT INTO meta (name, value) VALUES ('embedder', %s) "
+        "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        (identity,),
+    )
 
 
 def _pending(rows) -> list[Pending]:
@@ -127,16 +145,21 @@ def _pending(rows) -> list[Pending]:
 
 
 def pending(conn: psycopg.Connection, scope: Scope, limit: int) -> list[Pending]:
-    return _pending(conn.execute(
-        "SELECT d.id, d.updated_us, d.key, d.content FROM memory_vectors v JOIN memories d ON d.id = v.memory_id "
-        f"WHERE v.live AND v.model IS NULL AND {scope.visible} ORDER BY d.id LIMIT %(limit)s",
-        {**scope.params, "limit": limit}).fetchall())
+    return _pending(
+        conn.execute(
+            "SELECT d.id, d.updated_us, d.key, d.content FROM memory_vectors v JOIN memories d ON d.id = v.memory_id "
+            f"WHERE v.live AND v.model IS NULL AND {scope.visible} ORDER BY d.id LIMIT %(limit)s",
+            {**scope.params, "limit": limit},
+        ).fetchall()
+    )
 
 
 def all_pending(conn: psycopg.Connection, limit: int) -> tuple[list[Pending], int]:
     rows = conn.execute(
         "SELECT d.id, d.updated_us, d.key, d.content FROM memory_vectors v JOIN memories d ON d.id = v.memory_id "
-        "WHERE v.live AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT %s", (limit,)).fetchall()
+        "WHERE v.live AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT %s",
+        (limit,),
+    ).fetchall()
     total = conn.execute("SELECT count(*) FROM memory_vectors WHERE live AND model IS NULL").fetchone()[0]
     return _pending(rows), total
 
@@ -156,19 +179,37 @@ def store_vectors(conn: psycopg.Connection, vtype: str | None, model: str, items
         "FROM unnest(%s::bigint[], %s::bigint[], %s::float8[], %s::text[]) AS u(id, stamp, scale, vec) "
         "JOIN memories m ON m.id = u.id AND m.updated_us = u.stamp AND m.deleted_us IS NULL "
         "WHERE v.memory_id = u.id AND v.live AND v.model IS NULL",
-        (model, [p.memory_id for p, _, _ in items], [p.stamp for p, _, _ in items],
-         [float(s) for _, _, s in items], texts))
+        (
+            model,
+            [p.memory_id for p, _, _ in items],
+            [p.stamp for p, _, _ in items],
+            [float(s) for _, _, s in items],
+            texts,
+        ),
+    )
     return cur.rowcount
 
 
-def search(conn: psycopg.Connection, scope: Scope, vtype: str | None, terms: Sequence[str] | None, limit: int,
-           mode: str, query: DenseQuery) -> list[Hit]:
+def search(
+    conn: psycopg.Connection,
+    scope: Scope,
+    vtype: str | None,
+    terms: Sequence[str] | None,
+    limit: int,
+    mode: str,
+    query: DenseQuery,
+) -> list[Hit]:
     """Semantic or hybrid ranking over the session's visible view, in the reader's snapshot."""
     from . import pg_search
 
-    if mode == "semantic" and conn.execute(
+    if (
+        mode == "semantic"
+        and conn.execute(
             "SELECT 1 FROM memory_vectors v JOIN memories d ON d.id = v.memory_id "
-            f"WHERE v.live AND v.model IS NULL AND {scope.visible} LIMIT 1", scope.params).fetchone():
+            f"WHERE v.live AND v.model IS NULL AND {scope.visible} LIMIT 1",
+            scope.params,
+        ).fetchone()
+    ):
         mode = "hybrid"  # visible records still wait for vectors: the lexical side covers them
     if vtype:
         dot = f"(-(v.vec OPERATOR({vtype.rsplit('.', 1)[0]}.<#>) %(q)s::{vtype}))"
@@ -176,8 +217,14 @@ def search(conn: psycopg.Connection, scope: Scope, vtype: str | None, terms: Seq
     else:
         dot = "(SELECT sum(a * b) FROM unnest(v.vec, %(q)s::real[]) AS t(a, b))::float8"
         q = [float(c) for c in query.codes]
-    params = {**scope.params, "q": q, "model": query.model, "qs": float(query.scale), "floor": query.floor,
-              "skip": CANDIDATES - 1}
+    params = {
+        **scope.params,
+        "q": q,
+        "model": query.model,
+        "qs": float(query.scale),
+        "floor": query.floor,
+        "skip": CANDIDATES - 1,
+    }
     rows = conn.execute(
         f"""WITH s AS MATERIALIZED (
               SELECT d.id, ({dot} * v.scale) * %(qs)s::float8 AS score
@@ -187,7 +234,8 @@ def search(conn: psycopg.Connection, scope: Scope, vtype: str | None, terms: Seq
             k AS (SELECT score FROM f ORDER BY score DESC OFFSET %(skip)s LIMIT 1)
             SELECT {D_COLUMNS}, f.score FROM f JOIN memories d ON d.id = f.id
             WHERE f.score >= coalesce((SELECT score FROM k), '-Infinity'::float8)""",
-        params).fetchall()
+        params,
+    ).fetchall()
     dense = order_hits([Hit(row_to_memory(r[:-1]), float(r[-1])) for r in rows], scope.agents, CANDIDATES)
     lexical = pg_search.ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
     return combine(mode, lexical, dense, scope.agents, limit)

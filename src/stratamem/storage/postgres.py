@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import re
 import time
-import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -56,11 +55,18 @@ from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
 from ..text import ANALYZER_VERSION, Analyzer
 from . import (
-    graph_sql, graph_write, pg_console, pg_graph, pg_index, pg_search, pg_sessions, pg_turns, pg_vectors,
+    graph_sql,
+    graph_write,
+    pg_console,
+    pg_graph,
+    pg_index,
+    pg_search,
+    pg_sessions,
+    pg_turns,
+    pg_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord, draft_memory, save_event
-from .vectors import DenseQuery, Pending
 from .pg_connect import (
     bind,
     bind_operator,
@@ -75,11 +81,14 @@ from .pg_schema import migrate_schema
 from .rows import event_to_row, from_us, to_us
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
+from .vectors import DenseQuery, Pending
 
 T = TypeVar("T")
 
-AUDIT_COLUMNS = ("seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
-                 "prev_hash, hash")
+AUDIT_COLUMNS = (
+    "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
+    "prev_hash, hash"
+)
 SESSION_COLUMNS = pg_sessions.COLUMNS
 # The class defines a method named ``list``; annotations inside it use these.
 MemoryList = list[Memory]
@@ -98,8 +107,13 @@ class PostgresBackend:
     COPIED_TABLES: ClassVar[dict[str, tuple[str, str]]] = {
         "sessions": ("id, agent_id, clearance, peers, taint, created_us, owner", "ord"),
         "taint_events": ("session_id, at_us, previous, new, reason, source", "ord"),
-        "memories": (("id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
-                      "lineage_id, expires_us, deleted_us"), "id"),
+        "memories": (
+            (
+                "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
+                "lineage_id, expires_us, deleted_us"
+            ),
+            "id",
+        ),
         "audit": (AUDIT_COLUMNS, "seq"),
         **{table: (columns, "id") for table, columns in TURN_TABLES.items()},
         **{table: (columns, "id") for table, columns in graph_sql.COPIED_TABLES.items()},
@@ -107,9 +121,14 @@ class PostgresBackend:
     # Columns a dump from an older version may lack (restored as NULL).
     _OPTIONAL: ClassVar[frozenset[str]] = frozenset({"owner"})
     # Columns that may hold NUL and are stored escaped (pg_rows.enc).
-    _ESCAPED: ClassVar[dict[str, set[str]]] = {"sessions": {"id"}, "taint_events": {"session_id", "reason", "source"},
-                "memories": {"content", "session_id"}, "audit": {"session_id"}, **pg_turns.ESCAPED,
-                **{table: set() for table in graph_sql.COPIED_TABLES}}
+    _ESCAPED: ClassVar[dict[str, set[str]]] = {
+        "sessions": {"id"},
+        "taint_events": {"session_id", "reason", "source"},
+        "memories": {"content", "session_id"},
+        "audit": {"session_id"},
+        **pg_turns.ESCAPED,
+        **{table: set() for table in graph_sql.COPIED_TABLES},
+    }
 
     def __init__(self, url: str, analyzer: Analyzer) -> None:
         self.analyzer = analyzer
@@ -128,7 +147,9 @@ class PostgresBackend:
                 run_on(conn, self._check_languages)
             self._pool = open_pool(self.config)
         except psycopg.Error as exc:
-            raise StorageError(f"cannot open the PostgreSQL store (schema {self.config.schema!r}): {exc}") from exc
+            raise StorageError(
+                f"cannot open the PostgreSQL store (schema {self.config.schema!r}): {exc}"
+            ) from exc
 
     # ------------------------------------------------------------------ plumbing
 
@@ -168,9 +189,11 @@ class PostgresBackend:
         batches), in one statement however many keys a batch has.
         """
         ordered = [f"{agent}\x1f{key}" for agent, key in sorted(set(pairs))]
-        conn.execute("SELECT pg_advisory_xact_lock_shared(%s), (SELECT count(pg_advisory_xact_lock(%s, hashtext(k))) "
-                     "FROM (SELECT k FROM unnest(%s::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n) AS o)",
-                     (self._store_lock, self._key_space, ordered))
+        conn.execute(
+            "SELECT pg_advisory_xact_lock_shared(%s), (SELECT count(pg_advisory_xact_lock(%s, hashtext(k))) "
+            "FROM (SELECT k FROM unnest(%s::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n) AS o)",
+            (self._store_lock, self._key_space, ordered),
+        )
 
     def _lock_store(self, conn: psycopg.Connection) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._store_lock,))
@@ -187,13 +210,18 @@ class PostgresBackend:
         conn.execute("SELECT value FROM meta WHERE name = 'languages' FOR UPDATE")
         row, analyzer = conn.execute(state).fetchone()
         if row is None:
-            conn.execute("INSERT INTO meta (name, value) VALUES ('languages', %s) ON CONFLICT DO NOTHING", (langs,))
+            conn.execute(
+                "INSERT INTO meta (name, value) VALUES ('languages', %s) ON CONFLICT DO NOTHING", (langs,)
+            )
         elif row != langs or analyzer != ANALYZER_VERSION:
             pg_index.reindex(conn, self.analyzer)  # other languages, or terms made by an older analyzer
             graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
             conn.execute("UPDATE meta SET value = %s WHERE name = 'languages'", (langs,))
-        conn.execute("INSERT INTO meta (name, value) VALUES ('analyzer', %s) "
-                     "ON CONFLICT (name) DO UPDATE SET value = excluded.value", (ANALYZER_VERSION,))
+        conn.execute(
+            "INSERT INTO meta (name, value) VALUES ('analyzer', %s) "
+            "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+            (ANALYZER_VERSION,),
+        )
 
     def close(self) -> None:
         self._pool.close()
@@ -203,8 +231,9 @@ class PostgresBackend:
     def _append(self, conn: psycopg.Connection, draft: AuditDraft, now: datetime) -> AuditEvent:
         return self._append_many(conn, [draft], now)[0]
 
-    def _append_many(self, conn: psycopg.Connection, drafts: Sequence[AuditDraft], now: datetime
-                     ) -> list[AuditEvent]:
+    def _append_many(
+        self, conn: psycopg.Connection, drafts: Sequence[AuditDraft], now: datetime
+    ) -> list[AuditEvent]:
         """Append events in order; locking the head row makes concurrent appends queue, so the chain stays linear.
 
         One event is one statement (insert and head update together); a batch
@@ -212,8 +241,10 @@ class PostgresBackend:
         """
         head = conn.execute("SELECT seq, hash FROM audit_head FOR UPDATE").fetchone()
         if head is None:  # created with the schema and never deleted by stratamem: someone removed it
-            raise StorageError("the audit log's head record is missing (tampering?): run 'stratamem audit verify "
-                               "--anchor FILE', then restore the row (seq, hash of the newest event)")
+            raise StorageError(
+                "the audit log's head record is missing (tampering?): run 'stratamem audit verify "
+                "--anchor FILE', then restore the row (seq, hash of the newest event)"
+            )
         seq, prev = head
         events = []
         for draft in drafts:
@@ -223,8 +254,10 @@ class PostgresBackend:
         rows = [tuple(enc(v) if i == 2 else v for i, v in enumerate(event_to_row(e))) for e in events]
         insert = f"INSERT INTO audit ({AUDIT_COLUMNS}) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
         if len(rows) == 1:
-            conn.execute(f"WITH appended AS ({insert}) UPDATE audit_head SET seq = %s, hash = %s",
-                         (*rows[0], seq, prev))
+            conn.execute(
+                f"WITH appended AS ({insert}) UPDATE audit_head SET seq = %s, hash = %s",
+                (*rows[0], seq, prev),
+            )
         else:
             with conn.cursor() as cur:
                 cur.executemany(insert, rows)
@@ -237,14 +270,18 @@ class PostgresBackend:
 
     def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
         where, params = audit_sql(query, "%s", "a.lineage::jsonb @> jsonb_build_array({ph}::text)")
-        rows = self._operator(lambda conn: conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audit a" + where,
-                                                        params).fetchall(), read_only=True)
+        rows = self._operator(
+            lambda conn: conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audit a" + where, params).fetchall(),
+            read_only=True,
+        )
         events = [row_to_event(r) for r in rows]
         return events[::-1] if descending(query) else events
 
     def audit_tip(self) -> tuple[int, str]:
-        row = self._operator(lambda conn: conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
-                             .fetchone(), read_only=True)
+        row = self._operator(
+            lambda conn: conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone(),
+            read_only=True,
+        )
         return (row[0], row[1]) if row else (0, GENESIS)
 
     def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None:
@@ -277,7 +314,9 @@ class PostgresBackend:
         )
 
     def _session(self, conn: psycopg.Connection, session_id: str) -> SessionRecord:
-        row = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (enc(session_id),)).fetchone()
+        row = conn.execute(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = %s", (enc(session_id),)
+        ).fetchone()
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         return self._record(row)
@@ -310,17 +349,28 @@ class PostgresBackend:
         return self._record(rows[0])
 
     def open_session(
-        self, agent_id: str, session_id: str | None, clearance: Level | None, peers: Sequence[str] | None,
-        now: datetime, owner: str | None = None,
+        self,
+        agent_id: str,
+        session_id: str | None,
+        clearance: Level | None,
+        peers: Sequence[str] | None,
+        now: datetime,
+        owner: str | None = None,
     ) -> SessionRecord:
-        return self._write(lambda conn: pg_sessions.open_session(
-            conn, self._append, self._bound_session, agent_id, session_id, clearance, peers, now, owner))
+        return self._write(
+            lambda conn: pg_sessions.open_session(
+                conn, self._append, self._bound_session, agent_id, session_id, clearance, peers, now, owner
+            )
+        )
 
     def set_session_limits(
         self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
     ) -> SessionRecord:
-        return self._write(lambda conn: pg_sessions.set_limits(
-            conn, self._append, self._session, session_id, clearance, peers, now))
+        return self._write(
+            lambda conn: pg_sessions.set_limits(
+                conn, self._append, self._session, session_id, clearance, peers, now
+            )
+        )
 
     def escalate(
         self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
@@ -335,8 +385,15 @@ class PostgresBackend:
                 at = max(record.taint, level)
                 if at != record.taint:
                     bind(conn, at, record.agents, record.agent_id)
-                return AuditDraft("escalate", record.id, record.agent_id, at, levels=(level,),
-                                  outcome=outcome, detail=detail or {})
+                return AuditDraft(
+                    "escalate",
+                    record.id,
+                    record.agent_id,
+                    at,
+                    levels=(level,),
+                    outcome=outcome,
+                    detail=detail or {},
+                )
 
             if level > record.clearance:
                 self._append(conn, draft("refused", {"reason": reason[:200]}), now)
@@ -350,7 +407,9 @@ class PostgresBackend:
                     "VALUES (%s,%s,%s,%s,%s,%s)",
                     (enc(session_id), to_us(now), int(record.taint), int(level), enc(reason), enc(source)),
                 )
-                self._append(conn, draft(detail={"reason": reason[:200], "source": source, "new": level.name}), now)
+                self._append(
+                    conn, draft(detail={"reason": reason[:200], "source": source, "new": level.name}), now
+                )
                 return self._session(conn, session_id), None
             self._append(conn, draft("unchanged"), now)
             return record, None
@@ -374,47 +433,86 @@ class PostgresBackend:
 
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
         """Every draft at the live taint read inside the one transaction; one audit event per record."""
+
         def body(conn: psycopg.Connection) -> list[Memory]:
             record = self._bound_session(conn, session_id, "FOR SHARE")
             self._lock_keys(conn, [(record.agent_id, d.key) for d in drafts])
             candidates = [draft_memory(record, d, now) for d in drafts]
-            stored = pg_index.write_versions(conn, self.analyzer, candidates, keep_created=True, now_us=to_us(now))
+            stored = pg_index.write_versions(
+                conn, self.analyzer, candidates, keep_created=True, now_us=to_us(now)
+            )
             self._append_many(conn, [save_event(record, m) for m in stored], now)
             return stored
 
         return self._write(body)
 
-    def _observe(self, session_id: str, now: datetime, op: str,
-                 reader: Callable[[psycopg.Connection, pg_search.Scope], T],
-                 returned: Callable[[T], list[Memory]], detail: Callable[[T], dict]) -> T:
+    def _observe(
+        self,
+        session_id: str,
+        now: datetime,
+        op: str,
+        reader: Callable[[psycopg.Connection, pg_search.Scope], T],
+        returned: Callable[[T], list[Memory]],
+        detail: Callable[[T], dict],
+    ) -> T:
         """Run ``reader`` over the session's visible view, then append its audit event, in one transaction.
 
         Each reader is a single statement, so it sees one snapshot; the audit
         head is locked only after it, for the few statements up to COMMIT, and
         no result leaves the backend unless its audit event is committed.
         """
+
         def body(conn: psycopg.Connection) -> T:
             record = self._bound_session(conn, session_id)
             result = reader(conn, pg_search.Scope(record, to_us(now)))
             memories = returned(result)
-            self._append(conn, AuditDraft(op, record.id, record.agent_id, record.taint,
-                                          tuple(m.key for m in memories), tuple(m.level for m in memories),
-                                          tuple(m.lineage_id for m in memories), detail=detail(result)), now)
+            self._append(
+                conn,
+                AuditDraft(
+                    op,
+                    record.id,
+                    record.agent_id,
+                    record.taint,
+                    tuple(m.key for m in memories),
+                    tuple(m.level for m in memories),
+                    tuple(m.lineage_id for m in memories),
+                    detail=detail(result),
+                ),
+                now,
+            )
             return result
 
         return self._write(body)
 
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
-        return self._observe(session_id, now, "get", lambda conn, scope: pg_search.get(conn, scope, key),
-                             lambda found: [found] if found else [], lambda found: {"found": found is not None})
+        return self._observe(
+            session_id,
+            now,
+            "get",
+            lambda conn, scope: pg_search.get(conn, scope, key),
+            lambda found: [found] if found else [],
+            lambda found: {"found": found is not None},
+        )
 
     def list(self, session_id: str, query: ListQuery, now: datetime) -> Page:
-        return self._observe(session_id, now, "list", lambda conn, scope: pg_search.listing(conn, scope, query),
-                             lambda found: found, lambda found: {"count": len(found),
-                                                                 "tag_filter": query.tag is not None})
+        return self._observe(
+            session_id,
+            now,
+            "list",
+            lambda conn, scope: pg_search.listing(conn, scope, query),
+            lambda found: found,
+            lambda found: {"count": len(found), "tag_filter": query.tag is not None},
+        )
 
-    def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime,
-               mode: str = "lexical", query: DenseQuery | None = None) -> HitList:
+    def search(
+        self,
+        session_id: str,
+        terms: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        mode: str = "lexical",
+        query: DenseQuery | None = None,
+    ) -> HitList:
         def reader(conn: psycopg.Connection, scope: pg_search.Scope) -> HitList:
             if terms is None:
                 return pg_search.recent(conn, scope, limit)
@@ -423,8 +521,14 @@ class PostgresBackend:
             return pg_search.ranked(conn, scope, terms, limit) if terms else []
 
         extra = {} if mode == "lexical" else {"mode": mode}
-        return self._observe(session_id, now, "search", reader, lambda hits: [h.memory for h in hits],
-                             lambda hits: {"results": len(hits), "terms": len(terms or ()), **extra})
+        return self._observe(
+            session_id,
+            now,
+            "search",
+            reader,
+            lambda hits: [h.memory for h in hits],
+            lambda hits: {"results": len(hits), "terms": len(terms or ()), **extra},
+        )
 
     # ------------------------------------------------------------------ vectors (pg_vectors)
 
@@ -456,14 +560,37 @@ class PostgresBackend:
                 (record.agent_id, key, int(record.taint), now_us),
             ).fetchone()
             if row is None:
-                self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
-                                              (record.taint,), outcome="not_found"), now)
+                self._append(
+                    conn,
+                    AuditDraft(
+                        "delete",
+                        record.id,
+                        record.agent_id,
+                        record.taint,
+                        (key,),
+                        (record.taint,),
+                        outcome="not_found",
+                    ),
+                    now,
+                )
                 return record, None
             memory = row_to_memory(row)
-            pg_index.remove_live(conn, self.analyzer, [(row[0], row[1], row[2], row[3], row[4], row[5], row[12])],
-                                 now_us)
-            self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
-                                          (memory.level,), (memory.lineage_id,)), now)
+            pg_index.remove_live(
+                conn, self.analyzer, [(row[0], row[1], row[2], row[3], row[4], row[5], row[12])], now_us
+            )
+            self._append(
+                conn,
+                AuditDraft(
+                    "delete",
+                    record.id,
+                    record.agent_id,
+                    record.taint,
+                    (key,),
+                    (memory.level,),
+                    (memory.lineage_id,),
+                ),
+                now,
+            )
             return record, memory
 
         record, memory = self._write(body)
@@ -473,32 +600,48 @@ class PostgresBackend:
 
     # ------------------------------------------------------------------ turns (storage/pg_turns.py)
 
-    def append_messages(self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-                        ) -> list[TranscriptMessage]:
+    def append_messages(
+        self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
+    ) -> list[TranscriptMessage]:
         return pg_turns.append_messages(self, session_id, drafts, now)
 
-    def read_messages(self, session_id: str, transcript_id: str, start: int | None, limit: int,
-                      now: datetime) -> TranscriptPage:
+    def read_messages(
+        self, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+    ) -> TranscriptPage:
         return pg_turns.read_messages(self, session_id, transcript_id, start, limit, now)
 
     def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
         return pg_turns.record_usage(self, session_id, draft, now)
 
-    def usage_spent(self, session_id: str | None, agent_id: str | None,
-                    windows: Sequence[tuple[datetime, datetime]]) -> list:
+    def usage_spent(
+        self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
+    ) -> list:
         return pg_turns.usage_spent(self, session_id, agent_id, windows)
 
-    def usage_records(self, session_id: str | None, agent_id: str | None, since: datetime | None,
-                      until: datetime | None, limit: int) -> list[UsageRecord]:
+    def usage_records(
+        self,
+        session_id: str | None,
+        agent_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+    ) -> list[UsageRecord]:
         return pg_turns.usage_records(self, session_id, agent_id, since, until, limit)
 
-    def purge_turns(self, messages_before: datetime | None, usage_before: datetime | None,
-                    agent_id: str | None, now: datetime) -> tuple[int, int]:
+    def purge_turns(
+        self,
+        messages_before: datetime | None,
+        usage_before: datetime | None,
+        agent_id: str | None,
+        now: datetime,
+    ) -> tuple[int, int]:
         return pg_turns.purge(self, messages_before, usage_before, agent_id, now)
 
     def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
         records = pg_turns.export(self, agent_id)
-        self.append_audit(operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now)
+        self.append_audit(
+            operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now
+        )
         return iter(records)
 
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
@@ -506,8 +649,13 @@ class PostgresBackend:
 
         def body(conn: psycopg.Connection) -> int:
             count = pg_turns.import_rows(conn, prepared)
-            self._append(conn, operator_draft("import.turns", detail={"count": count},
-                                              levels=tuple(sorted({r.level for r in prepared}))), now)
+            self._append(
+                conn,
+                operator_draft(
+                    "import.turns", detail={"count": count}, levels=tuple(sorted({r.level for r in prepared}))
+                ),
+                now,
+            )
             return count
 
         return self._operator(body)
@@ -536,8 +684,15 @@ class PostgresBackend:
             pg_vectors.forget(conn, ids)
             pg_index.together(conn, [pg_index.refresh_statement((r[1], r[2]) for r in expired)])
             graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=True), before_us, agent_id)
-            self._append(conn, operator_draft("purge", agent_id=agent_id,
-                                              detail={"purged": len(ids) + graph, "before": before.isoformat()}), now)
+            self._append(
+                conn,
+                operator_draft(
+                    "purge",
+                    agent_id=agent_id,
+                    detail={"purged": len(ids) + graph, "before": before.isoformat()},
+                ),
+                now,
+            )
             unerased = conn.execute("SELECT value FROM meta WHERE name = 'purge_unerased'").fetchone()
             return len(ids) + graph, unerased is not None and unerased[0] == "1"
 
@@ -546,9 +701,13 @@ class PostgresBackend:
             return PurgeResult(0)
         remaining = self._vacuum()
         # Remembered in the store, so the next purge (from any process) finishes an earlier one's erasure.
-        self._operator(lambda conn: conn.execute(
-            "INSERT INTO meta (name, value) VALUES ('purge_unerased', %s) "
-            "ON CONFLICT (name) DO UPDATE SET value = excluded.value", ("1" if remaining else "0",)))
+        self._operator(
+            lambda conn: conn.execute(
+                "INSERT INTO meta (name, value) VALUES ('purge_unerased', %s) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                ("1" if remaining else "0",),
+            )
+        )
         return PurgeResult(count, not remaining, remaining)
 
     def console_read(self, reader):
@@ -558,7 +717,9 @@ class PostgresBackend:
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         return pg_console.restore(self, ref, clearance, actor, now)
 
-    def _vacuum(self, tables: str = f"memories, postings, term_stats, memory_vectors, {pg_graph.VACUUM_TABLES}") -> str:
+    def _vacuum(
+        self, tables: str = f"memories, postings, term_stats, memory_vectors, {pg_graph.VACUUM_TABLES}"
+    ) -> str:
         """Rewrite the tables that held purged content, so its bytes leave the table and index files.
 
         A plain VACUUM only marks dead tuples reusable; their bytes stay in the
@@ -603,25 +764,36 @@ class PostgresBackend:
             if any(severity == "WARNING" for severity, _ in notices):
                 problem = "the application role may not VACUUM these tables"
                 break
-            kept = sum(int(m.group(1)) for severity, detail in notices if severity == "INFO"
-                       for m in [_LEADING_NUMBER.match(detail)] if m)
+            kept = sum(
+                int(m.group(1))
+                for severity, detail in notices
+                if severity == "INFO"
+                for m in [_LEADING_NUMBER.match(detail)]
+                if m
+            )
             if not kept:
                 return ""
             problem = f"{kept} dead row version(s) were still visible to running transactions"
             time.sleep(0.05 * 2**attempt)
-        return (f"{problem}, so PostgreSQL's files may still hold purged bytes; run purge again (any cutoff) "
-                f"once those transactions end, or VACUUM FULL {tables} (as the schema owner "
-                "before PostgreSQL 17)")
+        return (
+            f"{problem}, so PostgreSQL's files may still hold purged bytes; run purge again (any cutoff) "
+            f"once those transactions end, or VACUUM FULL {tables} (as the schema owner "
+            "before PostgreSQL 17)"
+        )
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
-        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
-               "AND (expires_us IS NULL OR expires_us > %s)")
+        sql = (
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
+            "AND (expires_us IS NULL OR expires_us > %s)"
+        )
         params: list[object] = [to_us(now)]
         if agent_id is not None:
             sql += " AND agent_id = %s"
             params.append(agent_id)
-        rows = self._operator(lambda conn: conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall(),
-                              read_only=True)
+        rows = self._operator(
+            lambda conn: conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall(),
+            read_only=True,
+        )
         self.append_audit(operator_draft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
         return iter([row_to_memory(r) for r in rows])
 
@@ -631,8 +803,15 @@ class PostgresBackend:
         def body(conn: psycopg.Connection) -> None:
             self._lock_store(conn)
             pg_index.write_versions(conn, self.analyzer, prepared, keep_created=False, now_us=to_us(now))
-            self._append(conn, operator_draft("import", detail={"count": len(prepared)},
-                                          levels=tuple(sorted({m.level for m in prepared}))), now)
+            self._append(
+                conn,
+                operator_draft(
+                    "import",
+                    detail={"count": len(prepared)},
+                    levels=tuple(sorted({m.level for m in prepared})),
+                ),
+                now,
+            )
 
         self._operator(body)
         return len(prepared)
@@ -667,8 +846,10 @@ class PostgresBackend:
 
         def body(conn: psycopg.Connection) -> int:
             self._lock_store(conn)
-            if conn.execute("SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
-                            "UNION ALL SELECT 1 FROM sessions UNION ALL SELECT 1 FROM turn_messages)").fetchone()[0]:
+            if conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
+                "UNION ALL SELECT 1 FROM sessions UNION ALL SELECT 1 FROM turn_messages)"
+            ).fetchone()[0]:
                 raise ValidationError("the target store is not empty")
             count = 0
             pending: dict[str, Rows] = {}
@@ -683,8 +864,10 @@ class PostgresBackend:
                 names = [c.strip() for c in self.COPIED_TABLES[table][0].split(",")]
                 escaped = self._ESCAPED[table]
                 try:
-                    values = tuple(enc(row[n]) if n in escaped else row[n] if n not in self._OPTIONAL
-                                   else row.get(n) for n in names)
+                    values = tuple(
+                        enc(row[n]) if n in escaped else row[n] if n not in self._OPTIONAL else row.get(n)
+                        for n in names
+                    )
                 except KeyError as exc:
                     raise ValidationError(f"row of {table!r} lacks column {exc}") from None
                 batch = pending.setdefault(table, [])
@@ -695,11 +878,15 @@ class PostgresBackend:
             for table in self.COPIED_TABLES:  # sessions before memories before audit, as dumped
                 if pending.get(table):
                     self._flush(conn, table, pending[table])
-            conn.execute("SELECT setval(pg_get_serial_sequence('memories', 'id'), "
-                         "greatest((SELECT max(id) FROM memories), 1))")
+            conn.execute(
+                "SELECT setval(pg_get_serial_sequence('memories', 'id'), "
+                "greatest((SELECT max(id) FROM memories), 1))"
+            )
             for table in TURN_TABLES:
-                conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                             f"greatest((SELECT max(id) FROM {table}), 1))")
+                conn.execute(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                    f"greatest((SELECT max(id) FROM {table}), 1))"
+                )
             pg_index.reindex(conn, self.analyzer)
             graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
             pg_vectors.backfill(conn)

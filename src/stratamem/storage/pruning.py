@@ -57,8 +57,9 @@ def weigh(n_docs: int, doc_freqs: Mapping[str, int]) -> tuple[dict[str, float], 
     return weights, sorted(weights, key=lambda t: (-weights[t], t))
 
 
-def top_scores(order: Sequence[str], doc_freqs: Mapping[str, int], weights: Mapping[str, float], limit: int,
-               run: Runner) -> list[tuple[Id, int]]:
+def top_scores(
+    order: Sequence[str], doc_freqs: Mapping[str, int], weights: Mapping[str, float], limit: int, run: Runner
+) -> list[tuple[Id, int]]:
     """The exact top ``limit`` (plus every row tied with last place, plus up to the tie slack).
 
     When the most common terms carry most of the postings they are first left

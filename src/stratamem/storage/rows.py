@@ -45,7 +45,6 @@ def row_to_memory(row: Sequence) -> Memory:
     )
 
 
-
 def row_to_event(row: Sequence) -> AuditEvent:
     seq, at, session, agent, taint, op, keys, levels, lineage, outcome, detail, prev, digest = row
     return AuditEvent(

@@ -27,8 +27,13 @@ def new_limits(clearance: Level | None, peers: Sequence[str] | None) -> tuple[Le
     return (DEFAULT_CLEARANCE if clearance is None else clearance), tuple(peers or ())
 
 
-def check_resume(stored: SessionRecord, agent_id: str, clearance: Level | None, peers: Sequence[str] | None,
-                 owner: str | None) -> None:
+def check_resume(
+    stored: SessionRecord,
+    agent_id: str,
+    clearance: Level | None,
+    peers: Sequence[str] | None,
+    owner: str | None,
+) -> None:
     """Refuse a resume that names another agent or owner, or other limits than the session's own."""
     if owner is not None and stored.owner != owner:
         raise NotFound(f"no session {stored.id!r}")
@@ -54,8 +59,9 @@ def opened_draft(op: str, record: SessionRecord) -> AuditDraft:
     return AuditDraft(op, record.id, record.agent_id, record.taint, detail=detail)
 
 
-def changed_limits(stored: SessionRecord, clearance: Level | None,
-                   peers: Sequence[str] | None) -> tuple[Level, tuple[str, ...]]:
+def changed_limits(
+    stored: SessionRecord, clearance: Level | None, peers: Sequence[str] | None
+) -> tuple[Level, tuple[str, ...]]:
     """The session's limits after an operator's change; refused if the taint is already above them."""
     new_clearance = stored.clearance if clearance is None else clearance
     new_peers = stored.peers if peers is None else tuple(peers)
@@ -69,8 +75,13 @@ def changed_limits(stored: SessionRecord, clearance: Level | None,
 
 def limits_draft(before: SessionRecord, after: SessionRecord) -> AuditDraft:
     """The operator event of a limits change (session-less, so only operators read it)."""
-    return operator_draft("session.limits", agent_id=after.agent_id, detail={
-        "session": after.id,
-        "clearance": after.clearance.name, "peers": list(after.peers),
-        "previous": {"clearance": before.clearance.name, "peers": list(before.peers)},
-    })
+    return operator_draft(
+        "session.limits",
+        agent_id=after.agent_id,
+        detail={
+            "session": after.id,
+            "clearance": after.clearance.name,
+            "peers": list(after.peers),
+            "previous": {"clearance": before.clearance.name, "peers": list(before.peers)},
+        },
+    )

@@ -16,32 +16,33 @@ import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
-from .. import ranking
+from .. import paging, ranking
 from ..audit import GENESIS, AuditDraft, first_bad_sequence, operator_draft, seal
 from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
+from ..paging import ListQuery, Page
 from ..private import create_private_file, match_sidecars
 from ..progress import tracked
 from ..text import ANALYZER_VERSION, Analyzer
-from .. import paging
-from ..paging import ListQuery, Page
 from . import (
-    graph_sql, graph_write, listing, pruning, sqlite_checkpoint, sqlite_console, sqlite_graph, sqlite_sessions, sqlite_turns,
+    graph_sql,
+    graph_write,
+    listing,
+    pruning,
+    sqlite_checkpoint,
+    sqlite_console,
+    sqlite_graph,
+    sqlite_sessions,
+    sqlite_turns,
     sqlite_vectors,
 )
-from .sqlite_batch import PendingIndex
-from .sqlite_readers import ReadConnections
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import MemoryDraft, SessionRecord, draft_memory, save_event
-from .turn_rows import COPIED as TURN_TABLES
-from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
-from .vectors import DenseQuery, Pending
 from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
@@ -50,6 +51,11 @@ from .rows import (
     row_to_memory,
     to_us,
 )
+from .sqlite_batch import PendingIndex
+from .sqlite_readers import ReadConnections
+from .turn_rows import COPIED as TURN_TABLES
+from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
+from .vectors import DenseQuery, Pending
 
 SCHEMA_VERSION = 1
 
@@ -142,6 +148,7 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 """
 
+
 class _Scope:
     """SQL fragments and parameters for one session's visible view."""
 
@@ -154,7 +161,9 @@ class _Scope:
             self.params[f"a{i}"] = agent
             names.append(f":a{i}")
         self.agent_list = ", ".join(names)
-        self.rank = "CASE d.agent_id " + " ".join(f"WHEN :a{i} THEN {i}" for i in range(len(self.agents))) + " END"
+        self.rank = (
+            "CASE d.agent_id " + " ".join(f"WHEN :a{i} THEN {i}" for i in range(len(self.agents))) + " END"
+        )
         self.visible = f"""
             d.agent_id IN ({self.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL
             AND (d.expires_us IS NULL OR d.expires_us > :now)
@@ -220,7 +229,7 @@ class SQLiteBackend:
             try:
                 return action()
             except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) and "busy" not in str(exc) or attempt == attempts - 1:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == attempts - 1:
                     raise
                 time.sleep(0.02 * (attempt + 1))
 
@@ -281,7 +290,9 @@ class SQLiteBackend:
             elif row[0] != langs or analyzer is None or analyzer[0] != ANALYZER_VERSION:
                 self._reindex(conn)  # other languages, or terms made by an older analyzer
                 conn.execute("UPDATE meta SET value = ? WHERE name = 'languages'", (langs,))
-            conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,))
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(name, value) VALUES ('analyzer', ?)", (ANALYZER_VERSION,)
+            )
 
     def _reindex(self, conn: sqlite3.Connection) -> None:
         """Re-stem every live memory after the store's languages changed."""
@@ -311,8 +322,9 @@ class SQLiteBackend:
     def _append(self, conn: sqlite3.Connection, draft: AuditDraft, now: datetime) -> AuditEvent:
         return self._append_many(conn, [draft], now)[0]
 
-    def _append_many(self, conn: sqlite3.Connection, drafts: Sequence[AuditDraft], now: datetime
-                     ) -> list[AuditEvent]:
+    def _append_many(
+        self, conn: sqlite3.Connection, drafts: Sequence[AuditDraft], now: datetime
+    ) -> list[AuditEvent]:
         """Chain the events after the tip in order: one read of the tip, one head update for the lot."""
         row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (row[0], row[1]) if row else (0, GENESIS)
@@ -335,7 +347,9 @@ class SQLiteBackend:
             return self._append(conn, draft, now)
 
     def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
-        where, params = audit_sql(query, "?", "EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = {ph})")
+        where, params = audit_sql(
+            query, "?", "EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = {ph})"
+        )
         with self._errors(), self._tx(write=False) as conn:
             rows = conn.execute("SELECT a.* FROM audit a" + where, params).fetchall()
         events = [row_to_event(r) for r in rows]
@@ -378,12 +392,18 @@ class SQLiteBackend:
             return self._session(conn, session_id)
 
     def open_session(
-        self, agent_id: str, session_id: str | None, clearance: Level | None, peers: Sequence[str] | None,
-        now: datetime, owner: str | None = None,
+        self,
+        agent_id: str,
+        session_id: str | None,
+        clearance: Level | None,
+        peers: Sequence[str] | None,
+        now: datetime,
+        owner: str | None = None,
     ) -> SessionRecord:
         with self._errors(), self._tx(write=True) as conn:
-            return sqlite_sessions.open_session(conn, self._append, agent_id, session_id, clearance, peers, now,
-                                                owner)
+            return sqlite_sessions.open_session(
+                conn, self._append, agent_id, session_id, clearance, peers, now, owner
+            )
 
     def set_session_limits(
         self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
@@ -399,22 +419,36 @@ class SQLiteBackend:
             record = self._session(conn, session_id)
             # Recorded at the level asked for (when higher): the reason and source describe material at
             # that level, so readers below it must not see them, whether or not the escalation succeeded.
-            draft_base = dict(session_id=record.id, agent_id=record.agent_id, taint=max(record.taint, level),
-                              levels=(level,))
+            draft_base = dict(
+                session_id=record.id,
+                agent_id=record.agent_id,
+                taint=max(record.taint, level),
+                levels=(level,),
+            )
             if level > record.clearance:
                 refused = ClearanceError(
                     f"cannot raise taint to {level.name}: the session's clearance is {record.clearance.name}"
                 )
-                self._append(conn, AuditDraft("escalate", **draft_base, outcome="refused",
-                                              detail={"reason": reason[:200]}), now)
+                self._append(
+                    conn,
+                    AuditDraft("escalate", **draft_base, outcome="refused", detail={"reason": reason[:200]}),
+                    now,
+                )
             elif level > record.taint:
                 conn.execute("UPDATE sessions SET taint = ? WHERE id = ?", (int(level), session_id))
                 conn.execute(
                     "INSERT INTO taint_events VALUES (?,?,?,?,?,?)",
                     (session_id, to_us(now), int(record.taint), int(level), reason, source),
                 )
-                self._append(conn, AuditDraft("escalate", **draft_base, detail={"reason": reason[:200],
-                                              "source": source, "new": level.name}), now)
+                self._append(
+                    conn,
+                    AuditDraft(
+                        "escalate",
+                        **draft_base,
+                        detail={"reason": reason[:200], "source": source, "new": level.name},
+                    ),
+                    now,
+                )
                 record = self._session(conn, session_id)
             else:
                 self._append(conn, AuditDraft("escalate", **draft_base, outcome="unchanged"), now)
@@ -433,8 +467,9 @@ class SQLiteBackend:
     # ------------------------------------------------------------------ index upkeep
 
     @staticmethod
-    def _index(conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int,
-               length: int) -> None:
+    def _index(
+        conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int
+    ) -> None:
         """Postings carry the document's agent, level and length so ranking never joins;
         ``term_stats`` keeps document frequencies per (term, agent, level)."""
         conn.executemany(
@@ -447,16 +482,28 @@ class SQLiteBackend:
             [(term, agent, int(level)) for term in terms],
         )
 
-    def _unindex(self, conn: sqlite3.Connection, mem_id: int, key: str, content: str, tags_json: str,
-                 agent: str, level: int) -> None:
+    def _unindex(
+        self,
+        conn: sqlite3.Connection,
+        mem_id: int,
+        key: str,
+        content: str,
+        tags_json: str,
+        agent: str,
+        level: int,
+    ) -> None:
         terms, _ = self.analyzer.document_terms(key, content, json.loads(tags_json))
         conn.executemany(
             "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
         )
         keys = [(term, agent, int(level)) for term in terms]
-        conn.executemany("UPDATE term_stats SET df = df - 1 WHERE term = ? AND agent_id = ? AND level = ?", keys)
+        conn.executemany(
+            "UPDATE term_stats SET df = df - 1 WHERE term = ? AND agent_id = ? AND level = ?", keys
+        )
         # A term no live memory holds any more must not linger (purge promises its bytes are gone).
-        conn.executemany("DELETE FROM term_stats WHERE term = ? AND agent_id = ? AND level = ? AND df <= 0", keys)
+        conn.executemany(
+            "DELETE FROM term_stats WHERE term = ? AND agent_id = ? AND level = ? AND df <= 0", keys
+        )
 
     @staticmethod
     def _stats_add(conn: sqlite3.Connection, agent: str, level: int, n: int, length: int) -> None:
@@ -484,7 +531,9 @@ class SQLiteBackend:
         self._stats_add(conn, agent, level, -1, -length)
         sqlite_vectors.mark_dead(conn, mem_id)
         if deleted_us is not None:
-            conn.execute("UPDATE memories SET deleted_us = ?, shadowable = 0 WHERE id = ?", (deleted_us, mem_id))
+            conn.execute(
+                "UPDATE memories SET deleted_us = ?, shadowable = 0 WHERE id = ?", (deleted_us, mem_id)
+            )
         self._refresh_shadowable(conn, agent, key)
 
     # ------------------------------------------------------------------ memories
@@ -527,16 +576,38 @@ class SQLiteBackend:
             conn.execute(
                 "UPDATE memories SET content = ?, tags = ?, category = ?, session_id = ?, created_us = ?, "
                 "updated_us = ?, lineage_id = ?, expires_us = ?, length = ? WHERE id = ?",
-                (memory.content, tags_json, memory.category, memory.session_id, created_us,
-                 to_us(memory.updated_at), lineage, expires, length, mem_id),
+                (
+                    memory.content,
+                    tags_json,
+                    memory.category,
+                    memory.session_id,
+                    created_us,
+                    to_us(memory.updated_at),
+                    lineage,
+                    expires,
+                    length,
+                    mem_id,
+                ),
             )
         else:
             created_us, lineage = to_us(memory.created_at), memory.lineage_id
             mem_id = conn.execute(
                 "INSERT INTO memories(agent_id, key, level, content, tags, category, session_id, created_us, "
                 "updated_us, lineage_id, expires_us, length) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (memory.agent_id, memory.key, int(memory.level), memory.content, tags_json, memory.category,
-                 memory.session_id, created_us, to_us(memory.updated_at), lineage, expires, length),
+                (
+                    memory.agent_id,
+                    memory.key,
+                    int(memory.level),
+                    memory.content,
+                    tags_json,
+                    memory.category,
+                    memory.session_id,
+                    created_us,
+                    to_us(memory.updated_at),
+                    lineage,
+                    expires,
+                    length,
+                ),
             ).lastrowid
             self._stats_add(conn, memory.agent_id, memory.level, 1, length)
         if pending is not None:
@@ -546,9 +617,22 @@ class SQLiteBackend:
         sqlite_vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
         self._refresh_shadowable(conn, memory.agent_id, memory.key)
         # what was just written, without reading it back
-        return row_to_memory((mem_id, memory.agent_id, memory.key, int(memory.level), memory.content, tags_json,
-                              memory.category, memory.session_id, created_us, to_us(memory.updated_at), lineage,
-                              expires))
+        return row_to_memory(
+            (
+                mem_id,
+                memory.agent_id,
+                memory.key,
+                int(memory.level),
+                memory.content,
+                tags_json,
+                memory.category,
+                memory.session_id,
+                created_us,
+                to_us(memory.updated_at),
+                lineage,
+                expires,
+            )
+        )
 
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
         return self.save_many(session_id, [draft], now)[0]
@@ -561,8 +645,15 @@ class SQLiteBackend:
             record = self._session(conn, session_id)
             pending = PendingIndex() if len(drafts) > 1 else None
             stored = [
-                self._write_version(conn, draft_memory(record, draft, now), terms, length, keep_created=True,
-                                    now_us=now_us, pending=pending)
+                self._write_version(
+                    conn,
+                    draft_memory(record, draft, now),
+                    terms,
+                    length,
+                    keep_created=True,
+                    now_us=now_us,
+                    pending=pending,
+                )
                 for draft, (terms, length) in zip(drafts, analysed)
             ]
             if pending is not None:
@@ -587,11 +678,20 @@ class SQLiteBackend:
         self._audit_read(record, "get", [found] if found else [], now, {"found": found is not None})
         return found
 
-    def _audit_read(self, record: SessionRecord, op: str, memories: list[Memory], now: datetime,
-                    detail: dict) -> None:
+    def _audit_read(
+        self, record: SessionRecord, op: str, memories: list[Memory], now: datetime, detail: dict
+    ) -> None:
         self.append_audit(
-            AuditDraft(op, record.id, record.agent_id, record.taint, tuple(m.key for m in memories),
-                       tuple(m.level for m in memories), tuple(m.lineage_id for m in memories), detail=detail),
+            AuditDraft(
+                op,
+                record.id,
+                record.agent_id,
+                record.taint,
+                tuple(m.key for m in memories),
+                tuple(m.level for m in memories),
+                tuple(m.lineage_id for m in memories),
+                detail=detail,
+            ),
             now,
         )
 
@@ -600,44 +700,71 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ turns (storage/sqlite_turns.py)
 
-    def append_messages(self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-                        ) -> list[TranscriptMessage]:
+    def append_messages(
+        self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
+    ) -> list[TranscriptMessage]:
         return sqlite_turns.append_messages(self, session_id, drafts, now)
 
-    def read_messages(self, session_id: str, transcript_id: str, start: int | None, limit: int,
-                      now: datetime) -> TranscriptPage:
+    def read_messages(
+        self, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+    ) -> TranscriptPage:
         return sqlite_turns.read_messages(self, session_id, transcript_id, start, limit, now)
 
     def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
         return sqlite_turns.record_usage(self, session_id, draft, now)
 
-    def usage_spent(self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]):
+    def usage_spent(
+        self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
+    ):
         return sqlite_turns.usage_spent(self, session_id, agent_id, windows)
 
-    def usage_records(self, session_id: str | None, agent_id: str | None, since: datetime | None,
-                      until: datetime | None, limit: int) -> list[UsageRecord]:
+    def usage_records(
+        self,
+        session_id: str | None,
+        agent_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+    ) -> list[UsageRecord]:
         return sqlite_turns.usage_records(self, session_id, agent_id, since, until, limit)
 
-    def purge_turns(self, messages_before: datetime | None, usage_before: datetime | None,
-                    agent_id: str | None, now: datetime) -> tuple[int, int]:
+    def purge_turns(
+        self,
+        messages_before: datetime | None,
+        usage_before: datetime | None,
+        agent_id: str | None,
+        now: datetime,
+    ) -> tuple[int, int]:
         """Inside one transaction; ``Store.purge`` runs the memory purge next, whose WAL truncation erases these too."""
         with self._errors(), self._tx(write=True) as conn:
             counts = sqlite_turns.purge(conn, messages_before, usage_before, agent_id)
-            self._append(conn, operator_draft("purge.turns", agent_id=agent_id,
-                                              detail={"messages": counts[0], "usage": counts[1]}), now)
+            self._append(
+                conn,
+                operator_draft(
+                    "purge.turns", agent_id=agent_id, detail={"messages": counts[0], "usage": counts[1]}
+                ),
+                now,
+            )
         return counts
 
     def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
         records = list(sqlite_turns.export(self, agent_id))
-        self.append_audit(operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now)
+        self.append_audit(
+            operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now
+        )
         return iter(records)
 
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
         prepared = list(records)
         with self._errors(), self._tx(write=True) as conn:
             count = sqlite_turns.import_rows(conn, prepared)
-            self._append(conn, operator_draft("import.turns", detail={"count": count},
-                                              levels=sqlite_turns.levels_of(prepared)), now)
+            self._append(
+                conn,
+                operator_draft(
+                    "import.turns", detail={"count": count}, levels=sqlite_turns.levels_of(prepared)
+                ),
+                now,
+            )
         return count
 
     def list(self, session_id: str, query: ListQuery, now: datetime) -> Page:
@@ -647,11 +774,20 @@ class SQLiteBackend:
             sql, extra = listing.listing_sql(listing.SQLITE, query, scope.agents, scope.visible)
             rows = conn.execute(sql, {**scope.params, **extra}).fetchall()
         found = paging.paged([row_to_memory(r) for r in rows], query.limit)
-        self._audit_read(record, "list", found, now, {"count": len(found), "tag_filter": query.tag is not None})
+        self._audit_read(
+            record, "list", found, now, {"count": len(found), "tag_filter": query.tag is not None}
+        )
         return found
 
-    def search(self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime,
-               mode: str = "lexical", query: DenseQuery | None = None) -> list[Hit]:
+    def search(
+        self,
+        session_id: str,
+        terms: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        mode: str = "lexical",
+        query: DenseQuery | None = None,
+    ) -> list[Hit]:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
             scope = _Scope(record, to_us(now))
@@ -686,7 +822,9 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=True) as conn:
             if reset:
                 conn.execute("DELETE FROM meta WHERE name = 'embedder'")
-                conn.execute("UPDATE vectors SET model = NULL, scale = NULL, vec = NULL WHERE model IS NOT NULL")
+                conn.execute(
+                    "UPDATE vectors SET model = NULL, scale = NULL, vec = NULL WHERE model IS NOT NULL"
+                )
                 sqlite_vectors.bump_epoch(conn)
             sqlite_vectors.use_model(conn, identity)
 
@@ -742,30 +880,46 @@ class SQLiteBackend:
         weights, order = pruning.weigh(n_docs, freqs)
         if not weights:
             return []
-        params: dict[str, object] = {**scope.params, "hidden": json.dumps(hidden), "avgdl": total_len / n_docs if total_len > 0 else 1.0,
-                  "scale": ranking.SCORE_SCALE, "k1": ranking.K1, "k1p": ranking.K1 + 1.0, "b": ranking.B,
-                  "omb": 1.0 - ranking.B}
+        params: dict[str, object] = {
+            **scope.params,
+            "hidden": json.dumps(hidden),
+            "avgdl": total_len / n_docs if total_len > 0 else 1.0,
+            "scale": ranking.SCORE_SCALE,
+            "k1": ranking.K1,
+            "k1p": ranking.K1 + 1.0,
+            "b": ranking.B,
+            "omb": 1.0 - ranking.B,
+        }
         for i, term in enumerate(order):
             params[f"t{i}"], params[f"w{i}"] = term, weights[term]
         weight = "CASE p.term " + " ".join(f"WHEN :t{i} THEN :w{i}" for i in range(len(order))) + " END"
-        contribution = (f"CAST({weight} * p.tf * :k1p / (p.tf + :k1 * (:omb + :b * p.length / :avgdl)) "
-                        f"* :scale AS INTEGER)")
+        contribution = (
+            f"CAST({weight} * p.tf * :k1p / (p.tf + :k1 * (:omb + :b * p.length / :avgdl)) "
+            f"* :scale AS INTEGER)"
+        )
         all_terms = ", ".join(f":t{i}" for i in range(len(order)))
 
         def run(essential: int, window: int | None, floor: int | None) -> list:
             if essential >= len(order):
-                head = (f"WITH g AS (SELECT p.memory_id AS id, sum({contribution}) AS s FROM postings p "
-                        f"WHERE p.term IN ({all_terms}) AND {filters} GROUP BY p.memory_id) ")
+                head = (
+                    f"WITH g AS (SELECT p.memory_id AS id, sum({contribution}) AS s FROM postings p "
+                    f"WHERE p.term IN ({all_terms}) AND {filters} GROUP BY p.memory_id) "
+                )
             else:
                 some = ", ".join(f":t{i}" for i in range(essential))
-                head = (f"WITH c AS (SELECT DISTINCT p.memory_id AS id FROM postings p WHERE p.term IN ({some}) "
-                        f"AND {filters}), g AS (SELECT p.memory_id AS id, sum({contribution}) AS s "
-                        f"FROM c JOIN postings p ON p.memory_id = c.id AND p.term IN ({all_terms}) "
-                        f"GROUP BY p.memory_id) ")
+                head = (
+                    f"WITH c AS (SELECT DISTINCT p.memory_id AS id FROM postings p WHERE p.term IN ({some}) "
+                    f"AND {filters}), g AS (SELECT p.memory_id AS id, sum({contribution}) AS s "
+                    f"FROM c JOIN postings p ON p.memory_id = c.id AND p.term IN ({all_terms}) "
+                    f"GROUP BY p.memory_id) "
+                )
             if floor is None:
-                return conn.execute(head + "SELECT id, s FROM g ORDER BY s DESC LIMIT :window",
-                                    {**params, "window": window}).fetchall()
-            return conn.execute(head + "SELECT id, s FROM g WHERE s >= :floor", {**params, "floor": floor}).fetchall()
+                return conn.execute(
+                    head + "SELECT id, s FROM g ORDER BY s DESC LIMIT :window", {**params, "window": window}
+                ).fetchall()
+            return conn.execute(
+                head + "SELECT id, s FROM g WHERE s >= :floor", {**params, "floor": floor}
+            ).fetchall()
 
         ranked = pruning.top_scores(order, freqs, weights, limit, run)
         if not ranked:
@@ -777,10 +931,13 @@ class SQLiteBackend:
         by_id = {r[0]: r for r in rows}
         agent_rank = {agent: i for i, agent in enumerate(scope.agents)}
         ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], agent_rank[by_id[r[0]][1]]))
-        return [Hit(row_to_memory(by_id[mem_id]), score / ranking.SCORE_SCALE) for mem_id, score in ranked[:limit]]
+        return [
+            Hit(row_to_memory(by_id[mem_id]), score / ranking.SCORE_SCALE) for mem_id, score in ranked[:limit]
+        ]
 
-    def _visible_doc_freqs(self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str],
-                           hidden: list[int]) -> dict[str, int]:
+    def _visible_doc_freqs(
+        self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], hidden: list[int]
+    ) -> dict[str, int]:
         """Per-term document frequency over the visible view: partition counts minus hidden versions."""
         term_params = {f"t{i}": term for i, term in enumerate(terms)}
         term_list = ", ".join(f":t{i}" for i in range(len(terms)))
@@ -810,13 +967,35 @@ class SQLiteBackend:
                 (record.agent_id, key, int(record.taint), now_us),
             ).fetchone()
             if row is None:
-                self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
-                                              (record.taint,), outcome="not_found"), now)
+                self._append(
+                    conn,
+                    AuditDraft(
+                        "delete",
+                        record.id,
+                        record.agent_id,
+                        record.taint,
+                        (key,),
+                        (record.taint,),
+                        outcome="not_found",
+                    ),
+                    now,
+                )
             else:
                 memory = row_to_memory(row[:12])
                 self._remove_live(conn, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us)
-                self._append(conn, AuditDraft("delete", record.id, record.agent_id, record.taint, (key,),
-                                              (memory.level,), (memory.lineage_id,)), now)
+                self._append(
+                    conn,
+                    AuditDraft(
+                        "delete",
+                        record.id,
+                        record.agent_id,
+                        record.taint,
+                        (key,),
+                        (memory.level,),
+                        (memory.lineage_id,),
+                    ),
+                    now,
+                )
         if row is None:
             raise NotFound(f"no memory with key {key!r} at level {record.taint.name}")
         return memory
@@ -844,8 +1023,15 @@ class SQLiteBackend:
                 conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
                 graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
                 sqlite_vectors.forget(conn, ids)
-                self._append(conn, operator_draft("purge", agent_id=agent_id,
-                                                  detail={"purged": len(ids) + graph, "before": before.isoformat()}), now)
+                self._append(
+                    conn,
+                    operator_draft(
+                        "purge",
+                        agent_id=agent_id,
+                        detail={"purged": len(ids) + graph, "before": before.isoformat()},
+                    ),
+                    now,
+                )
         count = len(ids) + graph
         # Outside the store's lock and on a connection of its own: a reader elsewhere delays only this.
         if self.path == ":memory:":
@@ -855,8 +1041,10 @@ class SQLiteBackend:
         return PurgeResult(count, erased, "" if erased else sqlite_checkpoint.REMAINING)
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
-        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
-               "AND (expires_us IS NULL OR expires_us > ?)")
+        sql = (
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
+            "AND (expires_us IS NULL OR expires_us > ?)"
+        )
         params: list[object] = [to_us(now)]
         if agent_id is not None:
             sql += " AND agent_id = ?"
@@ -874,11 +1062,19 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=True) as conn:
             pending = PendingIndex()
             for memory, terms, length in prepared:
-                self._write_version(conn, memory, terms, length, keep_created=False, now_us=to_us(now),
-                                    pending=pending)
+                self._write_version(
+                    conn, memory, terms, length, keep_created=False, now_us=to_us(now), pending=pending
+                )
             pending.flush(conn)
-            self._append(conn, operator_draft("import", detail={"count": len(prepared)},
-                                          levels=tuple(sorted({m.level for m, _, _ in prepared}))), now)
+            self._append(
+                conn,
+                operator_draft(
+                    "import",
+                    detail={"count": len(prepared)},
+                    levels=tuple(sorted({m.level for m, _, _ in prepared})),
+                ),
+                now,
+            )
         return len(prepared)
 
     def console_read(self, reader):
@@ -894,9 +1090,9 @@ class SQLiteBackend:
         "sessions": "id, agent_id, clearance, peers, taint, created_us, owner",
         "taint_events": "session_id, at_us, previous, new, reason, source",
         "memories": "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
-                    "lineage_id, expires_us, deleted_us",
+        "lineage_id, expires_us, deleted_us",
         "audit": "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
-                 "prev_hash, hash",
+        "prev_hash, hash",
         **TURN_TABLES,
         **graph_sql.COPIED_TABLES,
     }
@@ -917,17 +1113,23 @@ class SQLiteBackend:
         """Load ``dump`` output into this (empty) store and rebuild the derived indexes."""
         count = 0
         with self._errors(), self._tx(write=True) as conn:
-            if conn.execute("SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
-                            "UNION ALL SELECT 1 FROM turn_messages)").fetchone()[0]:
+            if conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
+                "UNION ALL SELECT 1 FROM turn_messages)"
+            ).fetchone()[0]:
                 raise ValidationError("the target store is not empty")
             for table, row in rows:
                 if table == "meta":
-                    conn.execute("INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", (row["name"], row["value"]))
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta(name, value) VALUES (?, ?)", (row["name"], row["value"])
+                    )
                     continue
                 if table not in self.COPIED_TABLES:
                     raise ValidationError(f"unknown table {table!r} in the copy stream")
                 placeholders = ", ".join("?" * len(row))
-                conn.execute(f"INSERT INTO {table} ({', '.join(row)}) VALUES ({placeholders})", list(row.values()))
+                conn.execute(
+                    f"INSERT INTO {table} ({', '.join(row)}) VALUES ({placeholders})", list(row.values())
+                )
                 count += 1
             conn.execute("UPDATE memories SET length = 0 WHERE length IS NULL")
             self._reindex(conn)

@@ -14,8 +14,10 @@ import sqlite3
 from collections import Counter
 
 INSERT_POSTINGS = "INSERT INTO postings(term, memory_id, tf, agent_id, level, length) VALUES (?,?,?,?,?,?)"
-ADD_DF = ("INSERT INTO term_stats(term, agent_id, level, df) VALUES (?,?,?,?) "
-          "ON CONFLICT(term, agent_id, level) DO UPDATE SET df = df + excluded.df")
+ADD_DF = (
+    "INSERT INTO term_stats(term, agent_id, level, df) VALUES (?,?,?,?) "
+    "ON CONFLICT(term, agent_id, level) DO UPDATE SET df = df + excluded.df"
+)
 
 
 class PendingIndex:

@@ -21,9 +21,11 @@ ATTEMPTS = 4
 BUSY_TIMEOUT_MS = 250
 PAUSE_S = 0.1  # doubled after each attempt: about 2 s in all at most
 
-REMAINING = ("another connection still reads an older snapshot of the store, so the write-ahead log and the "
-             "database file still hold the purged pages; run purge again (any cutoff) once that reader "
-             "finishes, or close every connection to the store")
+REMAINING = (
+    "another connection still reads an older snapshot of the store, so the write-ahead log and the "
+    "database file still hold the purged pages; run purge again (any cutoff) once that reader "
+    "finishes, or close every connection to the store"
+)
 
 
 def truncate_wal(path: str) -> bool:

@@ -34,14 +34,18 @@ def read(backend: SQLiteBackend, reader: Callable[[console_sql.Runner, console_s
 def restore(backend: SQLiteBackend, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
     """Make soft-deleted row ``ref`` live again; refused when a live version holds its (agent, key, level)."""
     with backend._errors(), backend._tx(write=True) as conn:
-        row = conn.execute(f"SELECT {MEMORY_COLUMNS}, deleted_us FROM memories WHERE id = ? AND level <= ?",
-                           (ref, int(clearance))).fetchone()
+        row = conn.execute(
+            f"SELECT {MEMORY_COLUMNS}, deleted_us FROM memories WHERE id = ? AND level <= ?",
+            (ref, int(clearance)),
+        ).fetchone()
         if row is None or row[12] is None:
             raise NotFound(f"no deleted record {ref} at or below {clearance.name}")
         mem_id, agent, key, level, content, tags = row[:6]
         holder = conn.execute(
             "SELECT id, agent_id, key, level, content, tags, length, expires_us FROM memories "
-            "WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL", (agent, key, level)).fetchone()
+            "WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL",
+            (agent, key, level),
+        ).fetchone()
         if holder is not None and holder[7] is not None and holder[7] <= to_us(now):
             backend._remove_live(conn, holder[:7], deleted_us=holder[7])  # retired as a save would retire it
         elif holder is not None:
@@ -51,8 +55,21 @@ def restore(backend: SQLiteBackend, ref: int, clearance: Level, actor: str, now:
         backend._index(conn, mem_id, terms, agent, level, length)
         backend._stats_add(conn, agent, level, 1, length)
         backend._refresh_shadowable(conn, agent, key)
-        memory = row_to_memory(conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?",
-                                            (mem_id,)).fetchone())
-        backend._append(conn, AuditDraft("restore", None, agent, memory.level, (key,), (memory.level,),
-                                         (memory.lineage_id,), detail={"by": actor}), now)
+        memory = row_to_memory(
+            conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()
+        )
+        backend._append(
+            conn,
+            AuditDraft(
+                "restore",
+                None,
+                agent,
+                memory.level,
+                (key,),
+                (memory.level,),
+                (memory.lineage_id,),
+                detail={"by": actor},
+            ),
+            now,
+        )
         return memory

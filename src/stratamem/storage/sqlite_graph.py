@@ -104,7 +104,7 @@ def create_tables(conn: sqlite3.Connection) -> None:
 Body = Callable[[GraphConn, Any], tuple[T, Any]]
 
 
-def write(backend: "SQLiteBackend", session_id: str, now: datetime, body: Body) -> T:
+def write(backend: SQLiteBackend, session_id: str, now: datetime, body: Body) -> T:
     with backend._errors(), backend._tx(write=True) as conn:
         record = backend._session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=False), record)
@@ -112,7 +112,7 @@ def write(backend: "SQLiteBackend", session_id: str, now: datetime, body: Body) 
         return result
 
 
-def read(backend: "SQLiteBackend", session_id: str, now: datetime, body: Body) -> T:
+def read(backend: SQLiteBackend, session_id: str, now: datetime, body: Body) -> T:
     with backend._errors(), backend._tx(write=False) as conn:
         record = backend._session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=False), record)
@@ -120,7 +120,7 @@ def read(backend: "SQLiteBackend", session_id: str, now: datetime, body: Body) -
     return result
 
 
-def operator(backend: "SQLiteBackend", now: datetime, body: Callable[[GraphConn], tuple[T, Any]]) -> T:
+def operator(backend: SQLiteBackend, now: datetime, body: Callable[[GraphConn], tuple[T, Any]]) -> T:
     with backend._errors(), backend._tx(write=True) as conn:
         result, draft = body(GraphConn(conn, postgres=False))
         backend._append(conn, draft, now)

@@ -31,10 +31,15 @@ class ReadConnections:
     def get(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self._path, isolation_level=None, timeout=self._busy_ms / 1000,
-                                   check_same_thread=False)
-            for pragma in (f"busy_timeout = {self._busy_ms}", "query_only = ON", "temp_store = MEMORY",
-                           "cache_size = -16384"):
+            conn = sqlite3.connect(
+                self._path, isolation_level=None, timeout=self._busy_ms / 1000, check_same_thread=False
+            )
+            for pragma in (
+                f"busy_timeout = {self._busy_ms}",
+                "query_only = ON",
+                "temp_store = MEMORY",
+                "cache_size = -16384",
+            ):
                 conn.execute(f"PRAGMA {pragma}")
             with self._guard:
                 if self._closed:

@@ -38,15 +38,31 @@ def read(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
     row = conn.execute(f"SELECT {COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         raise NotFound(f"no session {session_id!r}")
-    return SessionRecord(id=row[0], agent_id=row[1], clearance=Level(row[2]), peers=tuple(json.loads(row[3])),
-                         taint=Level(row[4]), created_at=from_us(row[5]), owner=row[6])
+    return SessionRecord(
+        id=row[0],
+        agent_id=row[1],
+        clearance=Level(row[2]),
+        peers=tuple(json.loads(row[3])),
+        taint=Level(row[4]),
+        created_at=from_us(row[5]),
+        owner=row[6],
+    )
 
 
-def open_session(conn: sqlite3.Connection, append: Append, agent_id: str, session_id: str | None,
-                 clearance: Level | None, peers: Sequence[str] | None, now: datetime,
-                 owner: str | None) -> SessionRecord:
-    exists = session_id is not None and conn.execute(
-        "SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+def open_session(
+    conn: sqlite3.Connection,
+    append: Append,
+    agent_id: str,
+    session_id: str | None,
+    clearance: Level | None,
+    peers: Sequence[str] | None,
+    now: datetime,
+    owner: str | None,
+) -> SessionRecord:
+    exists = (
+        session_id is not None
+        and conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+    )
     if exists:
         record = read(conn, session_id)
         session_rules.check_resume(record, agent_id, clearance, peers, owner)
@@ -56,7 +72,15 @@ def open_session(conn: sqlite3.Connection, append: Append, agent_id: str, sessio
         new_id = session_id or str(uuid.uuid4())
         conn.execute(
             f"INSERT INTO sessions ({COLUMNS}) VALUES (?,?,?,?,?,?,?)",
-            (new_id, agent_id, int(new_clearance), json.dumps(list(new_peers)), int(Level.PUBLIC), to_us(now), owner),
+            (
+                new_id,
+                agent_id,
+                int(new_clearance),
+                json.dumps(list(new_peers)),
+                int(Level.PUBLIC),
+                to_us(now),
+                owner,
+            ),
         )
         record = read(conn, new_id)
         op = "session.open"
@@ -64,12 +88,20 @@ def open_session(conn: sqlite3.Connection, append: Append, agent_id: str, sessio
     return record
 
 
-def set_limits(conn: sqlite3.Connection, append: Append, session_id: str, clearance: Level | None,
-               peers: Sequence[str] | None, now: datetime) -> SessionRecord:
+def set_limits(
+    conn: sqlite3.Connection,
+    append: Append,
+    session_id: str,
+    clearance: Level | None,
+    peers: Sequence[str] | None,
+    now: datetime,
+) -> SessionRecord:
     before = read(conn, session_id)
     new_clearance, new_peers = session_rules.changed_limits(before, clearance, peers)
-    conn.execute("UPDATE sessions SET clearance = ?, peers = ? WHERE id = ?",
-                 (int(new_clearance), json.dumps(list(new_peers)), session_id))
+    conn.execute(
+        "UPDATE sessions SET clearance = ?, peers = ? WHERE id = ?",
+        (int(new_clearance), json.dumps(list(new_peers)), session_id),
+    )
     after = read(conn, session_id)
     append(conn, session_rules.limits_draft(before, after), now)
     return after

@@ -70,8 +70,9 @@ def create(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
-def append_messages(b: "SQLiteBackend", session_id: str, drafts: Sequence[MessageDraft],
-                    now: datetime) -> list[TranscriptMessage]:
+def append_messages(
+    b: SQLiteBackend, session_id: str, drafts: Sequence[MessageDraft], now: datetime
+) -> list[TranscriptMessage]:
     with b._errors(), b._tx(write=True) as conn:
         record = b._session(conn, session_id)
         (start,) = conn.execute(
@@ -80,20 +81,40 @@ def append_messages(b: "SQLiteBackend", session_id: str, drafts: Sequence[Messag
         ).fetchone()
         stored = []
         for offset, d in enumerate(drafts):
-            row = (record.id, record.agent_id, int(record.taint), d.role, d.content, d.tool_calls,
-                   d.tool_call_id, d.origin, to_us(now))
+            row = (
+                record.id,
+                record.agent_id,
+                int(record.taint),
+                d.role,
+                d.content,
+                d.tool_calls,
+                d.tool_call_id,
+                d.origin,
+                to_us(now),
+            )
             row_id = conn.execute(
-                f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)", row
+                f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)",
+                row,
             ).lastrowid
             stored.append(row_to_message((row_id, *row), start + offset))
-        b._append(conn, AuditDraft("transcript.append", record.id, record.agent_id, record.taint,
-                                   levels=(record.taint,),
-                                   detail={"count": len(drafts), "roles": [d.role for d in drafts]}), now)
+        b._append(
+            conn,
+            AuditDraft(
+                "transcript.append",
+                record.id,
+                record.agent_id,
+                record.taint,
+                levels=(record.taint,),
+                detail={"count": len(drafts), "roles": [d.role for d in drafts]},
+            ),
+            now,
+        )
     return stored
 
 
-def read_messages(b: "SQLiteBackend", session_id: str, transcript_id: str, start: int | None, limit: int,
-                  now: datetime) -> TranscriptPage:
+def read_messages(
+    b: SQLiteBackend, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+) -> TranscriptPage:
     """Positions ``start .. start+limit`` of what the reader may see of ``transcript_id`` (None: the last ``limit``)."""
     with b._errors(), b._tx(write=False) as conn:
         record = b._session(conn, session_id)
@@ -104,30 +125,61 @@ def read_messages(b: "SQLiteBackend", session_id: str, transcript_id: str, start
         start = max(0, total - limit) if start is None else start
         rows = conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ? "
-            "ORDER BY id LIMIT ? OFFSET ?", (*scope, limit, start),
+            "ORDER BY id LIMIT ? OFFSET ?",
+            (*scope, limit, start),
         ).fetchall()
     page = TranscriptPage(tuple(row_to_message(r, start + i) for i, r in enumerate(rows)), total)
-    b._audit_read_plain(record, "transcript.read", now,
-                        {"count": len(rows), "start": start, "own": transcript_id == record.id})
+    b._audit_read_plain(
+        record,
+        "transcript.read",
+        now,
+        {"count": len(rows), "start": start, "own": transcript_id == record.id},
+    )
     return page
 
 
-def record_usage(b: "SQLiteBackend", session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
+def record_usage(b: SQLiteBackend, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
     with b._errors(), b._tx(write=True) as conn:
         record = b._session(conn, session_id)
-        row = (record.id, record.agent_id, int(record.taint), draft.model, draft.input_tokens, draft.output_tokens,
-               draft.cached_input_tokens, str(draft.cost_usd), to_us(now))
+        row = (
+            record.id,
+            record.agent_id,
+            int(record.taint),
+            draft.model,
+            draft.input_tokens,
+            draft.output_tokens,
+            draft.cached_input_tokens,
+            str(draft.cost_usd),
+            to_us(now),
+        )
         row_id = conn.execute(
             f"INSERT INTO turn_usage ({USAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)", row
         ).lastrowid
-        b._append(conn, AuditDraft("usage.record", record.id, record.agent_id, record.taint, levels=(record.taint,),
-                                   detail={"model": draft.model[:100], "input_tokens": draft.input_tokens,
-                                           "output_tokens": draft.output_tokens}), now)
+        b._append(
+            conn,
+            AuditDraft(
+                "usage.record",
+                record.id,
+                record.agent_id,
+                record.taint,
+                levels=(record.taint,),
+                detail={
+                    "model": draft.model[:100],
+                    "input_tokens": draft.input_tokens,
+                    "output_tokens": draft.output_tokens,
+                },
+            ),
+            now,
+        )
     return row_to_usage((row_id, *row))
 
 
-def usage_spent(b: "SQLiteBackend", session_id: str | None, agent_id: str | None,
-                windows: Sequence[tuple[datetime, datetime]]):
+def usage_spent(
+    b: SQLiteBackend,
+    session_id: str | None,
+    agent_id: str | None,
+    windows: Sequence[tuple[datetime, datetime]],
+):
     """Spend per window: the session's agent at levels <= its taint, or (operator) one agent or all."""
     from decimal import Decimal
 
@@ -135,15 +187,20 @@ def usage_spent(b: "SQLiteBackend", session_id: str | None, agent_id: str | None
         clauses, params = _usage_scope(b, conn, session_id, agent_id)
         spent: list[Decimal] = []
         for since, until in windows:
-            values = [r[0] for r in conn.execute(
-                f"SELECT cost_usd FROM turn_usage WHERE at_us >= ? AND at_us < ? {clauses}",
-                (to_us(since), to_us(until), *params))]
+            values = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT cost_usd FROM turn_usage WHERE at_us >= ? AND at_us < ? {clauses}",
+                    (to_us(since), to_us(until), *params),
+                )
+            ]
             spent.append(sum_costs(values))
     return spent
 
 
-def _usage_scope(b: "SQLiteBackend", conn: sqlite3.Connection, session_id: str | None,
-                 agent_id: str | None) -> tuple[str, tuple]:
+def _usage_scope(
+    b: SQLiteBackend, conn: sqlite3.Connection, session_id: str | None, agent_id: str | None
+) -> tuple[str, tuple]:
     if session_id is not None:
         record = b._session(conn, session_id)
         return "AND agent_id = ? AND level <= ?", (record.agent_id, int(record.taint))
@@ -152,8 +209,14 @@ def _usage_scope(b: "SQLiteBackend", conn: sqlite3.Connection, session_id: str |
     return "", ()
 
 
-def usage_records(b: "SQLiteBackend", session_id: str | None, agent_id: str | None, since: datetime | None,
-                  until: datetime | None, limit: int) -> list[UsageRecord]:
+def usage_records(
+    b: SQLiteBackend,
+    session_id: str | None,
+    agent_id: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+) -> list[UsageRecord]:
     with b._errors(), b._tx(write=False) as conn:
         clauses, params = _usage_scope(b, conn, session_id, agent_id)
         low = to_us(since) if since else -(2**62)
@@ -165,26 +228,36 @@ def usage_records(b: "SQLiteBackend", session_id: str | None, agent_id: str | No
     return [row_to_usage(r) for r in rows]
 
 
-def purge(conn: sqlite3.Connection, messages_before: datetime | None, usage_before: datetime | None,
-          agent_id: str | None) -> tuple[int, int]:
+def purge(
+    conn: sqlite3.Connection,
+    messages_before: datetime | None,
+    usage_before: datetime | None,
+    agent_id: str | None,
+) -> tuple[int, int]:
     """Hard-delete transcript messages and usage older than their retention (inside the caller's transaction)."""
     agent_sql, agent_params = ("AND agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
     messages = usage = 0
     if messages_before is not None:
-        messages = conn.execute(f"DELETE FROM turn_messages WHERE created_us < ? {agent_sql}",
-                                [to_us(messages_before), *agent_params]).rowcount
+        messages = conn.execute(
+            f"DELETE FROM turn_messages WHERE created_us < ? {agent_sql}",
+            [to_us(messages_before), *agent_params],
+        ).rowcount
     if usage_before is not None:
-        usage = conn.execute(f"DELETE FROM turn_usage WHERE at_us < ? {agent_sql}",
-                             [to_us(usage_before), *agent_params]).rowcount
+        usage = conn.execute(
+            f"DELETE FROM turn_usage WHERE at_us < ? {agent_sql}", [to_us(usage_before), *agent_params]
+        ).rowcount
     return messages, usage
 
 
-def export(b: "SQLiteBackend", agent_id: str | None) -> Iterator[TranscriptMessage | UsageRecord]:
+def export(b: SQLiteBackend, agent_id: str | None) -> Iterator[TranscriptMessage | UsageRecord]:
     agent_sql, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
     with b._errors(), b._tx(write=False) as conn:
-        messages = conn.execute(f"SELECT {MESSAGE_COLUMNS} FROM turn_messages {agent_sql} ORDER BY id",
-                                params).fetchall()
-        usage = conn.execute(f"SELECT {USAGE_COLUMNS} FROM turn_usage {agent_sql} ORDER BY id", params).fetchall()
+        messages = conn.execute(
+            f"SELECT {MESSAGE_COLUMNS} FROM turn_messages {agent_sql} ORDER BY id", params
+        ).fetchall()
+        usage = conn.execute(
+            f"SELECT {USAGE_COLUMNS} FROM turn_usage {agent_sql} ORDER BY id", params
+        ).fetchall()
     yield from positioned(messages)
     for row in usage:
         yield row_to_usage(row)
@@ -197,14 +270,32 @@ def import_rows(conn: sqlite3.Connection, records: Iterable[TranscriptMessage | 
         if isinstance(r, TranscriptMessage):
             conn.execute(
                 f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)",
-                (r.session_id, r.agent_id, int(r.level), r.role, r.content, r.tool_calls, r.tool_call_id, r.origin,
-                 to_us(r.created_at)),
+                (
+                    r.session_id,
+                    r.agent_id,
+                    int(r.level),
+                    r.role,
+                    r.content,
+                    r.tool_calls,
+                    r.tool_call_id,
+                    r.origin,
+                    to_us(r.created_at),
+                ),
             )
         else:
             conn.execute(
                 f"INSERT INTO turn_usage ({USAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)",
-                (r.session_id, r.agent_id, int(r.level), r.model, r.input_tokens, r.output_tokens,
-                 r.cached_input_tokens, str(r.cost_usd), to_us(r.time)),
+                (
+                    r.session_id,
+                    r.agent_id,
+                    int(r.level),
+                    r.model,
+                    r.input_tokens,
+                    r.output_tokens,
+                    r.cached_input_tokens,
+                    str(r.cost_usd),
+                    to_us(r.time),
+                ),
             )
         count += 1
     return count

@@ -57,13 +57,16 @@ def setup(conn: sqlite3.Connection) -> None:
 def backfill(conn: sqlite3.Connection) -> None:
     conn.execute(
         "INSERT OR IGNORE INTO vectors(memory_id, agent_id, level, live, seq) "
-        "SELECT id, agent_id, level, 1, id FROM memories WHERE deleted_us IS NULL")
+        "SELECT id, agent_id, level, 1, id FROM memories WHERE deleted_us IS NULL"
+    )
     bump_epoch(conn)
 
 
 def bump_epoch(conn: sqlite3.Connection) -> None:
-    conn.execute("INSERT INTO meta(name, value) VALUES ('vectors_epoch', '1') "
-                 "ON CONFLICT(name) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+    conn.execute(
+        "INSERT INTO meta(name, value) VALUES ('vectors_epoch', '1') "
+        "ON CONFLICT(name) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+    )
 
 
 def mark_pending(conn: sqlite3.Connection, mem_id: int, agent: str, level: int) -> None:
@@ -77,8 +80,11 @@ def mark_pending(conn: sqlite3.Connection, mem_id: int, agent: str, level: int) 
 
 def mark_dead(conn: sqlite3.Connection, mem_id: int) -> None:
     """A version left the live view (deleted, expired and purged): drop its vector bytes, keep a tombstone."""
-    conn.execute(f"UPDATE vectors SET live = 0, model = NULL, scale = NULL, vec = NULL, seq = {_NEXT_SEQ} "
-                 "WHERE memory_id = ?", (mem_id,))
+    conn.execute(
+        f"UPDATE vectors SET live = 0, model = NULL, scale = NULL, vec = NULL, seq = {_NEXT_SEQ} "
+        "WHERE memory_id = ?",
+        (mem_id,),
+    )
 
 
 def forget(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
@@ -93,15 +99,25 @@ def use_model(conn: sqlite3.Connection, identity: str) -> None:
     row = conn.execute("SELECT value FROM meta WHERE name = 'embedder'").fetchone()
     if row is not None and row[0] == identity:
         return
-    stale = conn.execute("SELECT count(*) FROM vectors WHERE model IS NOT NULL AND model != ?", (identity,)).fetchone()[0]
+    stale = conn.execute(
+        "SELECT count(*) FROM vectors WHERE model IS NOT NULL AND model != ?", (identity,)
+    ).fetchone()[0]
     if stale:
-        log.warning("embedding model changed to %s: %d vectors will be re-embedded (run `stratamem reindex`)",
-                    identity, stale)
-        conn.execute("UPDATE vectors SET model = NULL, scale = NULL, vec = NULL WHERE model IS NOT NULL AND model != ?",
-                      (identity,))
+        log.warning(
+            "embedding model changed to %s: %d vectors will be re-embedded (run `stratamem reindex`)",
+            identity,
+            stale,
+        )
+        conn.execute(
+            "UPDATE vectors SET model = NULL, scale = NULL, vec = NULL WHERE model IS NOT NULL AND model != ?",
+            (identity,),
+        )
         bump_epoch(conn)
-    conn.execute("INSERT INTO meta(name, value) VALUES ('embedder', ?) "
-                 "ON CONFLICT(name) DO UPDATE SET value = excluded.value", (identity,))
+    conn.execute(
+        "INSERT INTO meta(name, value) VALUES ('embedder', ?) "
+        "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+        (identity,),
+    )
 
 
 def pending(conn: sqlite3.Connection, scope, limit: int | None) -> list[Pending]:
@@ -110,9 +126,11 @@ def pending(conn: sqlite3.Connection, scope, limit: int | None) -> list[Pending]
     Driven from the small ``vectors_pending`` partial index (CROSS JOIN fixes the loop order): a store
     whose vectors are caught up answers without touching ``memories``.
     """
-    sql = (f"SELECT d.id, d.updated_us, d.key, d.content FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
-           f"WHERE v.live = 1 AND v.model IS NULL AND v.agent_id IN ({scope.agent_list}) AND v.level <= :lvl "
-           f"AND {scope.visible} ORDER BY v.memory_id")
+    sql = (
+        f"SELECT d.id, d.updated_us, d.key, d.content FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
+        f"WHERE v.live = 1 AND v.model IS NULL AND v.agent_id IN ({scope.agent_list}) AND v.level <= :lvl "
+        f"AND {scope.visible} ORDER BY v.memory_id"
+    )
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in conn.execute(sql, scope.params)]
@@ -121,7 +139,9 @@ def pending(conn: sqlite3.Connection, scope, limit: int | None) -> list[Pending]
 def all_pending(conn: sqlite3.Connection, limit: int) -> list[Pending]:
     rows = conn.execute(
         "SELECT d.id, d.updated_us, d.key, d.content FROM vectors v JOIN memories d ON d.id = v.memory_id "
-        "WHERE v.live = 1 AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT ?", (limit,)).fetchall()
+        "WHERE v.live = 1 AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT ?",
+        (limit,),
+    ).fetchall()
     return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in rows]
 
 
@@ -139,13 +159,21 @@ def store_vectors(conn: sqlite3.Connection, model: str, items: Sequence[tuple]) 
             f"UPDATE vectors SET model = ?, scale = ?, vec = ?, seq = {_NEXT_SEQ} WHERE memory_id = ? AND live = 1 "
             "AND model IS NULL AND EXISTS (SELECT 1 FROM memories m WHERE m.id = ? AND m.updated_us = ? "
             "AND m.deleted_us IS NULL)",
-            (model, float(scale), to_blob(codes), item.memory_id, item.memory_id, item.stamp))
+            (model, float(scale), to_blob(codes), item.memory_id, item.memory_id, item.stamp),
+        )
         written += cur.rowcount
     return written
 
 
-def search(backend, conn: sqlite3.Connection, scope, terms: Sequence[str] | None, limit: int, mode: str,
-           query: DenseQuery) -> list[Hit]:
+def search(
+    backend,
+    conn: sqlite3.Connection,
+    scope,
+    terms: Sequence[str] | None,
+    limit: int,
+    mode: str,
+    query: DenseQuery,
+) -> list[Hit]:
     """Semantic or hybrid ranking for one session inside its read transaction."""
     if backend._vector_cache is None:
         from .vector_cache import VectorCache
@@ -165,8 +193,9 @@ def search(backend, conn: sqlite3.Connection, scope, terms: Sequence[str] | None
     if top:
         scores = dict(top)
         ids = list(scores)
-        rows = conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})",
-                            ids).fetchall()
+        rows = conn.execute(
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
+        ).fetchall()
         dense = [Hit(row_to_memory(r), scores[r[0]]) for r in rows]
         dense = order_hits(dense, scope.agents, CANDIDATES)
     lexical = backend._ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []

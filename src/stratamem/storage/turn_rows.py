@@ -22,9 +22,13 @@ from decimal import Decimal
 from ..levels import Level
 from .rows import from_us
 
-MESSAGE_COLUMNS = "id, session_id, agent_id, level, role, content, tool_calls, tool_call_id, origin, created_us"
-USAGE_COLUMNS = ("id, session_id, agent_id, level, model, input_tokens, output_tokens, cached_input_tokens, "
-                 "cost_usd, at_us")
+MESSAGE_COLUMNS = (
+    "id, session_id, agent_id, level, role, content, tool_calls, tool_call_id, origin, created_us"
+)
+USAGE_COLUMNS = (
+    "id, session_id, agent_id, level, model, input_tokens, output_tokens, cached_input_tokens, "
+    "cost_usd, at_us"
+)
 # Rows dumped for migration: every column, ids included, so order and identity survive.
 COPIED = {"turn_messages": MESSAGE_COLUMNS, "turn_usage": USAGE_COLUMNS}
 
@@ -120,8 +124,19 @@ class UsageRecord:
 def row_to_message(row: Sequence, position: int) -> TranscriptMessage:
     """``MESSAGE_COLUMNS`` (text fields already decoded) to a message at ``position``."""
     row_id, session, agent, level, role, content, calls, call_id, origin, created = row
-    return TranscriptMessage(position, session, agent, Level(level), role, content, calls, call_id, origin,
-                             from_us(created), row_id)
+    return TranscriptMessage(
+        position,
+        session,
+        agent,
+        Level(level),
+        role,
+        content,
+        calls,
+        call_id,
+        origin,
+        from_us(created),
+        row_id,
+    )
 
 
 def positioned(rows: Iterable[Sequence]) -> Iterator[TranscriptMessage]:

@@ -54,8 +54,11 @@ class VectorCache:
         if epoch != self.epoch or model != self.model or dim != self.dim:
             self._reset(dim)
             self.model, self.epoch, self.last_seq = model, epoch, 0
-        rows = conn.execute("SELECT memory_id, agent_id, level, live, seq, model, scale, vec FROM vectors "
-                            "WHERE seq > ? ORDER BY seq", (self.last_seq,)).fetchall()
+        rows = conn.execute(
+            "SELECT memory_id, agent_id, level, live, seq, model, scale, vec FROM vectors "
+            "WHERE seq > ? ORDER BY seq",
+            (self.last_seq,),
+        ).fetchall()
         if not rows:
             return
         self._grow(self.n + len(rows))
@@ -74,10 +77,15 @@ class VectorCache:
             self.mat[row] = np.frombuffer(vec, dtype=np.int8) if ok else 0.0
             self.last_seq = max(self.last_seq, seq)
         if bad:
-            log.error("%d stored vectors do not have %d dimensions; they are ignored (run `stratamem reindex --force`)", bad, dim)
+            log.error(
+                "%d stored vectors do not have %d dimensions; they are ignored (run `stratamem reindex --force`)",
+                bad,
+                dim,
+            )
 
-    def top(self, agents: Sequence[str], taint: int, hidden: Sequence[int], query: DenseQuery,
-            k: int) -> list[tuple[int, float]]:
+    def top(
+        self, agents: Sequence[str], taint: int, hidden: Sequence[int], query: DenseQuery, k: int
+    ) -> list[tuple[int, float]]:
         """The k best visible (id, cosine) pairs, plus any tied with the k-th (the caller breaks ties by key)."""
         n = self.n
         codes = [self.agent_code[a] for a in agents if a in self.agent_code]
@@ -107,5 +115,3 @@ class VectorCache:
             keep = scores >= kth
             rows, scores = rows[keep], scores[keep]
         return [(int(self.ids[r]), float(s)) for r, s in zip(rows, scores)]
-
-

@@ -36,7 +36,7 @@ class DenseQuery:
     floor: float  # cosine below which a record is no dense candidate (unrelated)
 
     @classmethod
-    def make(cls, model: str, vector: np.ndarray, floor: float = 0.0) -> "DenseQuery":
+    def make(cls, model: str, vector: np.ndarray, floor: float = 0.0) -> DenseQuery:
         from ..search.dense import quantise
 
         codes, scale = quantise(vector)
@@ -60,16 +60,22 @@ def embed_text(key: str, content: str) -> str:
 def order_hits(hits: Sequence[Hit], agents: Sequence[str], limit: int) -> list[Hit]:
     """Best first; ties by key, then by the agent's place (own first), never by row ids."""
     rank = {agent: i for i, agent in enumerate(agents)}
-    return sorted(hits, key=lambda h: (-h.score, h.memory.key, rank.get(h.memory.agent_id, len(rank))))[:limit]
+    return sorted(hits, key=lambda h: (-h.score, h.memory.key, rank.get(h.memory.agent_id, len(rank))))[
+        :limit
+    ]
 
 
-def combine(mode: str, lexical: Sequence[Hit], dense: Sequence[Hit], agents: Sequence[str],
-            limit: int) -> list[Hit]:
+def combine(
+    mode: str, lexical: Sequence[Hit], dense: Sequence[Hit], agents: Sequence[str], limit: int
+) -> list[Hit]:
     """The answer of a semantic or hybrid search from the two visible-only top lists."""
     if mode == "semantic":
         return order_hits([Hit(h.memory, fusion.semantic_score(h.score)) for h in dense], agents, limit)
     ident = lambda m: (m.agent_id, m.key, int(m.level))  # noqa: E731 - one live version per triple
     memories = {ident(h.memory): h.memory for h in (*lexical, *dense)}
-    fused = fusion.fuse([(ident(h.memory), h.score) for h in lexical], [(ident(h.memory), h.score) for h in dense],
-                        fusion.DENSE_WEIGHT)
+    fused = fusion.fuse(
+        [(ident(h.memory), h.score) for h in lexical],
+        [(ident(h.memory), h.score) for h in dense],
+        fusion.DENSE_WEIGHT,
+    )
     return order_hits([Hit(memories[k], s) for k, s in fused.items()], agents, limit)

@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import ValidationError
-from ..policy.scanner import RESERVED_TAG_PREFIX
 from ..paging import DEFAULT_PAGE_SIZE, decode_cursor, page_size
+from ..policy.scanner import RESERVED_TAG_PREFIX
 from ..validation import (
     check_category,
     check_content,
@@ -83,7 +83,9 @@ CHECKS: dict[str, Callable[[Param, object], Any]] = {
 }
 
 
-def parse_arguments(spec: ToolSpec, arguments: Mapping[str, Any], *, max_content_bytes: int) -> dict[str, Any]:
+def parse_arguments(
+    spec: ToolSpec, arguments: Mapping[str, Any], *, max_content_bytes: int
+) -> dict[str, Any]:
     """The cleaned arguments of a call to ``spec``, or ``ValidationError``."""
     if not isinstance(arguments, Mapping):
         raise ValidationError("arguments must be a JSON object")

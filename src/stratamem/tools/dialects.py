@@ -19,7 +19,11 @@ from .specs import ToolSpec, parameters_schema
 def openai(spec: ToolSpec) -> dict[str, Any]:
     return {
         "type": "function",
-        "function": {"name": spec.name, "description": spec.description, "parameters": parameters_schema(spec)},
+        "function": {
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": parameters_schema(spec),
+        },
     }
 
 

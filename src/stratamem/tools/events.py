@@ -28,7 +28,7 @@ WRITES = ("memory_save", "memory_store")
 SEARCHES = ("memory_search", "memory_recall")
 
 
-def backend_name(session: "Session") -> str:
+def backend_name(session: Session) -> str:
     name = type(session.store.backend).__name__.lower()
     if "markdown" in name:
         return "markdown"
@@ -44,23 +44,55 @@ def _count(text: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-def emit_tool_events(session: "Session", spec: "ToolSpec", arguments: Any, outcome: str, duration_ms: float,
-                     origin: str | None, text: str) -> None:
+def emit_tool_events(
+    session: Session,
+    spec: ToolSpec,
+    arguments: Any,
+    outcome: str,
+    duration_ms: float,
+    origin: str | None,
+    text: str,
+) -> None:
     bus = getattr(session.store, "events", None)
     if bus is None:
         return
     with contextlib.suppress(Exception):
         args = arguments if isinstance(arguments, dict) else {}
         ok = outcome == "ok"
-        emit(bus, ToolCall(tool_name=spec.name, arguments={k: v for k, v in args.items() if k != "content"},
-                           success=ok, output_chars=len(text), duration_ms=round(duration_ms, 3),
-                           origin=origin or "", error="" if ok else outcome))
+        emit(
+            bus,
+            ToolCall(
+                tool_name=spec.name,
+                arguments={k: v for k, v in args.items() if k != "content"},
+                success=ok,
+                output_chars=len(text),
+                duration_ms=round(duration_ms, 3),
+                origin=origin or "",
+                error="" if ok else outcome,
+            ),
+        )
         if spec.name in WRITES:
-            emit(bus, MemoryStore(key=str(args.get("key", ""))[:256], category=str(args.get("category") or "core"),
-                                  success=ok, backend=backend_name(session), origin=origin or "",
-                                  error="" if ok else outcome))
+            emit(
+                bus,
+                MemoryStore(
+                    key=str(args.get("key", ""))[:256],
+                    category=str(args.get("category") or "core"),
+                    success=ok,
+                    backend=backend_name(session),
+                    origin=origin or "",
+                    error="" if ok else outcome,
+                ),
+            )
         elif spec.name in SEARCHES:
             query = args.get("query")
-            emit(bus, MemoryRecall(origin=origin or "", entry_count=_count(text) if ok else 0, success=ok,
-                                   query_summary=summarize_query(query if isinstance(query, str) else ""),
-                                   duration_ms=round(duration_ms, 3), error="" if ok else outcome))
+            emit(
+                bus,
+                MemoryRecall(
+                    origin=origin or "",
+                    entry_count=_count(text) if ok else 0,
+                    success=ok,
+                    query_summary=summarize_query(query if isinstance(query, str) else ""),
+                    duration_ms=round(duration_ms, 3),
+                    error="" if ok else outcome,
+                ),
+            )

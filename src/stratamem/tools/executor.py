@@ -65,8 +65,9 @@ class _Prepared:
 class _Call:
     """One tool call: spec, session, policy, and where it came from."""
 
-    def __init__(self, session: Session, spec: ToolSpec, policy: Policy, origin: str | None,
-                 channel: str | None) -> None:
+    def __init__(
+        self, session: Session, spec: ToolSpec, policy: Policy, origin: str | None, channel: str | None
+    ) -> None:
         self.session = session
         self.store = session.store
         self.spec = spec
@@ -77,8 +78,9 @@ class _Call:
     def run(self, record: SessionRecord, arguments: object) -> str:
         prepared = self._before(record, arguments)
         # Autonomous origins (cron, daemon, subturn) read no conversation memories (scope.py).
-        payload = HANDLERS[self.spec.name](scoped(self.session, self.origin), prepared.arguments,
-                                           prepared.quarantine)
+        payload = HANDLERS[self.spec.name](
+            scoped(self.session, self.origin), prepared.arguments, prepared.quarantine
+        )
         return self._after(record, prepared.facts, payload)
 
     def _before(self, record: SessionRecord, arguments: object) -> _Prepared:
@@ -92,12 +94,23 @@ class _Call:
         is_write = spec.writes or (isinstance(action, str) and action in spec.write_actions)
         gate.admit(self.store, record, policy, spec.name, is_write=is_write, detail=detail)
         cleaned = parse_arguments(spec, raw, max_content_bytes=self.store.max_content_bytes)
-        base = facts_mod.session_facts(hook, record, origin=self.origin, channel=self.channel,
-                                       read_only=policy.read_only)
-        facts = facts_mod.tool_call_facts(base, spec.name, spec.profile, raw, is_write=is_write,
-                                          stripped=stripped, requested=requested)
-        verdict = gate.check(self.store, record, policy, facts, self._write(cleaned, is_write), name=spec.name,
-                             path="tool", is_write=is_write, detail=detail)
+        base = facts_mod.session_facts(
+            hook, record, origin=self.origin, channel=self.channel, read_only=policy.read_only
+        )
+        facts = facts_mod.tool_call_facts(
+            base, spec.name, spec.profile, raw, is_write=is_write, stripped=stripped, requested=requested
+        )
+        verdict = gate.check(
+            self.store,
+            record,
+            policy,
+            facts,
+            self._write(cleaned, is_write),
+            name=spec.name,
+            path="tool",
+            is_write=is_write,
+            detail=detail,
+        )
         if verdict.blocked:
             raise gate.refusal(spec.name, verdict.decision)
         if verdict.decision.action is Action.REDACT:
@@ -110,14 +123,23 @@ class _Call:
             return GraphWrite(tuple(self.spec.texts(cleaned)))
         if not (self.spec.writes and self.spec.param("content") is not None):
             return None
-        return gate.MemoryWrite(cleaned["key"], cleaned["content"], tuple(cleaned.get("tags") or ()),
-                                cleaned.get("category") or "core")
+        return gate.MemoryWrite(
+            cleaned["key"],
+            cleaned["content"],
+            tuple(cleaned.get("tags") or ()),
+            cleaned.get("category") or "core",
+        )
 
     def _after(self, record: SessionRecord, facts: dict[str, Any], payload: Any) -> str:
         """POST_TOOL_RESPONSE: the answer as the model will see it, or a refusal."""
         text = _render(payload)
-        decision = self.policy.decide(self.store, record, HookPoint.POST_TOOL_RESPONSE,
-                                      facts_mod.tool_response_facts(facts, text), detail={"tool": self.spec.name})
+        decision = self.policy.decide(
+            self.store,
+            record,
+            HookPoint.POST_TOOL_RESPONSE,
+            facts_mod.tool_response_facts(facts, text),
+            detail={"tool": self.spec.name},
+        )
         if decision.action is Action.BLOCK:
             raise gate.refusal(self.spec.name, decision)
         if decision.action is Action.REDACT:
@@ -130,8 +152,16 @@ class _Call:
 def _audit_call(session: Session, record: SessionRecord, spec: ToolSpec, outcome: str) -> None:
     """The ``tool.call`` event. Failing to write it must not turn a done action into an error."""
     with contextlib.suppress(Exception):  # the operation's own event is already in the log
-        session.store.audit(AuditDraft("tool.call", record.id, record.agent_id, record.taint,
-                                       outcome=outcome, detail={"tool": spec.name, "profile": spec.profile}))
+        session.store.audit(
+            AuditDraft(
+                "tool.call",
+                record.id,
+                record.agent_id,
+                record.taint,
+                outcome=outcome,
+                detail={"tool": spec.name, "profile": spec.profile},
+            )
+        )
 
 
 def execute(

@@ -34,8 +34,10 @@ NO_NODES = "No nodes found."
 def refuse_quarantine(quarantine: bool) -> None:
     """QUARANTINE keeps flagged memories out of reads by a tag; graph records have no such tag, so refuse."""
     if quarantine:
-        raise PolicyBlocked("the write looks like it carries a secret or an exfiltration recipe; "
-                            "graph writes are not quarantined, they are refused")
+        raise PolicyBlocked(
+            "the write looks like it carries a secret or an exfiltration recipe; "
+            "graph writes are not quarantined, they are refused"
+        )
 
 
 def _required(args: dict[str, Any], name: str) -> Any:
@@ -46,7 +48,7 @@ def _required(args: dict[str, Any], name: str) -> Any:
 
 def summary(node: Node) -> str:
     text = "; ".join(t for t in (node.content, *(o.text for o in node.observations)) if t)
-    return text if len(text) <= SUMMARY_CHARS else text[:SUMMARY_CHARS - 1] + "…"
+    return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
 def arrow(edge: Edge) -> str:
@@ -54,8 +56,13 @@ def arrow(edge: Edge) -> str:
 
 
 def _capture(session: Session, args: dict[str, Any]) -> str:
-    node = session.graph.capture(_required(args, "name"), args.get("type"), args.get("content") or "",
-                                 args.get("tags") or (), args.get("observations") or ())
+    node = session.graph.capture(
+        _required(args, "name"),
+        args.get("type"),
+        args.get("content") or "",
+        args.get("tags") or (),
+        args.get("observations") or (),
+    )
     return f"Captured node: {node.name} [{node.type}]"
 
 
@@ -78,7 +85,9 @@ def _relate(session: Session, args: dict[str, Any]) -> str:
 def _edge(args: dict[str, Any]):
     from ..graph.checks import edge_draft
 
-    return edge_draft(_required(args, "from"), _required(args, "to"), _required(args, "relation"), args.get("note"))
+    return edge_draft(
+        _required(args, "from"), _required(args, "to"), _required(args, "relation"), args.get("note")
+    )
 
 
 def _neighbors(session: Session, args: dict[str, Any]) -> str:
@@ -108,13 +117,21 @@ def _suggest(session: Session, args: dict[str, Any]) -> str:
         return f"No suggestions for: {name}"
     best = max((s.score for s in found), default=0.0)
     lines = [f"Found {len(found)} suggestions for {name}:"]
-    lines += [f"- [{s.node.type}] {s.node.name} ({s.shared_neighbors} shared neighbors, {percent(s.score, best)}%)"
-              for s in found]
+    lines += [
+        f"- [{s.node.type}] {s.node.name} ({s.shared_neighbors} shared neighbors, {percent(s.score, best)}%)"
+        for s in found
+    ]
     return "\n".join(lines)
 
 
-ACTIONS = {"capture": _capture, "search": _search, "relate": _relate, "neighbors": _neighbors, "stats": _stats,
-           "suggest": _suggest}
+ACTIONS = {
+    "capture": _capture,
+    "search": _search,
+    "relate": _relate,
+    "neighbors": _neighbors,
+    "stats": _stats,
+    "suggest": _suggest,
+}
 
 
 def knowledge(session: Session, args: dict[str, Any], quarantine: bool) -> str:

@@ -25,9 +25,11 @@ from ..graph.model import Edge, Node
 from ..session import Session
 from .knowledge import refuse_quarantine
 
-MESSAGES = {"delete_entities": "Entities deleted successfully",
-            "delete_observations": "Observations deleted successfully",
-            "delete_relations": "Relations deleted successfully"}
+MESSAGES = {
+    "delete_entities": "Entities deleted successfully",
+    "delete_observations": "Observations deleted successfully",
+    "delete_relations": "Relations deleted successfully",
+}
 WRAPPED = {"create_entities": "entities", "create_relations": "relations", "add_observations": "results"}
 
 
@@ -45,16 +47,24 @@ def _objects(value: Any, what: str) -> list[dict]:
 
 
 def _edges(value: Any) -> list:
-    return [checks.edge_draft(r.get("from"), r.get("to"), r.get("relationType")) for r in _objects(value, "relations")]
+    return [
+        checks.edge_draft(r.get("from"), r.get("to"), r.get("relationType"))
+        for r in _objects(value, "relations")
+    ]
 
 
 def _per_entity(value: Any, what: str, texts: str) -> list[tuple[str, tuple[str, ...]]]:
-    return [(checks.check_name(i.get("entityName"), "entityName"), checks.check_observations(i.get(texts) or []))
-            for i in _objects(value, what)]
+    return [
+        (checks.check_name(i.get("entityName"), "entityName"), checks.check_observations(i.get(texts) or []))
+        for i in _objects(value, what)
+    ]
 
 
 def _graph(nodes: list[Node], edges: list[Edge], cursor: str | None = None) -> str:
-    shape: dict[str, Any] = {"entities": [entity(n) for n in nodes], "relations": [relation(e) for e in edges]}
+    shape: dict[str, Any] = {
+        "entities": [entity(n) for n in nodes],
+        "relations": [relation(e) for e in edges],
+    }
     if len(edges) > PAGE_EDGES:
         shape["relations"] = shape["relations"][:PAGE_EDGES]
         shape["truncated"] = True
@@ -67,8 +77,10 @@ def _graph(nodes: list[Node], edges: list[Edge], cursor: str | None = None) -> s
 def create_entities(session: Session, args: dict[str, Any], quarantine: bool) -> str:
     refuse_quarantine(quarantine)
     graph = session.graph
-    drafts = [graph.draft(i.get("name"), i.get("entityType"), "", (), i.get("observations") or [])
-              for i in _objects(args["entities"], "entities")]
+    drafts = [
+        graph.draft(i.get("name"), i.get("entityType"), "", (), i.get("observations") or [])
+        for i in _objects(args["entities"], "entities")
+    ]
     if any(d.type == "" for d in drafts):
         raise ValidationError("entityType is required")
     return _json([entity(n) for n, created in graph.write_nodes(drafts, merge=False) if created])
@@ -76,7 +88,9 @@ def create_entities(session: Session, args: dict[str, Any], quarantine: bool) ->
 
 def create_relations(session: Session, args: dict[str, Any], quarantine: bool) -> str:
     refuse_quarantine(quarantine)
-    return _json([relation(e) for e, created in session.graph.relate_many(_edges(args["relations"])) if created])
+    return _json(
+        [relation(e) for e, created in session.graph.relate_many(_edges(args["relations"])) if created]
+    )
 
 
 def add_observations(session: Session, args: dict[str, Any], quarantine: bool) -> str:
@@ -134,5 +148,17 @@ def structured(name: str, text: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and "error" not in data else None
 
 
-HANDLERS = {f.__name__: f for f in (create_entities, create_relations, add_observations, delete_entities,
-                                    delete_observations, delete_relations, read_graph, search_nodes, open_nodes)}
+HANDLERS = {
+    f.__name__: f
+    for f in (
+        create_entities,
+        create_relations,
+        add_observations,
+        delete_entities,
+        delete_observations,
+        delete_relations,
+        read_graph,
+        search_nodes,
+        open_nodes,
+    )
+}

@@ -103,10 +103,14 @@ _LEVEL_NOTE = (
     "The classification level is set automatically to the session's current security level; "
     "you cannot choose it, and any classification or level argument is ignored."
 )
-_ERRORS = 'On failure returns {"error": {"code": "VALIDATION_ERROR" | "NOT_FOUND" | "POLICY_BLOCKED" | ' \
-          '"STORAGE_ERROR", "message": "..."}}.'
-_PAGE = (f"Memories per page, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE}).",
-         "The next_cursor of the previous page, to continue after it; omit for the first page.")
+_ERRORS = (
+    'On failure returns {"error": {"code": "VALIDATION_ERROR" | "NOT_FOUND" | "POLICY_BLOCKED" | '
+    '"STORAGE_ERROR", "message": "..."}}.'
+)
+_PAGE = (
+    f"Memories per page, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE}).",
+    "The next_cursor of the previous page, to continue after it; omit for the first page.",
+)
 _KEY = "Short, descriptive, unique identifier of the memory, e.g. 'user-name' or 'project-deadline'."
 
 TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
@@ -114,22 +118,25 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         "memory_save",
         TRIGGERFISH,
         "Save a fact, preference or piece of context to persistent memory so it survives across "
-        "conversations and restarts. Saving an existing key replaces its content. " + _LEVEL_NOTE
-        + ' Do not store secrets (passwords, API keys, private keys): such writes are refused. '
+        "conversations and restarts. Saving an existing key replaces its content. "
+        + _LEVEL_NOTE
+        + " Do not store secrets (passwords, API keys, private keys): such writes are refused. "
         'Returns {"saved": true, "key": "...", "classification": "PUBLIC|INTERNAL|CONFIDENTIAL|RESTRICTED"}. '
         + _ERRORS,
         (
             Param("key", "key", _KEY, required=True),
             Param("content", "content", "The information to remember, as plain text.", required=True),
-            Param("tags", "tags", 'Optional labels for grouping and filtering, e.g. ["personal", "preference"].'),
+            Param(
+                "tags", "tags", 'Optional labels for grouping and filtering, e.g. ["personal", "preference"].'
+            ),
         ),
         writes=True,
     ),
     ToolSpec(
         "memory_get",
         TRIGGERFISH,
-        "Retrieve one memory by its exact key. Returns {\"found\": true, \"key\", \"content\", "
-        "\"classification\", \"tags\", \"updated_at\"} or {\"found\": false, \"key\"} when no memory with "
+        'Retrieve one memory by its exact key. Returns {"found": true, "key", "content", '
+        '"classification", "tags", "updated_at"} or {"found": false, "key"} when no memory with '
         "that key is accessible at the session's current security level (a missing key and an "
         "inaccessible one look the same). Use memory_search when you do not know the exact key. " + _ERRORS,
         (Param("key", "key", "The exact key of the memory to retrieve.", required=True),),
@@ -138,9 +145,9 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         "memory_search",
         TRIGGERFISH,
         "Search all accessible memories with natural-language keywords (full-text, word stems, any "
-        "term may match; more matching terms rank higher). An empty query or \"*\" returns the most "
-        "recently updated memories. Returns {\"results\": [{\"key\", \"content\", \"classification\", "
-        "\"tags\", \"score\"}], \"query\"} best match first; results only include memories accessible "
+        'term may match; more matching terms rank higher). An empty query or "*" returns the most '
+        'recently updated memories. Returns {"results": [{"key", "content", "classification", '
+        '"tags", "score"}], "query"} best match first; results only include memories accessible '
         "at the session's current security level. " + _ERRORS,
         (
             Param("query", "query", "Keywords or a natural-language question.", required=True),
@@ -152,8 +159,8 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         TRIGGERFISH,
         "List the memories accessible at the session's current security level, one page at a time "
         f"({DEFAULT_PAGE_SIZE} by default, ordered by key), optionally only those carrying an exact tag. "
-        "Returns {\"memories\": [{\"key\", \"content\", \"classification\", \"tags\", \"updated_at\"}], "
-        "\"next_cursor\": \"...\" | null}; when next_cursor is not null more memories exist: call again "
+        'Returns {"memories": [{"key", "content", "classification", "tags", "updated_at"}], '
+        '"next_cursor": "..." | null}; when next_cursor is not null more memories exist: call again '
         "with cursor set to it. Prefer memory_search to find something specific. " + _ERRORS,
         (
             Param("tag", "text", "Only list memories with exactly this tag."),
@@ -166,7 +173,7 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         TRIGGERFISH,
         "Delete a memory by key. Only the version saved at the session's current security level can "
         "be deleted; it is hidden from every read but retained for audit. If a lower-level version "
-        "of the same key exists it becomes visible again. Returns {\"deleted\": true, \"key\"}, or a "
+        'of the same key exists it becomes visible again. Returns {"deleted": true, "key"}, or a '
         "NOT_FOUND error when there is no memory with that key at the current level. " + _ERRORS,
         (Param("key", "key", "The exact key of the memory to delete.", required=True),),
         writes=True,
@@ -184,10 +191,17 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
         "name. Storing an existing key replaces it. " + _LEVEL_NOTE + " Secrets are refused. "
         "Returns the text 'Stored memory: <key>'. " + _ZC_ERRORS,
         (
-            Param("key", "key", "Unique key for this memory (e.g. 'user_lang', 'project_stack').", required=True),
+            Param(
+                "key", "key", "Unique key for this memory (e.g. 'user_lang', 'project_stack').", required=True
+            ),
             Param("content", "content", "The information to remember.", required=True),
-            Param("category", "category", "Memory category: 'core' (permanent), 'daily' (session), "
-                  "'conversation' (chat), or a custom name.", default="core"),
+            Param(
+                "category",
+                "category",
+                "Memory category: 'core' (permanent), 'daily' (session), "
+                "'conversation' (chat), or a custom name.",
+                default="core",
+            ),
         ),
         writes=True,
     ),
@@ -202,8 +216,12 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
         (
             Param("query", "query", "Keywords or phrase to search for (optional if since/until is given)."),
             Param("limit", "count", "Maximum number of results, 1 to 100.", default=5),
-            Param("since", "time", "Only memories created at or after this time (ISO 8601 / RFC 3339, "
-                  "e.g. 2025-03-01T00:00:00Z)."),
+            Param(
+                "since",
+                "time",
+                "Only memories created at or after this time (ISO 8601 / RFC 3339, "
+                "e.g. 2025-03-01T00:00:00Z).",
+            ),
             Param("until", "time", "Only memories created at or before this time (ISO 8601 / RFC 3339)."),
         ),
     ),

@@ -34,7 +34,9 @@ def memory_search(session: Session, args: dict[str, Any], quarantine: bool) -> d
 
 
 def memory_list(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
-    page = session.list(tag=args["tag"], limit=args["limit"], cursor=args["cursor"], without_tag=QUARANTINE_TAG)
+    page = session.list(
+        tag=args["tag"], limit=args["limit"], cursor=args["cursor"], without_tag=QUARANTINE_TAG
+    )
     return shapes.listing(page, page.next_cursor)
 
 

@@ -88,8 +88,9 @@ def _check_range(since: datetime | None, until: datetime | None) -> None:
 
 
 def memory_store(session: Session, args: dict[str, Any], quarantine: bool) -> str:
-    memory = session.save(args["key"], args["content"], tags=with_quarantine((), quarantine),
-                          category=args["category"])
+    memory = session.save(
+        args["key"], args["content"], tags=with_quarantine((), quarantine), category=args["category"]
+    )
     return f"Stored memory: {memory.key}"
 
 
@@ -119,8 +120,15 @@ def memory_forget(session: Session, args: dict[str, Any], quarantine: bool) -> s
 def memory_export(session: Session, args: dict[str, Any], quarantine: bool) -> str:
     since, until = args["since"], args["until"]
     _check_range(since, until)
-    page = session.list(limit=args["limit"], cursor=args["cursor"], category=args["category"],
-                        saved_by=args["session_id"], since=since, until=until, without_tag=QUARANTINE_TAG)
+    page = session.list(
+        limit=args["limit"],
+        cursor=args["cursor"],
+        category=args["category"],
+        saved_by=args["session_id"],
+        since=since,
+        until=until,
+        without_tag=QUARANTINE_TAG,
+    )
     return export_text(page, page.next_cursor)
 
 

@@ -92,26 +92,45 @@ def autosave_user_message(
     try:
         _write(session, key, message.strip(), str(origin), policy or DEFAULT_POLICY, ttl)
     except Exception as exc:
-        emit(events, MemoryStore(key=key, category=CONVERSATION, success=False, error=f"{type(exc).__name__}: {exc}"))
+        emit(
+            events,
+            MemoryStore(key=key, category=CONVERSATION, success=False, error=f"{type(exc).__name__}: {exc}"),
+        )
         return None
     emit(events, MemoryStore(key=key, category=CONVERSATION, success=True))
     return key
 
 
-def _write(session: SavingSession, key: str, content: str, origin: str, policy: Policy,
-           ttl: timedelta | None = None) -> None:
+def _write(
+    session: SavingSession, key: str, content: str, origin: str, policy: Policy, ttl: timedelta | None = None
+) -> None:
     """One gated write. A store session gets the whole gate (audited); any other session
     object (a runtime's own store) still gets read-only, the scanner and the rules.
     ``ttl`` is the store's autosave retention: the copy expires and purge then removes it."""
     if hasattr(session, "record") and hasattr(session, "store"):
         from ..policy.gate import gated_save
 
-        gated_save(session, key, content, category=CONVERSATION, ttl=ttl, policy=policy,  # type: ignore[arg-type]
-                   path="autosave", origin=origin)
+        gated_save(
+            session,
+            key,
+            content,
+            category=CONVERSATION,
+            ttl=ttl,
+            policy=policy,  # type: ignore[arg-type]
+            path="autosave",
+            origin=origin,
+        )
         return
     write = MemoryWrite(key, content, (), CONVERSATION)
-    facts = {"tool": "memory_save", "write_path": "autosave", "origin": origin, "is_write": True,
-             "arguments": write.arguments(), "content": content, "read_only": policy.read_only}
+    facts = {
+        "tool": "memory_save",
+        "write_path": "autosave",
+        "origin": origin,
+        "is_write": True,
+        "arguments": write.arguments(),
+        "content": content,
+        "read_only": policy.read_only,
+    }
     verdict = judge(policy, facts, write, name="autosave write")
     if verdict.blocked or verdict.quarantine:  # a foreign session cannot carry the quarantine tag
         raise refusal("autosave write", verdict.decision)

@@ -64,8 +64,13 @@ def openat2_available() -> bool:
             try:
                 libc = ctypes.CDLL(None, use_errno=True)
                 libc.syscall.restype = ctypes.c_long
-                libc.syscall.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_char_p,
-                                         ctypes.POINTER(_OpenHow), ctypes.c_size_t]
+                libc.syscall.argtypes = [
+                    ctypes.c_long,
+                    ctypes.c_int,
+                    ctypes.c_char_p,
+                    ctypes.POINTER(_OpenHow),
+                    ctypes.c_size_t,
+                ]
                 _syscall = libc.syscall
                 root = os.open("/", _DIR_FLAGS)
                 try:
@@ -85,8 +90,14 @@ def _step(dir_fd: int, name: str, flags: int, mode: int) -> int:
     return os.open(name, flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=dir_fd)
 
 
-def open_beneath(base: str | os.PathLike[str], parts: Sequence[str], flags: int, mode: int = 0o644,
-                 *, make_parents: bool = False) -> int:
+def open_beneath(
+    base: str | os.PathLike[str],
+    parts: Sequence[str],
+    flags: int,
+    mode: int = 0o644,
+    *,
+    make_parents: bool = False,
+) -> int:
     """A descriptor for ``base/parts[0]/.../parts[-1]``, opened without following any symlink.
 
     ``base`` is trusted (the operator's workspace or grant); ``parts`` are

@@ -139,7 +139,9 @@ class RecallPolicy:
     include_conversation: bool
 
 
-def recall_policy(origin: Origin | str, session_scopes: Sequence[str] = (), *, suppress: bool = False) -> RecallPolicy:
+def recall_policy(
+    origin: Origin | str, session_scopes: Sequence[str] = (), *, suppress: bool = False
+) -> RecallPolicy:
     """Which memories a turn of this origin may have injected.
 
     Conversation memories belong to a conversation: a turn without a session
@@ -180,7 +182,9 @@ def is_recallable(memory: MemoryLike, *, include_conversation: bool) -> bool:
     )
 
 
-def decayed_score(score: float, category: str, updated_at: datetime, now: datetime, half_life_days: float) -> float:
+def decayed_score(
+    score: float, category: str, updated_at: datetime, now: datetime, half_life_days: float
+) -> float:
     """Halve a non-core entry's relevance every ``half_life_days`` of age.
 
     Core memories are standing facts and do not go stale.
@@ -194,7 +198,11 @@ def decayed_score(score: float, category: str, updated_at: datetime, now: dateti
 
 
 def select_entries(
-    hits: Sequence[HitLike], config: ContextConfig, now: datetime, *, include_conversation: bool,
+    hits: Sequence[HitLike],
+    config: ContextConfig,
+    now: datetime,
+    *,
+    include_conversation: bool,
     coverage: Callable[[MemoryLike], float] | None = None,
 ) -> list[MemoryLike]:
     """Filter, decay, floor, rank and cap the recalled hits.
@@ -213,7 +221,9 @@ def select_entries(
         if memory.key in seen or not is_recallable(memory, include_conversation=include_conversation):
             continue
         seen.add(memory.key)
-        score = decayed_score(float(hit.score), memory.category, memory.updated_at, now, config.half_life_days)
+        score = decayed_score(
+            float(hit.score), memory.category, memory.updated_at, now, config.half_life_days
+        )
         if hit.score != 0.0 and score < config.min_relevance:
             continue
         scored.append((score, memory))
@@ -225,7 +235,12 @@ def select_entries(
     for score, memory in scored:  # coverage last, and only until the cap: it re-reads the text
         if len(chosen) == config.max_entries:
             break
-        if score != 0.0 and coverage is not None and config.min_coverage and coverage(memory) < config.min_coverage:
+        if (
+            score != 0.0
+            and coverage is not None
+            and config.min_coverage
+            and coverage(memory) < config.min_coverage
+        ):
             continue
         chosen.append(memory)
     return chosen
@@ -285,8 +300,9 @@ def render_memory_context(
     if isinstance(session, Session):
         from .recall import recall_block
 
-        return recall_block(session, user_message, parse_origin(origin).value, config, clock(),
-                            events=events).block
+        return recall_block(
+            session, user_message, parse_origin(origin).value, config, clock(), events=events
+        ).block
     policy = recall_policy(origin, session_scopes, suppress=config.suppress)
     origin_name = parse_origin(origin).value
     if not policy.inject or config.max_entries == 0 or not user_message.strip():
@@ -295,11 +311,21 @@ def render_memory_context(
     try:
         hits = session.search(user_message, max_results=config.search_limit)
         memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
-        lines = with_related(session, fit_lines(memories, config), [m.key for m in memories], user_message, config,
-                             BLOCK_OVERHEAD, BLOCK_CLOSE)
+        lines = with_related(
+            session,
+            fit_lines(memories, config),
+            [m.key for m in memories],
+            user_message,
+            config,
+            BLOCK_OVERHEAD,
+            BLOCK_CLOSE,
+        )
     except Exception as exc:
         emit(
-            events, MemoryRecall(origin=origin_name, entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
+            events,
+            MemoryRecall(
+                origin=origin_name, entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}"
+            ),
         )
         return ""
     emit(events, MemoryRecall(origin=origin_name, entry_count=len(lines), success=True))

@@ -82,11 +82,15 @@ class ModelPrice:
         object.__setattr__(self, "input_per_million", sanitize_price(self.input_per_million))
         object.__setattr__(self, "output_per_million", sanitize_price(self.output_per_million))
         if self.cached_input_per_million is not None:
-            object.__setattr__(self, "cached_input_per_million", sanitize_price(self.cached_input_per_million))
+            object.__setattr__(
+                self, "cached_input_per_million", sanitize_price(self.cached_input_per_million)
+            )
 
     @property
     def cached_price(self) -> Decimal:
-        return self.input_per_million if self.cached_input_per_million is None else self.cached_input_per_million
+        return (
+            self.input_per_million if self.cached_input_per_million is None else self.cached_input_per_million
+        )
 
 
 def _tokens(name: str, value: object) -> int:
@@ -95,7 +99,9 @@ def _tokens(name: str, value: object) -> int:
     return value
 
 
-def call_cost(price: ModelPrice, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> Decimal:
+def call_cost(
+    price: ModelPrice, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0
+) -> Decimal:
     """Exact USD cost of one call.
 
     ``input_tokens`` counts fresh input only; ``cached_input_tokens`` are
@@ -184,7 +190,11 @@ def day_window(now: datetime) -> tuple[datetime, datetime]:
 def month_window(now: datetime) -> tuple[datetime, datetime]:
     """The UTC calendar month containing ``now``, as [start, end)."""
     start = _utc(now).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    end = (
+        start.replace(year=start.year + 1, month=1)
+        if start.month == 12
+        else start.replace(month=start.month + 1)
+    )
     return start, end
 
 
@@ -214,7 +224,7 @@ def reported_cost(value: object) -> Decimal:
 class CostLedger:
     """A session's view of the usage ledger in its store; no database of its own."""
 
-    def __init__(self, session: "Session", prices: Mapping[str, ModelPrice] | None = None) -> None:
+    def __init__(self, session: Session, prices: Mapping[str, ModelPrice] | None = None) -> None:
         self.session = session
         self.prices: dict[str, ModelPrice] = dict(prices or {})
 
@@ -242,14 +252,17 @@ class CostLedger:
         """Spend so far this UTC day and month against ``budget`` (what the session's taint covers)."""
         moment = now or self.session.store.now()
         daily, monthly = self.session.store.backend.usage_spent(
-            self.session.id, None, [day_window(moment), month_window(moment)])
+            self.session.id, None, [day_window(moment), month_window(moment)]
+        )
         daily_status = budget_status(daily, budget.daily_usd, budget.warn_ratio)
         monthly_status = budget_status(monthly, budget.monthly_usd, budget.warn_ratio)
         worst = max(daily_status, monthly_status, key=_SEVERITY.__getitem__)
         return BudgetReport(worst, daily_status, monthly_status, daily, monthly, budget)
 
-    def records(self, since: datetime | None = None, until: datetime | None = None,
-                limit: int = 1000) -> list[UsageRecord]:
+    def records(
+        self, since: datetime | None = None, until: datetime | None = None, limit: int = 1000
+    ) -> list[UsageRecord]:
         """The usage the session may see (own agent, levels <= taint), oldest first, at most ``limit``."""
-        return self.session.store.backend.usage_records(self.session.id, None, since, until,
-                                                        max(1, min(int(limit), 100_000)))
+        return self.session.store.backend.usage_records(
+            self.session.id, None, since, until, max(1, min(int(limit), 100_000))
+        )

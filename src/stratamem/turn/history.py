@@ -62,7 +62,11 @@ class StoredMessage:
 
 
 def to_message(row: TranscriptMessage) -> Message:
-    calls = () if row.tool_calls == "[]" else tuple(ToolCallRequest.from_dict(c) for c in json.loads(row.tool_calls))
+    calls = (
+        ()
+        if row.tool_calls == "[]"
+        else tuple(ToolCallRequest.from_dict(c) for c in json.loads(row.tool_calls))
+    )
     return Message(role=row.role, content=row.content, tool_calls=calls, tool_call_id=row.tool_call_id)
 
 
@@ -85,14 +89,15 @@ def draft_of(message: Message, origin: str | None = None) -> MessageDraft:
     call_id = _storable(message.tool_call_id) if message.tool_call_id is not None else None
     if call_id is not None and len(call_id) > 256:
         raise ValidationError("tool_call_id is too long")
-    return MessageDraft(message.role, _storable(message.content), json.dumps(calls, ensure_ascii=False), call_id,
-                        origin)
+    return MessageDraft(
+        message.role, _storable(message.content), json.dumps(calls, ensure_ascii=False), call_id, origin
+    )
 
 
 class Transcript:
     """One session's view of transcripts in its store."""
 
-    def __init__(self, session: "Session") -> None:
+    def __init__(self, session: Session) -> None:
         self.session = session
         self._backend = session.store.backend
 
@@ -101,7 +106,9 @@ class Transcript:
         drafts = [draft_of(m, origin if i == 0 else None) for i, m in enumerate(messages)]
         return self._backend.append_messages(self.session.id, drafts, self.session.store.now())
 
-    def page(self, start: int = 0, limit: int = 100, transcript_id: str | None = None) -> tuple[list[StoredMessage], int]:
+    def page(
+        self, start: int = 0, limit: int = 100, transcript_id: str | None = None
+    ) -> tuple[list[StoredMessage], int]:
         """Positions ``start .. start+limit`` of a transcript as this session may see it, and the total.
 
         ``transcript_id`` (another session's id, e.g. the one before a reset)
@@ -115,8 +122,9 @@ class Transcript:
         target = self.session.id if transcript_id is None else transcript_id
         if not isinstance(target, str) or not 0 < len(target) <= 256:
             raise ValidationError("transcript_id must be a session id")
-        result = self._backend.read_messages(self.session.id, target, start, min(limit, MAX_PAGE),
-                                             self.session.store.now())
+        result = self._backend.read_messages(
+            self.session.id, target, start, min(limit, MAX_PAGE), self.session.store.now()
+        )
         return [StoredMessage.of(m) for m in result.messages], result.total
 
     def messages(self, start: int = 0, end: int | None = None) -> list[StoredMessage]:
@@ -136,7 +144,9 @@ class Transcript:
         """
         if isinstance(window, bool) or not isinstance(window, int) or not 0 < window <= MAX_PAGE:
             raise ValidationError(f"window must be an integer in 1..{MAX_PAGE}")
-        page = self._backend.read_messages(self.session.id, self.session.id, None, window, self.session.store.now())
+        page = self._backend.read_messages(
+            self.session.id, self.session.id, None, window, self.session.store.now()
+        )
         rows = page.messages
         offset = rows[0].position if rows else 0
         if offset > 0:

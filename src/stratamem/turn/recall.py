@@ -26,8 +26,16 @@ from ..models import Hit
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..scope import in_scope
 from ..text import Analyzer
-from .context import (BLOCK_CLOSE, BLOCK_OVERHEAD, ContextConfig, fit_lines, format_memory_block, parse_origin,
-                      recall_policy, select_entries)
+from .context import (
+    BLOCK_CLOSE,
+    BLOCK_OVERHEAD,
+    ContextConfig,
+    fit_lines,
+    format_memory_block,
+    parse_origin,
+    recall_policy,
+    select_entries,
+)
 from .observe import EventBus, MemoryRecall, emit
 from .related import with_related
 from .scrub import bound_text, scrub_text
@@ -63,11 +71,11 @@ def term_coverage(analyzer: Analyzer, query: str) -> Callable[[Any], float]:
 
 def summarize_query(query: str) -> str:
     """The query as an event may carry it: credentials scrubbed, whitespace folded, short."""
-    return bound_text(" ".join(scrub_text(query[:4 * QUERY_SUMMARY_CHARS]).split()), QUERY_SUMMARY_CHARS)
+    return bound_text(" ".join(scrub_text(query[: 4 * QUERY_SUMMARY_CHARS]).split()), QUERY_SUMMARY_CHARS)
 
 
 def recall_block(
-    session: "Session",
+    session: Session,
     query: str,
     origin: str,
     config: ContextConfig,
@@ -84,8 +92,7 @@ def recall_block(
 
     def event(**fields: object) -> None:
         duration = round((time.perf_counter() - started) * 1000, 3)
-        emit(events, MemoryRecall(origin=origin_name, query_summary=summary, duration_ms=duration,
-                                  **fields))  # type: ignore[arg-type]
+        emit(events, MemoryRecall(origin=origin_name, query_summary=summary, duration_ms=duration, **fields))  # type: ignore[arg-type]
 
     if not plan.inject or config.max_entries == 0 or not query.strip():
         event(entry_count=0, success=True, suppressed=True)
@@ -93,18 +100,32 @@ def recall_block(
     try:
         hits: Sequence[Hit] = session.search(query, max_results=config.search_limit)
         scoped = [h for h in hits if in_scope(h.memory, session.id, origin_name)]
-        allowed = (policy or DEFAULT_POLICY).prepare_context(session, [h.memory for h in scoped],
-                                                             origin=origin_name)
+        allowed = (policy or DEFAULT_POLICY).prepare_context(
+            session, [h.memory for h in scoped], origin=origin_name
+        )
         by_lineage = {m.lineage_id: m for m in allowed}
-        passed = [Hit(by_lineage[h.memory.lineage_id], h.score) for h in scoped
-                  if h.memory.lineage_id in by_lineage]
+        passed = [
+            Hit(by_lineage[h.memory.lineage_id], h.score) for h in scoped if h.memory.lineage_id in by_lineage
+        ]
         # The term-coverage floor is a lexical measure: a memory found by meaning shares no words with
         # the question by design. In semantic/hybrid stores the model's similarity floor plays its part.
         lexical = getattr(session.store, "search_mode", "lexical") == "lexical"
-        memories = select_entries(passed, config, now, include_conversation=plan.include_conversation,
-                                  coverage=term_coverage(session.store.analyzer, query) if lexical else None)
-        lines = with_related(session, fit_lines(memories, config), [m.key for m in memories], query, config,
-                             BLOCK_OVERHEAD, BLOCK_CLOSE)
+        memories = select_entries(
+            passed,
+            config,
+            now,
+            include_conversation=plan.include_conversation,
+            coverage=term_coverage(session.store.analyzer, query) if lexical else None,
+        )
+        lines = with_related(
+            session,
+            fit_lines(memories, config),
+            [m.key for m in memories],
+            query,
+            config,
+            BLOCK_OVERHEAD,
+            BLOCK_CLOSE,
+        )
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
         event(entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
         return RecallResult("", 0, 0, 0)

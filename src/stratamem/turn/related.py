@@ -26,8 +26,15 @@ def _line(edge: Any, far: Any, max_chars: int, close_marker: str) -> str | None:
     return None if close_marker in line else line
 
 
-def related_lines(session: Any, keys: Sequence[str], message: str, limit: int, max_entry_chars: int,
-                  budget: int, close_marker: str) -> list[str]:
+def related_lines(
+    session: Any,
+    keys: Sequence[str],
+    message: str,
+    limit: int,
+    max_entry_chars: int,
+    budget: int,
+    close_marker: str,
+) -> list[str]:
     """Lines of the related section (header first), or [] when there is nothing or no room."""
     graph = getattr(session, "graph", None)
     if graph is None or limit <= 0 or budget <= len(HEADER):
@@ -51,11 +58,19 @@ def related_lines(session: Any, keys: Sequence[str], message: str, limit: int, m
     return lines if len(lines) > 1 else []
 
 
-def with_related(session: Any, lines: list[str], keys: Sequence[str], message: str, config: Any,
-                 overhead: int, close_marker: str) -> list[str]:
+def with_related(
+    session: Any,
+    lines: list[str],
+    keys: Sequence[str],
+    message: str,
+    config: Any,
+    overhead: int,
+    close_marker: str,
+) -> list[str]:
     """``lines`` plus the related section when ``config.related_entries`` asks for it, within the budget left."""
     if not config.related_entries:
         return lines
     budget = config.max_total_chars - overhead - sum(map(len, lines))
-    return lines + related_lines(session, keys, message, config.related_entries, config.max_entry_chars, budget,
-                                 close_marker)
+    return lines + related_lines(
+        session, keys, message, config.related_entries, config.max_entry_chars, budget, close_marker
+    )

@@ -73,10 +73,14 @@ class TrimReport:
     tokens_after: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"omitted": self.omitted_range is not None,
-                "omitted_range": list(self.omitted_range) if self.omitted_range else None,
-                "messages_dropped": self.messages_dropped, "turns_dropped": self.turns_dropped,
-                "tokens_before": self.tokens_before, "tokens_after": self.tokens_after}
+        return {
+            "omitted": self.omitted_range is not None,
+            "omitted_range": list(self.omitted_range) if self.omitted_range else None,
+            "messages_dropped": self.messages_dropped,
+            "turns_dropped": self.turns_dropped,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +94,7 @@ class Turn:
 
     def __init__(
         self,
-        session: "Session",
+        session: Session,
         origin: Origin | str = Origin.INTERACTIVE,
         *,
         settings: TurnSettings = TurnSettings(),
@@ -120,17 +124,26 @@ class Turn:
         self._expect("new", "begin")
         if not isinstance(user_message, str) or not user_message.strip():
             raise ValidationError("user_message must be a non-empty string")
-        (stored,) = self.transcript.append(Message(role="user", content=user_message), origin=self.origin.value)
+        (stored,) = self.transcript.append(
+            Message(role="user", content=user_message), origin=self.origin.value
+        )
         self.id = stored.position
         self._state = "open"
         # Recall before autosaving, so the context reflects memory as the turn found it.
         self._context = self._recall(user_message)
-        autosave_user_message(self.session, user_message, self.origin, self.settings.autosave, events=self.events,
-                              policy=self.policy, ttl=self.session.store.retention.autosave_ttl)
+        autosave_user_message(
+            self.session,
+            user_message,
+            self.origin,
+            self.settings.autosave,
+            events=self.events,
+            policy=self.policy,
+            ttl=self.session.store.retention.autosave_ttl,
+        )
         return self.messages()
 
     @classmethod
-    def resume(cls, session: "Session", turn_id: int, **options: Any) -> Turn:
+    def resume(cls, session: Session, turn_id: int, **options: Any) -> Turn:
         """The turn whose user message is at ``turn_id`` in the session's transcript, in its stored state."""
         if isinstance(turn_id, bool) or not isinstance(turn_id, int) or turn_id < 0:
             raise ValidationError("turn id must be an integer >= 0")
@@ -179,10 +192,16 @@ class Turn:
             tokens_after=trimmed.tokens_after,
         )
         if self.last_trim.omitted_range is not None:
-            emit(self.events, HistoryTrimmed(session_id=self.session.id,
-                                             messages_dropped=self.last_trim.messages_dropped,
-                                             turns_dropped=trimmed.turns_dropped,
-                                             tokens_before=trimmed.tokens_before, tokens_after=trimmed.tokens_after))
+            emit(
+                self.events,
+                HistoryTrimmed(
+                    session_id=self.session.id,
+                    messages_dropped=self.last_trim.messages_dropped,
+                    turns_dropped=trimmed.turns_dropped,
+                    tokens_before=trimmed.tokens_before,
+                    tokens_after=trimmed.tokens_after,
+                ),
+            )
         if self._context is None:
             self._context = self._recall(self._user_text()) if self.id is not None else ""
         return inject_memory_context([*system, *trimmed.messages], self._context)
@@ -205,7 +224,9 @@ class Turn:
         if clash:
             raise ValidationError(f"tool call id {clash[0][:64]!r} is already pending in this turn")
         if self._results + len(self._pending) + len(calls) > self.settings.max_tool_results:
-            raise LimitExceededError(f"a turn may ask for at most {self.settings.max_tool_results} tool calls")
+            raise LimitExceededError(
+                f"a turn may ask for at most {self.settings.max_tool_results} tool calls"
+            )
         self.transcript.append(Message(role="assistant", content=content, tool_calls=calls))
         self._pending.update({c.id: c.name for c in calls})
 
@@ -223,17 +244,31 @@ class Turn:
         if call_id not in self._pending:
             raise ValidationError(f"no pending tool call {str(call_id)[:64]!r} in this turn")
         if self._pending[call_id] != tool_name:
-            raise ValidationError(f"tool call {call_id[:64]!r} asked for {self._pending[call_id]!r}, not {tool_name!r}")
+            raise ValidationError(
+                f"tool call {call_id[:64]!r} asked for {self._pending[call_id]!r}, not {tool_name!r}"
+            )
         if self._results >= self.settings.max_tool_results:
-            raise LimitExceededError(f"a turn may record at most {self.settings.max_tool_results} tool results")
+            raise LimitExceededError(
+                f"a turn may record at most {self.settings.max_tool_results} tool results"
+            )
         processed = process_tool_result(tool_name, result, self.settings.tool_limits)
         message = Message(role="tool", content=tool_message_content(processed), tool_call_id=call_id)
         self.transcript.append(message)
         del self._pending[call_id]
         self._results += 1
-        emit(self.events, ToolCall(tool_name=tool_name, arguments=arguments, success=result.success,
-                                   output_chars=len(result.output), truncated=processed.truncated, call_id=call_id,
-                                   error=result.error or "", duration_ms=float(duration_ms or 0.0)))
+        emit(
+            self.events,
+            ToolCall(
+                tool_name=tool_name,
+                arguments=arguments,
+                success=result.success,
+                output_chars=len(result.output),
+                truncated=processed.truncated,
+                call_id=call_id,
+                error=result.error or "",
+                duration_ms=float(duration_ms or 0.0),
+            ),
+        )
         return message
 
     def run_memory_tool(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> Message:
@@ -246,9 +281,13 @@ class Turn:
             raise ValidationError(f"{name!r} is not a memory tool")
         success = not text.startswith('{"error"')
         elapsed = (time.perf_counter() - started) * 1000
-        return self.record_tool_result(call_id, name, ToolResult(success, text if success else "",
-                                                                  None if success else text),
-                                       arguments=json.dumps(dict(arguments), default=str), duration_ms=elapsed)
+        return self.record_tool_result(
+            call_id,
+            name,
+            ToolResult(success, text if success else "", None if success else text),
+            arguments=json.dumps(dict(arguments), default=str),
+            duration_ms=elapsed,
+        )
 
     def record_usage(
         self,
@@ -265,7 +304,9 @@ class Turn:
         """
         if self._state == "new":
             raise TurnStateError("cannot record usage: the turn has not begun")
-        record = self.ledger.record(model, input_tokens, output_tokens, cached_input_tokens, cost_usd=cost_usd)
+        record = self.ledger.record(
+            model, input_tokens, output_tokens, cached_input_tokens, cost_usd=cost_usd
+        )
         budget = self.ledger.check_budget(self.settings.budget) if self.settings.budget else None
         return UsageReport(record, budget)
 
@@ -288,8 +329,15 @@ class Turn:
     # ------------------------------------------------------------------ helpers
 
     def _recall(self, query: str) -> str:
-        return recall_block(self.session, query, self.origin.value, self.settings.context,
-                            self.session.store.now(), policy=self.policy, events=self.events).block
+        return recall_block(
+            self.session,
+            query,
+            self.origin.value,
+            self.settings.context,
+            self.session.store.now(),
+            policy=self.policy,
+            events=self.events,
+        ).block
 
     def _user_text(self) -> str:
         rows = self.transcript.messages(self.id or 0, (self.id or 0) + 1)
@@ -298,4 +346,3 @@ class Turn:
     def _expect(self, state: str, action: str) -> None:
         if self._state != state:
             raise TurnStateError(f"cannot {action}: the turn is {self._state}")
-

@@ -55,7 +55,8 @@ def scrub_value(value: Any, *, _depth: int = 0) -> Any:
         return REDACTED
     if isinstance(value, Mapping):
         return {
-            str(k): REDACTED if is_secret_key(str(k)) else scrub_value(v, _depth=_depth + 1) for k, v in value.items()
+            str(k): REDACTED if is_secret_key(str(k)) else scrub_value(v, _depth=_depth + 1)
+            for k, v in value.items()
         }
     if isinstance(value, list | tuple):
         return [scrub_value(v, _depth=_depth + 1) for v in value]

@@ -163,7 +163,9 @@ def process_tool_result(
     limit = limits.max_tool_result_chars
     cut = truncate_tool_message(output, limit)
     error = truncate_text(result.error, limit) if result.error is not None else None
-    return ToolResult(success=result.success, output=cut, error=error, truncated=result.truncated or cut != output)
+    return ToolResult(
+        success=result.success, output=cut, error=error, truncated=result.truncated or cut != output
+    )
 
 
 def tool_message_content(result: ToolResult) -> str:

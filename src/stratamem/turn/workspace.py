@@ -92,12 +92,17 @@ class WorkspacePolicy:
     def _refuse(self, action: str, target: str, reason: str) -> NoReturn:
         emit(
             self.events,
-            PolicyDecision(action=action, target=target, allowed=False, reason=reason, agent_id=self.agent_id),
+            PolicyDecision(
+                action=action, target=target, allowed=False, reason=reason, agent_id=self.agent_id
+            ),
         )
         raise PolicyBlockedError(f"{action} of {target!r} refused: {reason}")
 
     def _allow(self, action: str, target: Path) -> None:
-        emit(self.events, PolicyDecision(action=action, target=str(target), allowed=True, agent_id=self.agent_id))
+        emit(
+            self.events,
+            PolicyDecision(action=action, target=str(target), allowed=True, agent_id=self.agent_id),
+        )
 
     # -- file access ---------------------------------------------------------
 
@@ -114,7 +119,9 @@ class WorkspacePolicy:
         self._allow("read", real)
         return data
 
-    def read_text(self, path: str | os.PathLike[str], *, max_bytes: int | None = None, encoding: str = "utf-8") -> str:
+    def read_text(
+        self, path: str | os.PathLike[str], *, max_bytes: int | None = None, encoding: str = "utf-8"
+    ) -> str:
         return self.read_bytes(path, max_bytes=max_bytes).decode(encoding, errors="replace")
 
     def write_bytes(self, path: str | os.PathLike[str], data: bytes) -> Path:
