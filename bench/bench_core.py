@@ -97,7 +97,7 @@ def synthetic_memories(n: int, agent: str = "bench") -> list[Memory]:
 
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def fts5_db(texts: list[tuple[str, str]]) -> sqlite3.Connection:
@@ -170,11 +170,11 @@ def bench_search(n: int, n_queries: int) -> list[dict]:
             ("3 words", [_short(store.analyzer, q, 3) for q in claims]),
         ):
             matches = [fts5_query(store.analyzer, q) for q in queries]
-            for q, m in zip(queries[:20], matches[:20]):  # warm both caches
+            for q, m in zip(queries[:20], matches[:20], strict=True):  # warm both caches
                 s.search(q)
                 fts5_search(fts, m, 10)
             ours, bare = [], []
-            for q, m in zip(queries, matches):
+            for q, m in zip(queries, matches, strict=True):
                 t0 = time.perf_counter()
                 s.search(q, max_results=10)
                 t1 = time.perf_counter()
@@ -243,7 +243,8 @@ def locomo_turns(sample: dict) -> list[tuple[str, str]]:
 
 
 def locomo() -> dict:
-    samples = json.load(open(DATA / "locomo-dev.json", encoding="utf-8"))
+    with open(DATA / "locomo-dev.json", encoding="utf-8") as f:
+        samples = json.load(f)
     scores: dict[str, dict[str, list[float]]] = {"stratamem": defaultdict(list), "fts5": defaultdict(list)}
     with tempfile.TemporaryDirectory() as tmp:
         store = sm.open_store(str(Path(tmp) / "locomo.db"))
@@ -313,10 +314,11 @@ def scifact() -> dict:
 def machine() -> str:
     cpu = "unknown cpu"
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
     except OSError:
         pass
     return (

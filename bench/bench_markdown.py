@@ -99,7 +99,7 @@ def build(url: str, mems: list[Memory], saves: int, result: dict) -> tuple[sm.St
     s.escalate(sm.Level.INTERNAL, "bench")
     for category in ("core", "topic1"):
         t = timed(
-            lambda: [
+            lambda category=category: [
                 s.save(f"new-{category}-{i}", f"a fresh note number {i}", category=category)
                 for i in range(saves)
             ]

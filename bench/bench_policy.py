@@ -15,12 +15,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "policy"))
 
-from redaction_corpus import BENIGN as REDACTION_BENIGN  # noqa: E402
-from redaction_corpus import CREDENTIALS  # noqa: E402
-from scanner_corpus import BENIGN, poisoned  # noqa: E402
+from redaction_corpus import BENIGN as REDACTION_BENIGN
+from redaction_corpus import CREDENTIALS
+from scanner_corpus import BENIGN, poisoned
 
-from stratamem.policy.redact import redact_secrets  # noqa: E402
-from stratamem.policy.scanner import scan  # noqa: E402
+from stratamem.policy.redact import redact_secrets
+from stratamem.policy.scanner import scan
 
 HOSTILE = {
     "curl x13000": "curl " * 13000,

@@ -32,9 +32,9 @@ from bench_core import sm
 # ../shared/data beside the checkout, or wherever STRATAMEM_BENCH_DATA points (e.g. from a worktree).
 DATA = core.DATA = Path(os.environ.get("STRATAMEM_BENCH_DATA") or core.DATA)
 
-from stratamem.embed import shared_minilm  # noqa: E402
-from stratamem.models import Memory  # noqa: E402
-from stratamem.search import fusion  # noqa: E402
+from stratamem.embed import shared_minilm
+from stratamem.models import Memory
+from stratamem.search import fusion
 
 MODES = ("lexical", "semantic", "hybrid")
 
@@ -43,7 +43,8 @@ class Locomo:
     """The dev conversations loaded once, so settings can be swept over the same store."""
 
     def __init__(self, tmp: str) -> None:
-        self.samples = json.load(open(DATA / "locomo-dev.json", encoding="utf-8"))
+        with open(DATA / "locomo-dev.json", encoding="utf-8") as f:
+            self.samples = json.load(f)
         self.store = sm.open_store(str(Path(tmp) / "locomo.db"), search_mode="hybrid", embedder="minilm")
         self.sessions, self.fts, self.questions = {}, {}, []
         n = 0

@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-import bench_core  # noqa: E402
-import httpx2  # noqa: E402
+import bench_core
+import httpx2
 
-import stratamem as sm  # noqa: E402
-from stratamem.turn import Message, ToolCallRequest, ToolResult, Transcript  # noqa: E402
+import stratamem as sm
+from stratamem.turn import Message, ToolCallRequest, ToolResult, Transcript
 
 
 def data_dir() -> Path:
@@ -141,7 +141,7 @@ def main() -> None:
         session = store.session("bench")
         prefill(session, args.turns)
         print(f"[{backend}] filled in {time.perf_counter() - t0:.1f} s", flush=True)
-        measure(f"{backend} in-process", lambda q: turn_in_process(session, q), questions)
+        measure(f"{backend} in-process", lambda q, session=session: turn_in_process(session, q), questions)
         store.close()
         if args.no_rest:
             continue
@@ -155,7 +155,7 @@ def main() -> None:
                 sid = c.post("/v1/sessions").json()["id"]
                 with sm.open_store(url) as direct:
                     prefill(sm.Session(direct, sid), args.turns)
-                measure(f"{backend} REST", lambda q: turn_over_rest(c, sid, q), questions)
+                measure(f"{backend} REST", lambda q, c=c, sid=sid: turn_over_rest(c, sid, q), questions)
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -90,7 +90,7 @@ def _fill() -> None:
                 schema = _new_schema("t")
                 migrate_schema(conn, schema, DEFAULT_APP_ROLE)
                 _ready.put(schema)
-    except Exception:  # the server went away at exit, or a bug the foreground will hit too
+    except Exception:  # noqa: BLE001 - the server went away at exit, or a bug the foreground will hit too
         return
 
 

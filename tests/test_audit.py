@@ -1,7 +1,7 @@
 import json
 import sqlite3
 
-from stratamem import Level, NotFound
+from stratamem import ClearanceError, Level, NotFound
 
 
 def ops(store):
@@ -17,7 +17,7 @@ def test_every_operation_is_audited_without_content(store):
     s.escalate(Level.CONFIDENTIAL, "x")
     try:
         s.escalate(Level.RESTRICTED, "too high")
-    except Exception:
+    except ClearanceError:
         pass
     try:
         s.delete("k")

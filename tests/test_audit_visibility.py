@@ -15,6 +15,7 @@ from conftest import BACKENDS, fresh_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from stratamem.errors import StratamemError
 from stratamem.levels import Level
 from stratamem.policy import lineage
 
@@ -116,7 +117,7 @@ def _act(store, session, peer_session, action: tuple) -> None:
     elif op == "escalate":
         try:
             session.escalate(level, f"reason {level.name}")
-        except Exception:
+        except StratamemError:
             pass
     elif op == "peer-get" and peer_session is not None:
         peer_session.get(key)

@@ -126,7 +126,7 @@ def test_audit_show_and_lineage(run):
     assert saved["saved"]
     r = run("--json", "audit", "show", "--limit", "0")
     events = js(r)["events"]
-    lineage = [e for e in events if e["operation"] == "save"][0]["lineage_ids"][0]
+    lineage = next(e for e in events if e["operation"] == "save")["lineage_ids"][0]
     run("get", "k")
     readers = js(run("--json", "audit", "show", "--lineage", lineage))["events"]
     assert [e["operation"] for e in readers] == ["save", "get"]

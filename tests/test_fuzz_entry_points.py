@@ -92,7 +92,7 @@ def nested(depth: int, leaf: object = 1) -> object:
 hostile_text = st.one_of(
     st.text(max_size=20),
     st.sampled_from(SURROGATES + NASTY_TEXT + ODD_TIMES),
-    st.lists(st.sampled_from(SURROGATES + ["a", " "]), min_size=1, max_size=4).map("".join),
+    st.lists(st.sampled_from([*SURROGATES, "a", " "]), min_size=1, max_size=4).map("".join),
 )
 hostile_scalar = st.one_of(
     hostile_text,
@@ -129,7 +129,7 @@ hostile = st.one_of(
 json_hostile = st.recursive(
     st.one_of(
         hostile_text,
-        st.sampled_from(HUGE_NUMBERS[:8] + [None, True, False]),
+        st.sampled_from([*HUGE_NUMBERS[:8], None, True, False]),
         st.floats(allow_nan=False, allow_infinity=False),
     ),
     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(hostile_text, inner, max_size=3)),
@@ -518,7 +518,7 @@ def test_import_lines(changes, raw):
         if isinstance(memories, list):
             store = sm.open_store(":memory:", clock=FakeClock())
             try:
-                clear(lambda: store.import_memories(memories))
+                clear(lambda store=store, memories=memories: store.import_memories(memories))
             finally:
                 store.close()
 

@@ -178,25 +178,29 @@ class World:
                         n,
                         depth,
                         attempt(
-                            lambda: [
+                            lambda n=n, depth=depth: [
                                 (node_view(x.node), x.distance, edge_view(x.edge))
                                 for x in g.neighbors(n, depth, 100)
                             ]
                         ),
                     )
                 )
-            out.append(("degree", n, attempt(lambda: g.degree(n))))
+            out.append(("degree", n, attempt(lambda n=n: g.degree(n))))
             out.append(
                 (
                     "suggest",
                     n,
                     attempt(
-                        lambda: [(node_view(s.node), s.shared_neighbors, s.score) for s in g.suggest(n, 100)]
+                        lambda n=n: [
+                            (node_view(s.node), s.shared_neighbors, s.score) for s in g.suggest(n, 100)
+                        ]
                     ),
                 )
             )
             for m in everyone:
-                out.append(("path", n, m, attempt(lambda: [edge_view(e) for e in g.path(n, m) or []])))
+                out.append(
+                    ("path", n, m, attempt(lambda n=n, m=m: [edge_view(e) for e in g.path(n, m) or []]))
+                )
         out.append(("stats", g.stats()))
         cursor, pages = None, []
         for _ in range(10):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stratamem import Level
+from stratamem import Level, ValidationError
 from stratamem.models import Memory
 from stratamem.storage import md_format as fmt
 from stratamem.validation import check_category, check_key, check_tags
@@ -67,7 +67,7 @@ def memories(draw):
 def _valid(check, value) -> bool:
     try:
         check(value)
-    except Exception:
+    except ValidationError:
         return False
     return True
 

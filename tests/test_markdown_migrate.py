@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from click.testing import CliRunner
 from conftest import BACKENDS, FakeClock
@@ -71,7 +73,7 @@ def test_migrate_through_markdown_loses_nothing(tmp_path, chain):
     before_view = observe(source, ids)
     before = rows(source)
     source.close()
-    for src, dst in zip(urls, urls[1:]):
+    for src, dst in itertools.pairwise(urls):
         migrate(src, dst)
         assert stored_languages(dst) == ("english", "spanish")
     with sm.open_store(urls[-1], languages=("english", "spanish")) as final:

@@ -271,7 +271,7 @@ def test_nothing_above_taint_or_outside_agents_is_ever_returned(backend, tmp_pat
                 world.apply(("delete", agent, lv, key), 2 * index + 1)
         o = world.observer
         seen = (
-            [o.get(k) for k in KEYS] + o.list() + [h.memory for q in WORDS + [""] for h in o.search(q, 100)]
+            [o.get(k) for k in KEYS] + o.list() + [h.memory for q in [*WORDS, ""] for h in o.search(q, 100)]
         )
         for m in filter(None, seen):
             assert m.level <= taint and m.agent_id in (OWN, PEER)

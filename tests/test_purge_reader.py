@@ -53,7 +53,7 @@ def _in_thread(action):
                 warnings.simplefilter("always")
                 box["value"] = action()
             box["warnings"] = caught
-        except BaseException as exc:  # handed to the test
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
             box["error"] = exc
 
     thread = threading.Thread(target=run, daemon=True)

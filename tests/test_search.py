@@ -1,3 +1,5 @@
+import itertools
+
 import pg_server
 import pytest
 from conftest import BACKENDS, FakeClock
@@ -53,7 +55,7 @@ def test_or_semantics_more_matching_terms_rank_higher(store):
     ranked = s.search("apple banana pie")
     assert keys(ranked)[0] == "two"
     assert set(keys(ranked)) == {"one", "two", "three"}
-    assert all(a.score >= b.score > 0 for a, b in zip(ranked, ranked[1:]))
+    assert all(a.score >= b.score > 0 for a, b in itertools.pairwise(ranked))
 
 
 def test_empty_and_star_return_most_recent(store):

@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .levels import Level
 from .models import AuditEvent
@@ -30,7 +31,7 @@ class AuditDraft:
     levels: tuple[Level, ...] = ()
     lineage_ids: tuple[str, ...] = ()
     outcome: str = "ok"
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict[str, Any])
 
 
 def operator_draft(operation: str, **fields) -> AuditDraft:

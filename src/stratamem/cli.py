@@ -444,7 +444,7 @@ def _target(ctx: Context, target: str | None) -> str:
     return chosen
 
 
-def _choices(values: str | None, parse: Callable[[str], Any]) -> set | None:
+def _choices(values: str | None, parse: Callable[[str], Any]) -> set[Any] | None:
     return {parse(v.strip()) for v in values.split(",") if v.strip()} if values else None
 
 
@@ -817,7 +817,7 @@ def _accept_globals(command: click.Command) -> None:
     @functools.wraps(callback)
     def merged(*args: Any, **kwargs: Any) -> Any:
         ctx = click.get_current_context().find_object(Context)
-        for field, _flag, is_flag, _help in added:
+        for field, _flag, _is_flag, _help in added:
             value = kwargs.pop(f"_global_{field}", None)
             if ctx is not None and value not in (None, False):
                 setattr(ctx, field, value)

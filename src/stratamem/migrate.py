@@ -17,6 +17,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from .audit import operator_draft
 from .errors import StorageError, ValidationError
@@ -91,7 +92,9 @@ def _check_source(url: str) -> None:
             raise ValidationError(f"no store to migrate from at {url!r}")
 
 
-def _counted(rows: Iterable[tuple[str, dict]], counts: Counter) -> Iterator[tuple[str, dict]]:
+def _counted(
+    rows: Iterable[tuple[str, dict[str, Any]]], counts: Counter[str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
     for table, row in rows:
         counts[table] += 1
         yield table, row
@@ -102,7 +105,8 @@ def migrate(
     to_url: str,
     *,
     languages: Sequence[str] | None = None,
-    progress: Callable[[Iterator[tuple[str, dict]]], Iterator[tuple[str, dict]]] | None = None,
+    progress: Callable[[Iterator[tuple[str, dict[str, Any]]]], Iterator[tuple[str, dict[str, Any]]]]
+    | None = None,
 ) -> int:
     """Copy every row of the store at ``from_url`` into the empty store at ``to_url``; returns the rows copied.
 
@@ -121,7 +125,7 @@ def migrate(
         source.close()
         raise
     try:
-        sent: Counter = Counter()
+        sent: Counter[str] = Counter()
         rows = _counted(source.backend.dump(), sent)
         copied = target.backend.restore(progress(rows) if progress else rows)
         landed = Counter(table for table, _ in target.backend.dump())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .levels import Level
 
@@ -26,7 +27,7 @@ class Memory:
     lineage_id: str
     expires_at: datetime | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Every field, levels by name and times in ISO 8601 — the export line format."""
         return {
             "key": self.key,
@@ -70,7 +71,7 @@ class AuditEvent:
     levels: tuple[Level, ...] = ()
     lineage_ids: tuple[str, ...] = ()
     outcome: str = "ok"
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict[str, Any])
     prev_hash: str = ""
     hash: str = ""
 

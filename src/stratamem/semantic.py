@@ -25,7 +25,7 @@ from .audit import AuditDraft
 from .embed import Embedder, EmbedderError, resolve, semantic_available
 from .errors import ValidationError
 from .search import check_mode
-from .storage.vectors import CATCH_UP, DenseQuery
+from .storage.vectors import CATCH_UP, DenseQuery, Pending
 
 if TYPE_CHECKING:
     from .store import Store
@@ -95,7 +95,7 @@ class SemanticIndex:
         pending = backend.pending_vectors(session_id, CATCH_UP, self._store.now())
         return self._embed(embedder, pending)
 
-    def _embed(self, embedder: Embedder, pending: list) -> int:
+    def _embed(self, embedder: Embedder, pending: list[Pending]) -> int:
         if not pending:
             return 0
         vectors = embedder.embed_documents([p.text for p in pending])
@@ -106,7 +106,7 @@ class SemanticIndex:
             )
         from .search.dense import quantise
 
-        items = [(p, *quantise(v)) for p, v in zip(pending, vectors)]
+        items = [(p, *quantise(v)) for p, v in zip(pending, vectors, strict=True)]
         return self._store.backend.store_vectors(embedder.identity, items)
 
     def reindex(self, progress: Callable[[int, int], None] | None, force: bool) -> int:

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import platformdirs
@@ -35,6 +35,7 @@ from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id, check_id, che
 
 if TYPE_CHECKING:
     from .policy.engine import Policy
+    from .turn.observe import Observer
 
 Clock = Callable[[], datetime]
 
@@ -84,13 +85,13 @@ MARKDOWN_SCHEME = "markdown://"
 _MARKDOWN_OPTIONS = {"scan_interval": float, "max_file_bytes": int}
 
 
-def markdown_location(url: str) -> tuple[str, dict]:
+def markdown_location(url: str) -> tuple[str, dict[str, Any]]:
     """``markdown:///abs/dir`` (or ``markdown://relative/dir``), with optional ``?scan_interval=S&max_file_bytes=N``."""
     rest = url.removeprefix(MARKDOWN_SCHEME)
     path, _, query = rest.partition("?")
     if not path:
         raise ValidationError("a markdown:// URL names a directory, e.g. markdown:///home/me/memory")
-    options: dict = {}
+    options: dict[str, Any] = {}
     for name, values in parse_qs(query, keep_blank_values=True).items():
         if name not in _MARKDOWN_OPTIONS:
             raise ValidationError(
@@ -124,7 +125,7 @@ class Store:
         clock: Clock = utcnow,
         backend: Backend | None = None,
         retention: Retention | None = None,
-        observers: Iterable[Callable] = (),
+        observers: Iterable[Observer] = (),
         search_mode: str | None = None,
         embedder: object = "default",
         max_batch: int = DEFAULT_MAX_BATCH,

@@ -39,7 +39,7 @@ def _time(value: object, field: str) -> datetime:
     return parse_time(value, field, naive_is_utc=False)
 
 
-def json_object(text: str) -> dict:
+def json_object(text: str) -> dict[str, Any]:
     """One JSON Lines line as an object, or a ValidationError that says what is wrong with it."""
     try:
         data = json.loads(text)

@@ -3,6 +3,7 @@ the derived statistics stay exact, and the audit hash chain stays one line."""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import threading
@@ -60,7 +61,7 @@ def assert_index_consistent(store: sm.Store) -> None:
 def assert_chain_linear(store: sm.Store, expected_events: int | None = None) -> None:
     events = store.audit_events()
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
-    assert all(later.prev_hash == earlier.hash for earlier, later in zip(events, events[1:]))
+    assert all(later.prev_hash == earlier.hash for earlier, later in itertools.pairwise(events))
     assert store.verify_audit() is None
     if expected_events is not None:
         assert len(events) == expected_events

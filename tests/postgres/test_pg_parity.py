@@ -38,7 +38,7 @@ AGENTS = ["a", "b", "c"]
 def history(seed: int) -> list[tuple]:
     rng = random.Random(seed)
     ops = []
-    for i in range(220):
+    for _ in range(220):
         agent, level = rng.choice(AGENTS), rng.choice(list(sm.Level))
         key = f"k{rng.randrange(60)}"
         words = [rng.choice(COMMON) for _ in range(rng.randrange(1, 8))] + [

@@ -82,17 +82,15 @@ def test_ownership_holds_across_a_restart(server_store, tmp_path):
     config = write_config(tmp_path, EXTRA)
     with live_server(server_store, config) as first, _client(first, "alice") as alice:
         sid = _session(alice)
-    with live_server(server_store, config) as second:  # a new server process state, same store
-        with (
-            _client(second, "intern") as intern,
-            _client(second, "alice") as alice,
-            _client(second, "ops") as ops,
-        ):
-            assert intern.get(f"/v1/sessions/{sid}").status_code == 404
-            assert alice.get(f"/v1/sessions/{sid}").status_code == 200
-            assert (
-                ops.get(f"/v1/sessions/{sid}").status_code == 404
-            )  # an operator of another agent: still not
+    with (  # a new server process state, same store
+        live_server(server_store, config) as second,
+        _client(second, "intern") as intern,
+        _client(second, "alice") as alice,
+        _client(second, "ops") as ops,
+    ):
+        assert intern.get(f"/v1/sessions/{sid}").status_code == 404
+        assert alice.get(f"/v1/sessions/{sid}").status_code == 200
+        assert ops.get(f"/v1/sessions/{sid}").status_code == 404  # an operator of another agent: still not
 
 
 def test_operator_sessions_need_an_operator_token(isolated):

@@ -47,7 +47,7 @@ def test_quarantined_write_is_stored_but_withheld(session):
 
 def test_quarantine_is_audited_by_kind_only(session):
     tool(session, "memory_store", key="tip", content=POISON)
-    decision = [e for e in session.store.audit_events() if e.operation == "policy.decision"][0]
+    decision = next(e for e in session.store.audit_events() if e.operation == "policy.decision")
     assert decision.detail["quarantined"] == ["shell_exfiltration"]
     assert "OPENAI" not in json.dumps(decision.detail)
 

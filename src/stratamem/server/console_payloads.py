@@ -28,7 +28,7 @@ def encode_cursor(parts: list[Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode().rstrip("=")
 
 
-def decode_cursor(text: str | None, kinds: tuple[type, ...]) -> tuple | None:
+def decode_cursor(text: str | None, kinds: tuple[type, ...]) -> tuple[Any, ...] | None:
     """A cursor back to its parts, checked against ``kinds``; VALIDATION_ERROR when it is not one of ours."""
     if text is None or text == "":
         return None
@@ -39,7 +39,7 @@ def decode_cursor(text: str | None, kinds: tuple[type, ...]) -> tuple | None:
     if (
         not isinstance(parts, list)
         or len(parts) != len(kinds)
-        or not all(isinstance(p, k) and not isinstance(p, bool) for p, k in zip(parts, kinds))
+        or not all(isinstance(p, k) and not isinstance(p, bool) for p, k in zip(parts, kinds, strict=True))
     ):
         raise ValidationError("after is not a cursor this server gave out")
     return tuple(parts)

@@ -10,11 +10,12 @@ the change it records.
 
 from __future__ import annotations
 
+import builtins
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..audit import AuditDraft
 from ..levels import Level
@@ -25,9 +26,16 @@ from .audit_query import AuditQuery
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from .console_sql import Dialect, Runner
+    from .graph_sql import GraphConn
+    from .vectors import DenseQuery, Pending, VectorItem
 
 T = TypeVar("T")
+
+# A graph operation run in a backend transaction: its result and the audit event it records.
+GraphBody = Callable[["GraphConn", "SessionRecord"], tuple[T, AuditDraft]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +118,14 @@ class Backend(Protocol):
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None: ...
     def list(self, session_id: str, query: ListQuery, now: datetime) -> Page: ...
     def search(
-        self, session_id: str, terms: Sequence[str] | None, limit: int, now: datetime
-    ) -> list[Hit]: ...
+        self,
+        session_id: str,
+        terms: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        mode: str = "lexical",
+        query: DenseQuery | None = None,
+    ) -> builtins.list[Hit]: ...
     def delete(self, session_id: str, key: str, now: datetime) -> Memory: ...
 
     # operator actions
@@ -126,14 +140,14 @@ class Backend(Protocol):
     # only by the own agent at levels <= the reader's taint (storage/turn_rows.py)
     def append_messages(
         self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-    ) -> list[TranscriptMessage]: ...
+    ) -> builtins.list[TranscriptMessage]: ...
     def read_messages(
         self, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
     ) -> TranscriptPage: ...
     def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord: ...
     def usage_spent(
         self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
-    ) -> list: ...
+    ) -> builtins.list[Decimal]: ...
     def usage_records(
         self,
         session_id: str | None,
@@ -141,7 +155,7 @@ class Backend(Protocol):
         since: datetime | None,
         until: datetime | None,
         limit: int,
-    ) -> list[UsageRecord]: ...
+    ) -> builtins.list[UsageRecord]: ...
     def purge_turns(
         self,
         messages_before: datetime | None,
@@ -162,7 +176,7 @@ class Backend(Protocol):
 
     # audit
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent: ...
-    def audit_events(self, query: AuditQuery) -> list[AuditEvent]: ...
+    def audit_events(self, query: AuditQuery) -> builtins.list[AuditEvent]: ...
     def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None: ...
     def audit_tip(self) -> tuple[int, str]:
         """(sequence, hash) of the newest event, (0, GENESIS) when the log is empty."""
@@ -170,14 +184,20 @@ class Backend(Protocol):
 
     # whole-store copy (migration between backends): the rows that are the
     # store's truth, as (table, row-dict) pairs; derived indexes are rebuilt.
-    def dump(self) -> Iterator[tuple[str, dict]]: ...
-    def restore(self, rows: Iterable[tuple[str, dict]]) -> int: ...
+    def dump(self) -> Iterator[tuple[str, dict[str, Any]]]: ...
+    def restore(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> int: ...
 
     # knowledge graph: the shared operations of ``storage/graph_sql.py`` run in
     # the backend's own transaction, bound to the session (read inside it), and
     # the audit event the body returns is appended in that transaction.
-    def graph_write(self, session_id: str, now: datetime, body: Callable) -> object: ...
-    def graph_read(self, session_id: str, now: datetime, body: Callable) -> object: ...
-    def graph_operator(self, now: datetime, body: Callable) -> object: ...
+    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T: ...
+    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T: ...
+    def graph_operator(self, now: datetime, body: Callable[[GraphConn], tuple[T, AuditDraft]]) -> T: ...
+
+    # search by meaning (``semantic.py``): vectors made outside the write path
+    def use_embedder(self, identity: str, reset: bool = False) -> None: ...
+    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> builtins.list[Pending]: ...
+    def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]: ...
+    def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int: ...
 
     def close(self) -> None: ...

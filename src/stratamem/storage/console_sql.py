@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ..levels import Level
 from ..models import AuditEvent, Memory, TaintEvent
@@ -29,8 +30,8 @@ MAX_PAGE = 200
 MAX_VERSIONS = 200
 STATUSES = ("all", "live", "deleted", "expired")
 
-Rows = list[tuple]
-Runner = Callable[[str, Sequence], Rows]
+Rows = list[tuple[Any, ...]]
+Runner = Callable[[str, Sequence[Any]], Rows]
 
 
 def _unchanged(text: str | None) -> str | None:
@@ -124,7 +125,7 @@ def _like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _memory(dialect: Dialect, row: Sequence) -> Memory:
+def _memory(dialect: Dialect, row: Sequence[Any]) -> Memory:
     row = list(row[:12])
     row[4], row[7] = dialect.decode(row[4]), dialect.decode(row[7])
     return row_to_memory(row)

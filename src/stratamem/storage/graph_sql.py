@@ -72,10 +72,10 @@ class GraphConn:
     def _sql(self, sql: str) -> str:
         return _pyformat(sql) if self.postgres else sql
 
-    def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple]:
+    def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         return list(self.conn.execute(self._sql(sql), params or {}).fetchall())
 
-    def one(self, sql: str, params: dict[str, Any] | None = None) -> tuple | None:
+    def one(self, sql: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
         return self.conn.execute(self._sql(sql), params or {}).fetchone()
 
     def run(self, sql: str, params: dict[str, Any] | None = None) -> None:
@@ -151,7 +151,7 @@ def _chunks(values: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]
 _LEVELS = tuple(Level)
 
 
-def _node(row: Sequence, observations: tuple[Observation, ...] = ()) -> Node:
+def _node(row: Sequence[Any], observations: tuple[Observation, ...] = ()) -> Node:
     tags = () if row[5] == "[]" else tuple(json.loads(row[5]))
     return Node(
         id=row[0],
@@ -169,7 +169,7 @@ def _node(row: Sequence, observations: tuple[Observation, ...] = ()) -> Node:
     )
 
 
-def _edge(row: Sequence) -> Edge:
+def _edge(row: Sequence[Any]) -> Edge:
     return Edge(
         id=row[0],
         agent_id=row[1],
@@ -189,7 +189,7 @@ def _edge_order(scope: Scope, edges: Iterable[Edge]) -> list[Edge]:
 # ---------------------------------------------------------------------------------- reads
 
 
-def visible_version(gc: GraphConn, scope: Scope, agent: str, name: str) -> tuple | None:
+def visible_version(gc: GraphConn, scope: Scope, agent: str, name: str) -> tuple[Any, ...] | None:
     """The row a session sees for (agent, name), or None (missing and invisible look the same)."""
     return gc.one(
         f"SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.agent_id = :ag AND n.name = :name "
@@ -204,7 +204,7 @@ def load_nodes(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]]) -> 
     for agent, name in dict.fromkeys(keys):
         if agent in scope.rank:
             by_agent[agent].append(name)
-    rows: dict[tuple[str, str], tuple] = {}
+    rows: dict[tuple[str, str], tuple[Any, ...]] = {}
     observed: dict[tuple[str, str], dict[str, Observation]] = defaultdict(dict)
     for agent, names in by_agent.items():
         for chunk in _chunks(names):

@@ -12,6 +12,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from ..audit import AuditDraft, operator_draft
 from ..errors import ValidationError
@@ -46,7 +47,7 @@ INSERT_POSTING = (
 
 def _postings(
     unit_id: str, kind: str, agent: str, name: str, level: int, terms: dict[str, int]
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     return [
         {"term": t, "unit": unit_id, "kind": kind, "agent": agent, "name": name, "level": level, "tf": tf}
         for t, tf in terms.items()
@@ -176,7 +177,9 @@ def _insert_node(
     return unit
 
 
-def _update_node(gc: GraphConn, analyzer: Analyzer, row: Sequence, draft: NodeDraft, now_us: int) -> None:
+def _update_node(
+    gc: GraphConn, analyzer: Analyzer, row: Sequence[Any], draft: NodeDraft, now_us: int
+) -> None:
     terms, length = _node_terms(analyzer, draft.name, draft.type, draft.content, draft.tags)
     _stats_add(gc, row[1], row[6], 0, length - row[11])
     gc.run("DELETE FROM graph_postings WHERE unit_id = :id", {"id": row[0]})

@@ -31,6 +31,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import Any
 
 from ..audit import AuditDraft, operator_draft
 from ..errors import StorageError
@@ -96,10 +97,10 @@ class MarkdownBackend:
         self.max_content_bytes = max_content_bytes
         self.max_file_bytes = max_file_bytes
         self.scan_interval = scan_interval
-        self.problems: list[dict] = []
-        self._reported: set[tuple] = set()
+        self.problems: list[dict[str, Any]] = []
+        self._reported: set[tuple[Any, ...]] = set()
         self._last_scan = float("-inf")
-        self._sections: dict[tuple, str] = {}
+        self._sections: dict[tuple[Any, ...], str] = {}
         self._cached = 0
         with self._lock.held():
             self.db = SQLiteBackend(
@@ -127,7 +128,7 @@ class MarkdownBackend:
 
     # ------------------------------------------------------------------ keeping files and sidecar together
 
-    def rescan(self) -> list[dict]:
+    def rescan(self) -> list[dict[str, Any]]:
         """Apply hand edits now; returns the problems this scan found (file, line, error)."""
         before = len(self.problems)
         with self._lock.held():
@@ -227,7 +228,7 @@ class MarkdownBackend:
         """Write every file the sidecar marked as touched (and ``extra`` ones) from the sidecar's rows."""
         with self.db._errors(), self.db._tx(write=False) as conn:
             marks = conn.execute("SELECT agent_id, level, category, day FROM md_dirty").fetchall()
-            groups: dict[str, tuple[str, Level, list[tuple]]] = {}
+            groups: dict[str, tuple[str, Level, list[tuple[Any, ...]]]] = {}
             for agent, level, category, day in marks:
                 rel = fmt.file_for(fmt.encode_segment(agent), Level(level), category, from_us(day * DAY_US))
                 if rel not in groups:
@@ -259,7 +260,7 @@ class MarkdownBackend:
             conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
 
     @staticmethod
-    def _group(conn, agent: str, level: int, category: str, day: int) -> list[tuple]:
+    def _group(conn, agent: str, level: int, category: str, day: int) -> list[tuple[Any, ...]]:
         sql = (
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
         )
@@ -273,14 +274,14 @@ class MarkdownBackend:
         return rows.fetchall()
 
     @staticmethod
-    def _group_of_file(conn, rel: str, agent: str, level: Level) -> list[tuple]:
+    def _group_of_file(conn, rel: str, agent: str, level: Level) -> list[tuple[Any, ...]]:
         rows = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL",
             (agent, int(level)),
         )
         return [r for r in rows if md_reconcile.file_of(row_to_memory(r)) == rel]
 
-    def _render_rows(self, agent: str, level: Level, title: str, rows: list[tuple]) -> str:
+    def _render_rows(self, agent: str, level: Level, title: str, rows: list[tuple[Any, ...]]) -> str:
         """A file's text; each section's text is kept by its row, so a save re-renders one section, not all."""
         parts = []
         for row in sorted(rows, key=lambda r: (r[8] if r[6] in fmt.DAILY_CATEGORIES else 0, r[2])):
@@ -296,7 +297,12 @@ class MarkdownBackend:
         return fmt.header(agent, level, title) + "".join(parts)
 
     def _write_file(
-        self, rel: str, agent: str, level: Level, memories: list[tuple], known: tuple | None
+        self,
+        rel: str,
+        agent: str,
+        level: Level,
+        memories: list[tuple[Any, ...]],
+        known: tuple[Any, ...] | None,
     ) -> tuple[int, int, str] | None:
         """Render one file; a version on disk the store has not read (a bad hand edit) is set aside first."""
         title = fmt.place_of(rel).default_category or (memories[0][6] if memories else "")
@@ -355,7 +361,7 @@ class MarkdownBackend:
         with _Writing(self):
             return self.db.purge(before, agent_id, now)
 
-    def restore(self, rows: Iterable[tuple[str, dict]]) -> int:
+    def restore(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> int:
         with _Writing(self):
             return self.db.restore(rows)
 
@@ -375,7 +381,7 @@ class MarkdownBackend:
         self._fresh()
         return self.db.export(*args, **kwargs)
 
-    def dump(self) -> Iterator[tuple[str, dict]]:
+    def dump(self) -> Iterator[tuple[str, dict[str, Any]]]:
         self._fresh()
         return self.db.dump()
 

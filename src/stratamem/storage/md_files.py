@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from ..levels import Level
 from ..private import DIR_MODE, FILE_MODE
@@ -39,7 +40,7 @@ class FileProblem(Exception):
         super().__init__(f"{where}: {message}")
         self.path, self.line, self.reason = path, line, message
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"file": self.path, "line": self.line, "error": self.reason}
 
 
@@ -52,7 +53,7 @@ class Walk:
     agent_names: dict[str, str] = field(default_factory=dict)  # agent folder -> agent id
 
 
-def _entries(path: str) -> list[os.DirEntry]:
+def _entries(path: str) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(path) as it:
             return sorted(it, key=lambda e: e.name)
@@ -116,7 +117,7 @@ def _walk_level(path: str, rel: str, found: Walk) -> None:
             _record(entry, sub, found)
 
 
-def _record(entry: os.DirEntry, rel: str, found: Walk) -> None:
+def _record(entry: os.DirEntry[str], rel: str, found: Walk) -> None:
     try:
         fmt.place_of(rel)
     except Exception as exc:  # noqa: BLE001 - reported, never raised

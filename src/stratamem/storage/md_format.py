@@ -44,6 +44,7 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Any
 
 from ..errors import ValidationError
 from ..levels import Level
@@ -256,7 +257,7 @@ def render_section(memory: Memory) -> str:
     return f"## {encode_value(memory.key)}\n\n" + "\n".join(meta) + "\n\n" + body + "\n\n"
 
 
-def sort_key(memory: Memory) -> tuple:
+def sort_key(memory: Memory) -> tuple[Any, ...]:
     """Daily files read in time order; the others by key."""
     if memory.category in DAILY_CATEGORIES:
         return (memory.created_at, memory.key)

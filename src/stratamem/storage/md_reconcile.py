@@ -23,6 +23,7 @@ import dataclasses
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ..audit import AuditDraft, operator_draft
 from ..levels import Level
@@ -68,7 +69,7 @@ def apply(
     """Make the sidecar say what the files say; ``backend`` is the sidecar ``SQLiteBackend``."""
     out = Outcome()
     pairs = {(p.agent, p.place.level) for p in parsed} | set(removed.values())
-    live: dict[tuple[str, Level], dict[str, tuple]] = {}
+    live: dict[tuple[str, Level], dict[str, tuple[Any, ...]]] = {}
     for agent, level in pairs:
         live[(agent, level)] = {r[2]: r for r in conn.execute(LIVE_SQL, (agent, int(level)))}
     touched = {p.rel for p in parsed} | set(removed)
@@ -86,7 +87,7 @@ def apply(
         (agent, s.lineage_id): (level, p.rel) for (agent, level, _), (p, s) in claims.items() if s.lineage_id
     }
     now_us = to_us(now)
-    per_file: dict[str, dict[str, list]] = {}
+    per_file: dict[str, dict[str, list[Any]]] = {}
 
     def note(rel: str, memory: Memory, what: str) -> None:
         entry = per_file.setdefault(rel, {"keys": [], "levels": [], "lineage": [], "saved": 0, "deleted": 0})
@@ -150,7 +151,9 @@ def apply(
     return out
 
 
-def _conflict(p: Parsed, claims: dict, live: dict[str, tuple], touched: set[str]) -> FileProblem | None:
+def _conflict(
+    p: Parsed, claims: dict[str, Any], live: dict[str, tuple[Any, ...]], touched: set[str]
+) -> FileProblem | None:
     for s in p.sections:
         other = claims.get((p.agent, p.place.level, s.key))
         if other is not None:
@@ -174,7 +177,7 @@ def _conflict(p: Parsed, claims: dict, live: dict[str, tuple], touched: set[str]
     return None
 
 
-def _desired(p: Parsed, s: fmt.Section, existing: tuple | None, now: datetime) -> Memory:
+def _desired(p: Parsed, s: fmt.Section, existing: tuple[Any, ...] | None, now: datetime) -> Memory:
     """The version a section asks for, filling what the file leaves out from the stored version."""
     old = row_to_memory(existing[:12]) if existing is not None else None
     memory = s.memory(p.agent, p.place.level, p.place.default_category or "core", now)

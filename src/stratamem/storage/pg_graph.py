@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .base import GraphBody
 from .graph_sql import GraphConn
 from .graph_write import REFRESH_SQL
 
@@ -104,10 +105,10 @@ V5 = [
 VACUUM_TABLES = "graph_nodes, graph_observations, graph_edges, graph_postings, graph_part_stats"
 GRAPH_LOCK = "\x1egraph"  # the advisory key serialising one agent's graph writes
 
-Body = Callable[[GraphConn, Any], tuple[T, Any]]
+Body = GraphBody
 
 
-def write(backend: PostgresBackend, session_id: str, now: datetime, body: Body) -> T:
+def write(backend: PostgresBackend, session_id: str, now: datetime, body: Body[T]) -> T:
     def tx(conn: Any) -> T:
         record = backend._bound_session(conn, session_id, "FOR SHARE")
         backend._lock_keys(conn, [(record.agent_id, GRAPH_LOCK)])
@@ -118,7 +119,7 @@ def write(backend: PostgresBackend, session_id: str, now: datetime, body: Body) 
     return backend._write(tx)
 
 
-def read(backend: PostgresBackend, session_id: str, now: datetime, body: Body) -> T:
+def read(backend: PostgresBackend, session_id: str, now: datetime, body: Body[T]) -> T:
     def tx(conn: Any) -> T:
         record = backend._bound_session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=True), record)

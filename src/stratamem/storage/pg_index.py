@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import psycopg
 
@@ -24,7 +25,7 @@ from .rows import to_us
 CHUNK = 2000
 POSTINGS_PER_STATEMENT = 40_000
 
-Statement = tuple[str, list]
+Statement = tuple[str, list[Any]]
 
 
 def together(conn: psycopg.Connection, statements: Iterable[Statement | None]) -> None:
@@ -45,7 +46,7 @@ def together(conn: psycopg.Connection, statements: Iterable[Statement | None]) -
     conn.execute(text, [p for _, params in todo for p in params])
 
 
-def _columns(rows: Sequence[Sequence], width: int) -> list[list]:
+def _columns(rows: Sequence[Sequence[Any]], width: int) -> list[list[Any]]:
     """Row tuples to per-column lists, the shape ``unnest`` takes."""
     return [[row[i] for row in rows] for i in range(width)]
 
@@ -289,7 +290,7 @@ def _write_chunk(
                     length,
                 )
             )
-    rows: list[Sequence] = []
+    rows: list[Sequence[Any]] = []
     if updates:
         rows += conn.execute(
             "UPDATE memories m SET content = u.content, tags = u.tags, category = u.category, "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import overload
+from typing import Any, overload
 
 from ..models import AuditEvent, Memory
 from . import rows
@@ -45,14 +45,14 @@ def dec(text: str | None) -> str | None:
     return _ESCAPED.sub(lambda m: _ESC if m.group(1) == _ESC else "\x00", text)
 
 
-def row_to_memory(row: Sequence) -> Memory:
+def row_to_memory(row: Sequence[Any]) -> Memory:
     """``MEMORY_COLUMNS`` as stored here to a Memory (content and source session decoded)."""
     row = list(row[:12])
     row[4], row[7] = dec(row[4]), dec(row[7])
     return rows.row_to_memory(row)
 
 
-def row_to_event(row: Sequence) -> AuditEvent:
+def row_to_event(row: Sequence[Any]) -> AuditEvent:
     """An ``audit`` row (table column order) to an AuditEvent; raises ValueError/KeyError when it does not parse."""
     row = list(row)
     row[2] = dec(row[2])

@@ -124,7 +124,7 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
     if n_docs <= 0:
         return []
     freqs = dict.fromkeys(unique, 0)
-    freqs.update(zip(found, counts))
+    freqs.update(zip(found, counts, strict=True))
     weights, order = pruning.weigh(n_docs, freqs)
     if not weights:
         return []

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -54,14 +54,14 @@ _USAGE_INSERT = (
 )
 
 
-def _decoded_message(row: Sequence) -> tuple:
+def _decoded_message(row: Sequence[Any]) -> tuple[Any, ...]:
     r = list(row)
     for i in (1, 5, 6, 7, 8):
         r[i] = dec(r[i])
     return tuple(r)
 
 
-def _decoded_usage(row: Sequence) -> tuple:
+def _decoded_usage(row: Sequence[Any]) -> tuple[Any, ...]:
     r = list(row)
     r[1], r[4] = dec(r[1]), dec(r[4])
     return tuple(r)
@@ -182,7 +182,7 @@ def record_usage(b: PostgresBackend, session_id: str, draft: UsageDraft, now: da
 
 def _scope(
     b: PostgresBackend, conn: psycopg.Connection, session_id: str | None, agent_id: str | None
-) -> tuple[str, tuple]:
+) -> tuple[str, tuple[Any, ...]]:
     if session_id is not None:
         record = b._bound_session(conn, session_id)
         return "AND agent_id = %s AND level <= %s", (record.agent_id, int(record.taint))
@@ -280,7 +280,7 @@ def purge(
 def export(b: PostgresBackend, agent_id: str | None) -> list[TranscriptMessage | UsageRecord]:
     agent_sql, params = ("WHERE agent_id = %s", (agent_id,)) if agent_id is not None else ("", ())
 
-    def body(conn: psycopg.Connection) -> tuple[list, list]:
+    def body(conn: psycopg.Connection) -> tuple[list[Any], list[Any]]:
         return (
             conn.execute(
                 f"SELECT {MESSAGE_COLUMNS} FROM turn_messages {agent_sql} ORDER BY id", params

@@ -19,6 +19,7 @@ SQLite and PostgreSQL return the same dense scores for the same store.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 
@@ -84,7 +85,7 @@ def vector_type(conn: psycopg.Connection) -> str | None:
     return f'"{row[0]}".vector'
 
 
-def pending_statement(rows: Sequence[Sequence]) -> tuple[str, list] | None:
+def pending_statement(rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]] | None:
     """Mark written versions (rows led by id, agent, key, level) pending: runs with their postings."""
     if not rows:
         return None
@@ -168,7 +169,9 @@ def _literal(codes) -> str:
     return "[" + ",".join(str(int(c)) for c in codes) + "]"
 
 
-def store_vectors(conn: psycopg.Connection, vtype: str | None, model: str, items: Sequence[tuple]) -> int:
+def store_vectors(
+    conn: psycopg.Connection, vtype: str | None, model: str, items: Sequence[tuple[Any, ...]]
+) -> int:
     """Operator transaction: write (Pending, codes, scale) items whose memory is unchanged since read."""
     if not items:
         return 0

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from hashlib import blake2b
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import psycopg
 
@@ -66,7 +66,7 @@ from . import (
     pg_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import MemoryDraft, SessionRecord, draft_memory, save_event
+from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, save_event
 from .pg_connect import (
     bind,
     bind_operator,
@@ -83,8 +83,6 @@ from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .vectors import DenseQuery, Pending
 
-T = TypeVar("T")
-
 AUDIT_COLUMNS = (
     "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
     "prev_hash, hash"
@@ -93,7 +91,7 @@ SESSION_COLUMNS = pg_sessions.COLUMNS
 # The class defines a method named ``list``; annotations inside it use these.
 MemoryList = list[Memory]
 HitList = list[Hit]
-Rows = list[tuple]
+Rows = list[tuple[Any, ...]]
 # VACUUM VERBOSE's detail line starts with the count of dead row versions it had to keep.
 _LEADING_NUMBER = re.compile(r"\s*(\d+)\D")
 _VACUUM_ATTEMPTS = 7  # about 6 s of waiting at most
@@ -170,7 +168,7 @@ class PostgresBackend:
         with self._errors():
             return run(self._pool, body, read_only=True)
 
-    def _query(self, sql: str, params: Sequence) -> Rows:
+    def _query(self, sql: str, params: Sequence[Any]) -> Rows:
         """One statement outside an explicit transaction (it is its own snapshot): saves two round trips."""
         with self._errors(), self._pool.connection() as conn:
             return conn.execute(sql, params).fetchall()
@@ -285,7 +283,7 @@ class PostgresBackend:
         return (row[0], row[1]) if row else (0, GENESIS)
 
     def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None:
-        def body(conn: psycopg.Connection) -> tuple[tuple | None, Rows]:
+        def body(conn: psycopg.Connection) -> tuple[tuple[Any, ...] | None, Rows]:
             head = conn.execute("SELECT seq, hash FROM audit_head").fetchone()
             return head, conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq").fetchall()
 
@@ -302,7 +300,7 @@ class PostgresBackend:
     # ------------------------------------------------------------------ sessions
 
     @staticmethod
-    def _record(row: Sequence) -> SessionRecord:
+    def _record(row: Sequence[Any]) -> SessionRecord:
         return SessionRecord(
             id=dec(row[0]),
             agent_id=row[1],
@@ -378,7 +376,7 @@ class PostgresBackend:
         def body(conn: psycopg.Connection) -> tuple[SessionRecord, ClearanceError | None]:
             record = self._bound_session(conn, session_id, "FOR UPDATE")
 
-            def draft(outcome: str = "ok", detail: dict | None = None) -> AuditDraft:
+            def draft(outcome: str = "ok", detail: dict[str, Any] | None = None) -> AuditDraft:
                 # At the level asked for when higher, as on SQLite: the reason describes material at that
                 # level. The event is the transaction's last write; bind it to that level so the audit
                 # policy (taint = the bound taint) accepts it.
@@ -453,7 +451,7 @@ class PostgresBackend:
         op: str,
         reader: Callable[[psycopg.Connection, pg_search.Scope], T],
         returned: Callable[[T], list[Memory]],
-        detail: Callable[[T], dict],
+        detail: Callable[[T], dict[str, Any]],
     ) -> T:
         """Run ``reader`` over the session's visible view, then append its audit event, in one transaction.
 
@@ -542,7 +540,7 @@ class PostgresBackend:
     def all_pending_vectors(self, limit: int) -> tuple[list[Pending], int]:
         return self._operator(lambda conn: pg_vectors.all_pending(conn, limit), read_only=True)
 
-    def store_vectors(self, model: str, items: Sequence) -> int:
+    def store_vectors(self, model: str, items: Sequence[Any]) -> int:
         return self._operator(lambda conn: pg_vectors.store_vectors(conn, self._vtype, model, items))
 
     def use_embedder(self, identity: str, reset: bool = False) -> None:
@@ -742,7 +740,7 @@ class PostgresBackend:
         for attempt in range(_VACUUM_ATTEMPTS):
             notices: list[tuple[str, str]] = []
 
-            def handler(diag: psycopg.errors.Diagnostic, notices: list = notices) -> None:
+            def handler(diag: psycopg.errors.Diagnostic, notices: list[Any] = notices) -> None:
                 notices.append((diag.severity_nonlocalized or "", diag.message_detail or ""))
 
             try:
@@ -818,7 +816,7 @@ class PostgresBackend:
 
     # ------------------------------------------------------------------ whole-store copy
 
-    def dump(self) -> Iterator[tuple[str, dict]]:
+    def dump(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every row that is the store's truth (not derived indexes), table by table, from one snapshot."""
         with self._errors(), self._pool.connection() as conn:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -831,7 +829,7 @@ class PostgresBackend:
                         cur.itersize = 2000
                         cur.execute(f"SELECT {columns} FROM {table} ORDER BY {order}")
                         for row in cur:
-                            values = dict(zip(names, row))
+                            values = dict(zip(names, row, strict=True))
                             for name in escaped:
                                 values[name] = dec(values[name])
                             yield table, values
@@ -841,7 +839,7 @@ class PostgresBackend:
             finally:
                 conn.execute("ROLLBACK")
 
-    def restore(self, rows: Iterable[tuple[str, dict]]) -> int:
+    def restore(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> int:
         """Load ``dump`` output (from either backend) into this empty store and rebuild the derived indexes."""
 
         def body(conn: psycopg.Connection) -> int:
@@ -903,11 +901,11 @@ class PostgresBackend:
 
     # ------------------------------------------------------------------ knowledge graph (storage/graph_sql.py)
 
-    def graph_write(self, session_id: str, now: datetime, body: pg_graph.Body) -> object:
+    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
         return pg_graph.write(self, session_id, now, body)
 
-    def graph_read(self, session_id: str, now: datetime, body: pg_graph.Body) -> object:
+    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
         return pg_graph.read(self, session_id, now, body)
 
-    def graph_operator(self, now: datetime, body) -> object:
+    def graph_operator(self, now: datetime, body: Callable[[graph_sql.GraphConn], tuple[T, AuditDraft]]) -> T:
         return pg_graph.operator(self, now, body)

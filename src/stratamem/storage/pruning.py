@@ -58,7 +58,11 @@ def weigh(n_docs: int, doc_freqs: Mapping[str, int]) -> tuple[dict[str, float], 
 
 
 def top_scores(
-    order: Sequence[str], doc_freqs: Mapping[str, int], weights: Mapping[str, float], limit: int, run: Runner
+    order: Sequence[str],
+    doc_freqs: Mapping[str, int],
+    weights: Mapping[str, float],
+    limit: int,
+    run: Runner[Id],
 ) -> list[tuple[Id, int]]:
     """The exact top ``limit`` (plus every row tied with last place, plus up to the tie slack).
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from ..levels import Level
 from ..models import AuditEvent, Memory
@@ -21,14 +22,14 @@ MEMORY_COLUMNS = (
 
 
 def to_us(moment: datetime) -> int:
-    return int(round(moment.timestamp() * 1_000_000))
+    return round(moment.timestamp() * 1_000_000)
 
 
 def from_us(micros: int) -> datetime:
     return datetime.fromtimestamp(micros / 1_000_000, UTC)
 
 
-def row_to_memory(row: Sequence) -> Memory:
+def row_to_memory(row: Sequence[Any]) -> Memory:
     (_id, agent, key, level, content, tags, category, session, created, updated, lineage, expires) = row
     return Memory(
         key=key,
@@ -45,7 +46,7 @@ def row_to_memory(row: Sequence) -> Memory:
     )
 
 
-def row_to_event(row: Sequence) -> AuditEvent:
+def row_to_event(row: Sequence[Any]) -> AuditEvent:
     seq, at, session, agent, taint, op, keys, levels, lineage, outcome, detail, prev, digest = row
     return AuditEvent(
         seq=seq,
@@ -64,7 +65,7 @@ def row_to_event(row: Sequence) -> AuditEvent:
     )
 
 
-def event_to_row(event: AuditEvent) -> tuple:
+def event_to_row(event: AuditEvent) -> tuple[Any, ...]:
     """An AuditEvent as an ``audit`` row (table column order); ``row_to_event`` reversed."""
     return (
         event.seq,

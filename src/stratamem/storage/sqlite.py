@@ -16,9 +16,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any, ClassVar
 
 from .. import paging, ranking
 from ..audit import GENESIS, AuditDraft, first_bad_sequence, operator_draft, seal
@@ -42,7 +43,7 @@ from . import (
     sqlite_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import MemoryDraft, SessionRecord, draft_memory, save_event
+from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, save_event
 from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
@@ -524,7 +525,7 @@ class SQLiteBackend:
             (agent, key),
         )
 
-    def _remove_live(self, conn: sqlite3.Connection, row: Sequence, deleted_us: int | None) -> None:
+    def _remove_live(self, conn: sqlite3.Connection, row: Sequence[Any], deleted_us: int | None) -> None:
         """Take a live version out of the index and statistics (soft delete or purge)."""
         mem_id, agent, key, level, content, tags, length = row
         self._unindex(conn, mem_id, key, content, tags, agent, level)
@@ -654,7 +655,7 @@ class SQLiteBackend:
                     now_us=now_us,
                     pending=pending,
                 )
-                for draft, (terms, length) in zip(drafts, analysed)
+                for draft, (terms, length) in zip(drafts, analysed, strict=True)
             ]
             if pending is not None:
                 pending.flush(conn)
@@ -679,7 +680,7 @@ class SQLiteBackend:
         return found
 
     def _audit_read(
-        self, record: SessionRecord, op: str, memories: list[Memory], now: datetime, detail: dict
+        self, record: SessionRecord, op: str, memories: list[Memory], now: datetime, detail: dict[str, Any]
     ) -> None:
         self.append_audit(
             AuditDraft(
@@ -695,7 +696,9 @@ class SQLiteBackend:
             now,
         )
 
-    def _audit_read_plain(self, record: SessionRecord, op: str, now: datetime, detail: dict) -> None:
+    def _audit_read_plain(
+        self, record: SessionRecord, op: str, now: datetime, detail: dict[str, Any]
+    ) -> None:
         self.append_audit(AuditDraft(op, record.id, record.agent_id, record.taint, detail=detail), now)
 
     # ------------------------------------------------------------------ turns (storage/sqlite_turns.py)
@@ -814,7 +817,7 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=False) as conn:
             return sqlite_vectors.all_pending(conn, limit), sqlite_vectors.count_pending(conn)
 
-    def store_vectors(self, model: str, items: Sequence) -> int:
+    def store_vectors(self, model: str, items: Sequence[Any]) -> int:
         with self._errors(), self._tx(write=True) as conn:
             return sqlite_vectors.store_vectors(conn, model, items)
 
@@ -899,7 +902,7 @@ class SQLiteBackend:
         )
         all_terms = ", ".join(f":t{i}" for i in range(len(order)))
 
-        def run(essential: int, window: int | None, floor: int | None) -> list:
+        def run(essential: int, window: int | None, floor: int | None) -> list[Any]:
             if essential >= len(order):
                 head = (
                     f"WITH g AS (SELECT p.memory_id AS id, sum({contribution}) AS s FROM postings p "
@@ -1005,33 +1008,32 @@ class SQLiteBackend:
     def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
         before_us, now_us = to_us(before), to_us(now)
         agent_sql, agent_params = ("AND agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
-        with self._errors():
-            with self._tx(write=True) as conn:
-                expired = conn.execute(
-                    "SELECT id, agent_id, key, level, content, tags, length FROM memories "
-                    "WHERE deleted_us IS NULL AND expires_us IS NOT NULL AND expires_us <= ? AND expires_us < ? "
-                    + agent_sql,
-                    [now_us, before_us, *agent_params],
-                ).fetchall()
-                for row in expired:
-                    self._remove_live(conn, row, deleted_us=None)
-                deleted = conn.execute(
-                    "SELECT id FROM memories WHERE deleted_us IS NOT NULL AND deleted_us < ? " + agent_sql,
-                    [before_us, *agent_params],
-                ).fetchall()
-                ids = [r[0] for r in expired] + [r[0] for r in deleted]
-                conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
-                graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
-                sqlite_vectors.forget(conn, ids)
-                self._append(
-                    conn,
-                    operator_draft(
-                        "purge",
-                        agent_id=agent_id,
-                        detail={"purged": len(ids) + graph, "before": before.isoformat()},
-                    ),
-                    now,
-                )
+        with self._errors(), self._tx(write=True) as conn:
+            expired = conn.execute(
+                "SELECT id, agent_id, key, level, content, tags, length FROM memories "
+                "WHERE deleted_us IS NULL AND expires_us IS NOT NULL AND expires_us <= ? AND expires_us < ? "
+                + agent_sql,
+                [now_us, before_us, *agent_params],
+            ).fetchall()
+            for row in expired:
+                self._remove_live(conn, row, deleted_us=None)
+            deleted = conn.execute(
+                "SELECT id FROM memories WHERE deleted_us IS NOT NULL AND deleted_us < ? " + agent_sql,
+                [before_us, *agent_params],
+            ).fetchall()
+            ids = [r[0] for r in expired] + [r[0] for r in deleted]
+            conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
+            graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
+            sqlite_vectors.forget(conn, ids)
+            self._append(
+                conn,
+                operator_draft(
+                    "purge",
+                    agent_id=agent_id,
+                    detail={"purged": len(ids) + graph, "before": before.isoformat()},
+                ),
+                now,
+            )
         count = len(ids) + graph
         # Outside the store's lock and on a connection of its own: a reader elsewhere delays only this.
         if self.path == ":memory:":
@@ -1086,7 +1088,7 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ whole-store copy
 
-    COPIED_TABLES = {
+    COPIED_TABLES: ClassVar[dict[str, str]] = {
         "sessions": "id, agent_id, clearance, peers, taint, created_us, owner",
         "taint_events": "session_id, at_us, previous, new, reason, source",
         "memories": "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
@@ -1097,19 +1099,19 @@ class SQLiteBackend:
         **graph_sql.COPIED_TABLES,
     }
 
-    def dump(self) -> Iterator[tuple[str, dict]]:
+    def dump(self) -> Iterator[tuple[str, dict[str, Any]]]:
         """Every row that is the store's truth (not derived indexes), table by table, for migration."""
         with self._errors(), self._tx(write=False) as conn:
             for table, columns in self.COPIED_TABLES.items():
                 names = [c.strip() for c in columns.split(",")]
                 order = "rowid" if table != "audit" else "seq"
                 for row in conn.execute(f"SELECT {columns} FROM {table} ORDER BY {order}"):
-                    yield table, dict(zip(names, row))
+                    yield table, dict(zip(names, row, strict=True))
             head = conn.execute("SELECT value FROM meta WHERE name = 'audit_head'").fetchone()
             if head:
                 yield "meta", {"name": "audit_head", "value": head[0]}
 
-    def restore(self, rows: Iterable[tuple[str, dict]]) -> int:
+    def restore(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> int:
         """Load ``dump`` output into this (empty) store and rebuild the derived indexes."""
         count = 0
         with self._errors(), self._tx(write=True) as conn:
@@ -1140,11 +1142,11 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ knowledge graph (storage/graph_sql.py)
 
-    def graph_write(self, session_id: str, now: datetime, body: sqlite_graph.Body) -> object:
+    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
         return sqlite_graph.write(self, session_id, now, body)
 
-    def graph_read(self, session_id: str, now: datetime, body: sqlite_graph.Body) -> object:
+    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
         return sqlite_graph.read(self, session_id, now, body)
 
-    def graph_operator(self, now: datetime, body) -> object:
+    def graph_operator(self, now: datetime, body: Callable[[graph_sql.GraphConn], tuple[T, AuditDraft]]) -> T:
         return sqlite_graph.operator(self, now, body)

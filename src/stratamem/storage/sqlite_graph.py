@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .base import GraphBody
 from .graph_sql import GraphConn
 
 if TYPE_CHECKING:
@@ -101,10 +102,10 @@ def create_tables(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
-Body = Callable[[GraphConn, Any], tuple[T, Any]]
+Body = GraphBody
 
 
-def write(backend: SQLiteBackend, session_id: str, now: datetime, body: Body) -> T:
+def write(backend: SQLiteBackend, session_id: str, now: datetime, body: Body[T]) -> T:
     with backend._errors(), backend._tx(write=True) as conn:
         record = backend._session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=False), record)
@@ -112,7 +113,7 @@ def write(backend: SQLiteBackend, session_id: str, now: datetime, body: Body) ->
         return result
 
 
-def read(backend: SQLiteBackend, session_id: str, now: datetime, body: Body) -> T:
+def read(backend: SQLiteBackend, session_id: str, now: datetime, body: Body[T]) -> T:
     with backend._errors(), backend._tx(write=False) as conn:
         record = backend._session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=False), record)

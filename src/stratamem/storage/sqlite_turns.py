@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft
 from ..levels import Level
@@ -200,7 +200,7 @@ def usage_spent(
 
 def _usage_scope(
     b: SQLiteBackend, conn: sqlite3.Connection, session_id: str | None, agent_id: str | None
-) -> tuple[str, tuple]:
+) -> tuple[str, tuple[Any, ...]]:
     if session_id is not None:
         record = b._session(conn, session_id)
         return "AND agent_id = ? AND level <= ?", (record.agent_id, int(record.taint))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 from ..models import Hit
 from ..search.fusion import CANDIDATES
@@ -149,7 +150,7 @@ def count_pending(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM vectors WHERE live = 1 AND model IS NULL").fetchone()[0]
 
 
-def store_vectors(conn: sqlite3.Connection, model: str, items: Sequence[tuple]) -> int:
+def store_vectors(conn: sqlite3.Connection, model: str, items: Sequence[tuple[Any, ...]]) -> int:
     """Write (Pending, int8 codes, scale) items, each only if its memory is unchanged since it was read."""
     from ..search.dense import to_blob
 

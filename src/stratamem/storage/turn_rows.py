@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from ..levels import Level
 from .rows import from_us
@@ -60,7 +61,7 @@ class TranscriptMessage:
     created_at: datetime
     row_id: int = 0  # for the writer's own bookkeeping (turn ids); never shown across levels
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The export line (``"record": "message"``) and the REST shape."""
         return {
             "record": "message",
@@ -106,7 +107,7 @@ class UsageRecord:
     cost_usd: Decimal
     time: datetime
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "record": "usage",
             "session_id": self.session_id,
@@ -121,7 +122,7 @@ class UsageRecord:
         }
 
 
-def row_to_message(row: Sequence, position: int) -> TranscriptMessage:
+def row_to_message(row: Sequence[Any], position: int) -> TranscriptMessage:
     """``MESSAGE_COLUMNS`` (text fields already decoded) to a message at ``position``."""
     row_id, session, agent, level, role, content, calls, call_id, origin, created = row
     return TranscriptMessage(
@@ -139,7 +140,7 @@ def row_to_message(row: Sequence, position: int) -> TranscriptMessage:
     )
 
 
-def positioned(rows: Iterable[Sequence]) -> Iterator[TranscriptMessage]:
+def positioned(rows: Iterable[Sequence[Any]]) -> Iterator[TranscriptMessage]:
     """Export order (by row id) to messages numbered per transcript, as its own session sees it."""
     positions: dict[str, int] = {}
     for row in rows:
@@ -148,7 +149,7 @@ def positioned(rows: Iterable[Sequence]) -> Iterator[TranscriptMessage]:
         yield row_to_message(row, position)
 
 
-def row_to_usage(row: Sequence) -> UsageRecord:
+def row_to_usage(row: Sequence[Any]) -> UsageRecord:
     _id, session, agent, level, model, fresh, output, cached, cost, at = row
     return UsageRecord(session, agent, Level(level), model, fresh, output, cached, Decimal(cost), from_us(at))
 

@@ -114,4 +114,4 @@ class VectorCache:
             kth = np.partition(scores, rows.size - k)[rows.size - k]
             keep = scores >= kth
             rows, scores = rows[keep], scores[keep]
-        return [(int(self.ids[r]), float(s)) for r, s in zip(rows, scores)]
+        return [(int(self.ids[r]), float(s)) for r, s in zip(rows, scores, strict=True)]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..models import Hit
+from ..models import Hit, Memory
 from ..search import fusion
 
 if TYPE_CHECKING:  # numpy comes with the semantic extra; lexical stores never import it
@@ -52,6 +52,10 @@ class Pending:
     text: str
 
 
+# What ``store_vectors`` writes: the pending record, its int8 codes and their scale.
+VectorItem = tuple[Pending, "np.ndarray", float]
+
+
 def embed_text(key: str, content: str) -> str:
     """What a memory's vector is made from: its content (keys are often identifiers, not prose)."""
     return content
@@ -71,7 +75,10 @@ def combine(
     """The answer of a semantic or hybrid search from the two visible-only top lists."""
     if mode == "semantic":
         return order_hits([Hit(h.memory, fusion.semantic_score(h.score)) for h in dense], agents, limit)
-    ident = lambda m: (m.agent_id, m.key, int(m.level))  # noqa: E731 - one live version per triple
+
+    def ident(m: Memory) -> tuple[str, str, int]:  # one live version per triple
+        return (m.agent_id, m.key, int(m.level))
+
     memories = {ident(h.memory): h.memory for h in (*lexical, *dense)}
     fused = fusion.fuse(
         [(ident(h.memory), h.score) for h in lexical],

@@ -56,7 +56,7 @@ _RELATION = {
 }
 
 
-def _items(value: Any) -> list:
+def _items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 

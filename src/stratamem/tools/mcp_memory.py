@@ -39,14 +39,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _objects(value: Any, what: str) -> list[dict]:
+def _objects(value: Any, what: str) -> list[dict[str, Any]]:
     items = checks.check_batch(value, what)
     if not all(isinstance(item, dict) for item in items):
         raise ValidationError(f"each of {what} must be an object")
     return items
 
 
-def _edges(value: Any) -> list:
+def _edges(value: Any) -> list[Any]:
     return [
         checks.edge_draft(r.get("from"), r.get("to"), r.get("relationType"))
         for r in _objects(value, "relations")

@@ -14,7 +14,7 @@ from ..models import Hit, Memory
 from ..policy.gate import with_quarantine
 from ..policy.scanner import is_quarantined
 
-__all__ = ["shown", "shown_hits", "shown_memories", "with_quarantine"]
+__all__ = ["shown", "shown_hits", "with_quarantine"]
 
 
 def shown(memory: Memory | None) -> Memory | None:

@@ -91,7 +91,7 @@ def autosave_user_message(
     key = autosave_key(message)
     try:
         _write(session, key, message.strip(), str(origin), policy or DEFAULT_POLICY, ttl)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure becomes an event; autosave never breaks the turn
         emit(
             events,
             MemoryStore(key=key, category=CONVERSATION, success=False, error=f"{type(exc).__name__}: {exc}"),

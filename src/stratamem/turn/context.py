@@ -320,7 +320,7 @@ def render_memory_context(
             BLOCK_OVERHEAD,
             BLOCK_CLOSE,
         )
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure becomes an event; recall never breaks the turn
         emit(
             events,
             MemoryRecall(

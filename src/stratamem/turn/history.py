@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..storage.turn_rows import MessageDraft, TranscriptMessage
 from .errors import LimitExceededError, ValidationError
@@ -57,7 +57,7 @@ class StoredMessage:
     def of(cls, row: TranscriptMessage) -> StoredMessage:
         return cls(row.position, to_message(row), row.level.name, row.origin)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"position": self.position, "level": self.level, **self.message.to_dict()}
 
 

@@ -182,12 +182,12 @@ class EventBus:
         for observer in tuple(self._observers):
             try:
                 observer(event)
-            except Exception:
+            except Exception:  # noqa: BLE001 - a caller's observer must not break the turn
                 _log.warning("observer %r failed on %s", observer, event.name, exc_info=True)
         if self._tracer is not None:
             try:
                 self._tracer.start_span(event.name, attributes=event_attributes(event)).end()
-            except Exception:
+            except Exception:  # noqa: BLE001 - a tracing backend's failure must not break the turn
                 _log.warning("tracing failed on %s", event.name, exc_info=True)
 
 
