@@ -31,10 +31,10 @@ class AuditDraft:
     levels: tuple[Level, ...] = ()
     lineage_ids: tuple[str, ...] = ()
     outcome: str = "ok"
-    detail: dict[str, Any] = field(default_factory=dict[str, Any])
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
-def operator_draft(operation: str, **fields) -> AuditDraft:
+def operator_draft(operation: str, **fields: Any) -> AuditDraft:
     """An operator action's event: no session, recorded at RESTRICTED.
 
     Operator actions (purge, export, import, migrate, changing a session's

@@ -16,7 +16,7 @@ import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -33,6 +33,7 @@ from .policy.redact import redact_secrets
 from .private import private_writer
 from .progress import tracked
 from .session import Session
+from .storage.base import SessionRecord
 from .store import Store, default_url
 from .transfer import dump_lines, read_records
 from .validation import check_agent_id, check_id, parse_time
@@ -96,6 +97,14 @@ def _run(ctx: Context, action: Callable[[], None]) -> None:
             ctx._store.close()
 
 
+def _stdin_text() -> IO[Any]:
+    """Standard input as UTF-8 text, undecodable bytes kept as surrogates for the validators to refuse.
+
+    ``click.open_file("-")``: ``click.get_text_stream`` is deprecated (removed in Click 9).
+    """
+    return click.open_file("-", encoding="utf-8", errors="surrogateescape")
+
+
 def _stdin_content() -> str:
     """CONTENT given as "-": all of stdin, less the one newline that echo or a here-string adds.
 
@@ -128,7 +137,14 @@ def _one_line(text: str, width: int = 100) -> str:
 @click.option("--session", "session_id", help="Resume this session id (its taint persists).")
 @click.option("--json", "as_json", is_flag=True, help="Print the tools' JSON shapes.")
 @click.pass_context
-def cli(click_ctx: click.Context, db, agent, taint, session_id, as_json) -> None:
+def cli(
+    click_ctx: click.Context,
+    db: str | None,
+    agent: str | None,
+    taint: str | None,
+    session_id: str | None,
+    as_json: bool,
+) -> None:
     """Classified, persistent memory for AI agents."""
     click_ctx.obj = Context(db, agent, taint, session_id, as_json)
 
@@ -379,7 +395,7 @@ def session_group() -> None:
     """Inspect a session, or change its clearance and peers (operator)."""
 
 
-def _session_shape(record) -> dict[str, Any]:
+def _session_shape(record: SessionRecord) -> dict[str, Any]:
     return {
         "id": record.id,
         "agent_id": record.agent_id,
@@ -391,7 +407,7 @@ def _session_shape(record) -> dict[str, Any]:
     }
 
 
-def _session_human(record) -> str:
+def _session_human(record: SessionRecord) -> str:
     return (
         f"session {record.id} agent={record.agent_id} taint={record.taint.name} "
         f"clearance={record.clearance.name} peers={','.join(record.peers) or '-'} owner={record.owner or '-'}"
@@ -564,11 +580,7 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
             raise ValidationError(f"{file} is a directory; use --format markdown to import one")
         if fmt == "mcp-memory":
             if file == "-":
-                lines = (
-                    click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape")
-                    .read()
-                    .split("\n")
-                )
+                lines = _stdin_text().read().split("\n")
             else:
                 with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                     lines = stream.read().split("\n")
@@ -582,10 +594,9 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
             )
             return
         if fmt == "markdown":
-            memories, turns = read_markdown(file, store.max_content_bytes, store.now()), []
+            memories, turns = read_markdown(file, store.max_content_bytes, store.now()), list[Any]()
         elif file == "-":
-            stream = click.get_text_stream("stdin", encoding="utf-8", errors="surrogateescape")
-            memories, turns = read_records(stream, store.max_content_bytes)
+            memories, turns = read_records(_stdin_text(), store.max_content_bytes)
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                 memories, turns = read_records(stream, store.max_content_bytes)
@@ -631,8 +642,9 @@ def reindex(ctx: Context, force: bool) -> None:
         count = ctx.store().reindex(progress=progress, force=force)
         if count:
             click.echo("", err=True)
+        embedder = ctx.store().semantic.embedder  # loaded by reindex, which refuses a store without one
         ctx.emit(
-            {"reindexed": count, "model": ctx.store().semantic.embedder.identity},
+            {"reindexed": count, "model": embedder.identity if embedder is not None else None},
             f"{count} memories embedded",
         )
 
@@ -708,7 +720,15 @@ def _say_location(ctx: Context) -> None:
 )
 @click.pass_obj
 def mcp(
-    ctx: Context, mcp_agent, clearance, peers, mcp_taint, mcp_session, profile, read_only, config_path
+    ctx: Context,
+    mcp_agent: str | None,
+    clearance: str | None,
+    peers: tuple[str, ...],
+    mcp_taint: str | None,
+    mcp_session: str | None,
+    profile: str | None,
+    read_only: bool | None,
+    config_path: str | None,
 ) -> None:
     """Serve the memory tools over MCP stdio, for one operator-chosen session."""
     from .server import require_extra, run_mcp

@@ -71,7 +71,7 @@ class AuditEvent:
     levels: tuple[Level, ...] = ()
     lineage_ids: tuple[str, ...] = ()
     outcome: str = "ok"
-    detail: dict[str, Any] = field(default_factory=dict[str, Any])
+    detail: dict[str, Any] = field(default_factory=dict)
     prev_hash: str = ""
     hash: str = ""
 

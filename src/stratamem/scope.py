@@ -16,6 +16,7 @@ search still returns up to ``max_results`` hits.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -64,7 +65,7 @@ class ScopedSession:
         """The session's listing without conversation memories, left out in the store so pages stay exact."""
         return self._session.list(*args, without_category=CONVERSATION, **options)
 
-    def recent(self, *args: Any, **options: Any) -> list[Memory]:
+    def recent(self, *args: Any, **options: Any) -> builtins.list[Memory]:
         return self._session.recent(*args, without_category=CONVERSATION, **options)
 
     def search(self, query: str, max_results: int = 10) -> Sequence[Hit]:

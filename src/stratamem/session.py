@@ -7,6 +7,7 @@ another process (or by the runtime) takes effect at once.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -195,7 +196,7 @@ class Session:
         until: datetime | None = None,
         without_tag: str | None = None,
         without_category: str | None = None,
-    ) -> list[Memory]:
+    ) -> builtins.list[Memory]:
         """The ``limit`` (clamped to 1..100) most recently updated visible memories created in [since, until]."""
         query = ListQuery(
             without_tag=None if without_tag is None else check_tag(without_tag),
@@ -207,7 +208,7 @@ class Session:
         )
         return list(self._backend.list(self.id, query, self._store.now()))
 
-    def search(self, query: str, max_results: int = 10, mode: str | None = None) -> list[Hit]:
+    def search(self, query: str, max_results: int = 10, mode: str | None = None) -> builtins.list[Hit]:
         """Best first. ``mode``: ``lexical``, ``semantic`` or ``hybrid``; None = the store's mode."""
         if not isinstance(query, str):
             raise ValidationError("query must be a string")

@@ -435,5 +435,5 @@ def _lineage(lineage_id: object) -> str | None:
     return None if lineage_id is None else check_id(lineage_id, "lineage id")
 
 
-def open_store(url: str | None = None, **options) -> Store:
+def open_store(url: str | None = None, **options: Any) -> Store:
     return Store(url, **options)

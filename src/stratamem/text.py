@@ -12,6 +12,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import cache
+from typing import Protocol
 
 import Stemmer
 
@@ -227,9 +228,16 @@ def available_languages() -> tuple[str, ...]:
     return tuple(Stemmer.algorithms())
 
 
+class _Stemmer(Protocol):
+    """What we use of PyStemmer's ``Stemmer.Stemmer`` (the package ships no type information)."""
+
+    def stemWords(self, words: list[str]) -> list[str]: ...  # PyStemmer's name
+
+
 @cache
-def _stemmer(language: str) -> Stemmer.Stemmer:
-    return Stemmer.Stemmer(language)
+def _stemmer(language: str) -> _Stemmer:
+    stemmer: _Stemmer = Stemmer.Stemmer(language)
+    return stemmer
 
 
 def check_languages(languages: Iterable[str]) -> tuple[str, ...]:

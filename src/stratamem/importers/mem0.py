@@ -26,7 +26,8 @@ def read(path: Path, target: Target) -> list[Memory]:
         raise ValidationError(f'{path}: a Mem0 export is a list or an object with "results"')
     if not isinstance(records, list):
         raise ValidationError(f'{path}: "results" must be a list')
-    problems, out, seen = Problems(), [], {}
+    problems, out = Problems(), []
+    seen: dict[str, int] = {}  # id -> its record number
     for number, record in enumerate(records, start=1):
         where = f"{path} record {number}"
         try:

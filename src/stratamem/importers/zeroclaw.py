@@ -65,7 +65,8 @@ def read(path: Path, target: Target) -> list[Memory]:
                 files.append((daily, match[1], match[1]))
     if not files:
         raise ValidationError(f"{path}: no MEMORY.md and no memory/YYYY-MM-DD.md")
-    problems, out, keys = Problems(), [], {}
+    problems, out = Problems(), []
+    keys: dict[str, str] = {}  # key -> where it was first seen
     for file, stem, day in files:
         shown = str(file.relative_to(path))
         try:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ValidationError
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class HookPoint(StrEnum):
@@ -59,7 +61,7 @@ class Operator(StrEnum):
         raise ValidationError(f"unknown operator {value!r}; valid operators are {valid}")
 
 
-def _parse_enum(cls, value: object, what: str):
+def _parse_enum(cls: type[E], value: object, what: str) -> E:
     if isinstance(value, cls):
         return value
     if isinstance(value, str) and value.strip().upper() in cls.__members__:
@@ -103,7 +105,7 @@ class Decision:
     source: str = "default"
     patterns: tuple[str, ...] = ()
     literals: tuple[str, ...] = ()
-    detail: dict[str, Any] = field(default_factory=dict[str, Any])
+    detail: dict[str, Any] = field(default_factory=dict)
 
     @property
     def blocked(self) -> bool:

@@ -41,7 +41,8 @@ def bearer_token(headers: Headers) -> str | None:
 def principal_of(conn: HTTPConnection | Scope) -> Principal:
     """The authenticated principal of a request (set by :class:`BearerAuth`)."""
     scope = conn.scope if isinstance(conn, HTTPConnection) else conn
-    return scope[PRINCIPAL_KEY]
+    principal: Principal = scope[PRINCIPAL_KEY]
+    return principal
 
 
 class BearerAuth:

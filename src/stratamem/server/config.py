@@ -129,7 +129,7 @@ def _level(source: Path, where: str, value: Any) -> Level:
 def _profile(source: Path, where: str, value: Any) -> str:
     if value not in PROFILES:
         raise _fail(source, f"{where} must be one of {', '.join(PROFILES)}")
-    return value
+    return str(value)
 
 
 def _principal(source: Path, index: int, data: Any) -> Principal:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import ValidationError
@@ -78,7 +78,7 @@ class Principals:
         if len(set(digests)) != len(digests):
             raise ValidationError("two principals share one token")
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Principal]:
         return iter(self._all)
 
     def __len__(self) -> int:

@@ -26,6 +26,7 @@ added to the SQLite backend work here too.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 import time
@@ -373,7 +374,7 @@ class MarkdownBackend:
         self._fresh()
         return self.db.list(*args, **kwargs)
 
-    def search(self, *args, **kwargs) -> list[Hit]:
+    def search(self, *args, **kwargs) -> builtins.list[Hit]:
         self._fresh()
         return self.db.search(*args, **kwargs)
 

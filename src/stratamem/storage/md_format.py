@@ -390,9 +390,9 @@ def _section(key: str, content: str, line_no: int, fields: dict[str, tuple[str, 
         name: _parse_time(v[0], v[1], name) if (v := get(name)) else None
         for name in ("created", "updated", "expires")
     }
-    lineage = decode_value(*get("lineage"), "lineage") if get("lineage") else None
-    session = decode_value(*get("session"), "session") if get("session") else None
-    tags = _decode_tags(*get("tags")) if get("tags") else ()
+    lineage = decode_value(v[0], v[1], "lineage") if (v := get("lineage")) else None
+    session = decode_value(v[0], v[1], "session") if (v := get("session")) else None
+    tags = _decode_tags(t[0], t[1]) if (t := get("tags")) else ()
     return Section(
         key,
         content,

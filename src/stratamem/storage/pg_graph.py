@@ -105,10 +105,8 @@ V5 = [
 VACUUM_TABLES = "graph_nodes, graph_observations, graph_edges, graph_postings, graph_part_stats"
 GRAPH_LOCK = "\x1egraph"  # the advisory key serialising one agent's graph writes
 
-Body = GraphBody
 
-
-def write(backend: PostgresBackend, session_id: str, now: datetime, body: Body[T]) -> T:
+def write(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
     def tx(conn: Any) -> T:
         record = backend._bound_session(conn, session_id, "FOR SHARE")
         backend._lock_keys(conn, [(record.agent_id, GRAPH_LOCK)])
@@ -119,7 +117,7 @@ def write(backend: PostgresBackend, session_id: str, now: datetime, body: Body[T
     return backend._write(tx)
 
 
-def read(backend: PostgresBackend, session_id: str, now: datetime, body: Body[T]) -> T:
+def read(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
     def tx(conn: Any) -> T:
         record = backend._bound_session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=True), record)

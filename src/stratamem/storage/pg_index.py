@@ -198,7 +198,7 @@ def write_versions(
     stored: dict[tuple[str, str, int], Memory] = {}
     stats, terms = StatsDelta(), TermDelta()
     items = list(latest.items())
-    postings: list[Statement] = []
+    postings: list[Statement | None] = []  # None: nothing to mark (``together`` skips it)
     for start in range(0, len(items), CHUNK):
         chunk = items[start : start + CHUNK]
         stored.update(_write_chunk(conn, analyzer, chunk, keep_created, now_us, stats, terms, postings))
@@ -219,7 +219,7 @@ def _write_chunk(
     now_us: int,
     stats: StatsDelta,
     counts: TermDelta,
-    postings: list[Statement],
+    postings: list[Statement | None],
 ) -> dict[tuple[str, str, int], Memory]:
     """Write one chunk's versions; their postings are appended to ``postings`` for the caller to send."""
     ident = _columns([key for key, _ in chunk], 3)

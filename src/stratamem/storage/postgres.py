@@ -30,6 +30,7 @@ security enforces the lattice in the database as well (``pg_schema``).
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 import time
@@ -530,14 +531,14 @@ class PostgresBackend:
 
     # ------------------------------------------------------------------ vectors (pg_vectors)
 
-    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> list[Pending]:
+    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> builtins.list[Pending]:
         def body(conn: psycopg.Connection) -> list[Pending]:
             record = self._bound_session(conn, session_id)
             return pg_vectors.pending(conn, pg_search.Scope(record, to_us(now)), limit)
 
         return self._read(body)
 
-    def all_pending_vectors(self, limit: int) -> tuple[list[Pending], int]:
+    def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]:
         return self._operator(lambda conn: pg_vectors.all_pending(conn, limit), read_only=True)
 
     def store_vectors(self, model: str, items: Sequence[Any]) -> int:
@@ -600,7 +601,7 @@ class PostgresBackend:
 
     def append_messages(
         self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-    ) -> list[TranscriptMessage]:
+    ) -> builtins.list[TranscriptMessage]:
         return pg_turns.append_messages(self, session_id, drafts, now)
 
     def read_messages(
@@ -623,7 +624,7 @@ class PostgresBackend:
         since: datetime | None,
         until: datetime | None,
         limit: int,
-    ) -> list[UsageRecord]:
+    ) -> builtins.list[UsageRecord]:
         return pg_turns.usage_records(self, session_id, agent_id, since, until, limit)
 
     def purge_turns(

@@ -11,6 +11,7 @@ depends on a record the session cannot see.
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
 import sqlite3
@@ -790,7 +791,7 @@ class SQLiteBackend:
         now: datetime,
         mode: str = "lexical",
         query: DenseQuery | None = None,
-    ) -> list[Hit]:
+    ) -> builtins.list[Hit]:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
             scope = _Scope(record, to_us(now))
@@ -808,12 +809,12 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ vectors (sqlite_vectors)
 
-    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> list[Pending]:
+    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> builtins.list[Pending]:
         with self._errors(), self._tx(write=False) as conn:
             scope = _Scope(self._session(conn, session_id), to_us(now))
             return sqlite_vectors.pending(conn, scope, limit)
 
-    def all_pending_vectors(self, limit: int) -> tuple[list[Pending], int]:
+    def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]:
         with self._errors(), self._tx(write=False) as conn:
             return sqlite_vectors.all_pending(conn, limit), sqlite_vectors.count_pending(conn)
 
@@ -831,7 +832,7 @@ class SQLiteBackend:
                 sqlite_vectors.bump_epoch(conn)
             sqlite_vectors.use_model(conn, identity)
 
-    def _recent(self, conn: sqlite3.Connection, scope: _Scope, limit: int) -> list[Hit]:
+    def _recent(self, conn: sqlite3.Connection, scope: _Scope, limit: int) -> builtins.list[Hit]:
         rows = conn.execute(
             f"SELECT {MEMORY_COLUMNS.replace('id,', 'd.id,', 1)} FROM memories d WHERE {scope.visible} "
             f"ORDER BY d.updated_us DESC, d.key, {scope.rank} LIMIT :limit",
@@ -839,7 +840,7 @@ class SQLiteBackend:
         ).fetchall()
         return [Hit(row_to_memory(r), 0.0) for r in rows]
 
-    def _visible_stats(self, conn: sqlite3.Connection, scope: _Scope) -> tuple[int, int, list[int]]:
+    def _visible_stats(self, conn: sqlite3.Connection, scope: _Scope) -> tuple[int, int, builtins.list[int]]:
         """Document count and total length over exactly the session's visible view.
 
         ``part_stats`` counts every live version in the session's partitions;
@@ -862,7 +863,9 @@ class SQLiteBackend:
         ).fetchall()
         return n - len(hidden), total - sum(length for _, length in hidden), [mem_id for mem_id, _ in hidden]
 
-    def _ranked(self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int) -> list[Hit]:
+    def _ranked(
+        self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int
+    ) -> builtins.list[Hit]:
         """Exact BM25 top-k over the visible view.
 
         Document frequencies are counted over visible postings only; which
@@ -939,7 +942,7 @@ class SQLiteBackend:
         ]
 
     def _visible_doc_freqs(
-        self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], hidden: list[int]
+        self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], hidden: builtins.list[int]
     ) -> dict[str, int]:
         """Per-term document frequency over the visible view: partition counts minus hidden versions."""
         term_params = {f"t{i}": term for i, term in enumerate(terms)}

@@ -102,10 +102,7 @@ def create_tables(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
-Body = GraphBody
-
-
-def write(backend: SQLiteBackend, session_id: str, now: datetime, body: Body[T]) -> T:
+def write(backend: SQLiteBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
     with backend._errors(), backend._tx(write=True) as conn:
         record = backend._session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=False), record)
@@ -113,7 +110,7 @@ def write(backend: SQLiteBackend, session_id: str, now: datetime, body: Body[T])
         return result
 
 
-def read(backend: SQLiteBackend, session_id: str, now: datetime, body: Body[T]) -> T:
+def read(backend: SQLiteBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
     with backend._errors(), backend._tx(write=False) as conn:
         record = backend._session(conn, session_id)
         result, draft = body(GraphConn(conn, postgres=False), record)

@@ -23,7 +23,7 @@ import ctypes
 import errno
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 __all__ = ["open_beneath", "openat2_available"]
 
@@ -42,12 +42,13 @@ class _OpenHow(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
 
 
-_syscall = None
+_syscall: Callable[..., int] | None = None  # libc's syscall(2), once probed
 _available: bool | None = None
 
 
 def _raw_openat2(dir_fd: int, path: str, flags: int, mode: int) -> int:
     how = _OpenHow(flags, mode if flags & os.O_CREAT else 0, _RESOLVE)
+    assert _syscall is not None, "openat2_available() probes the syscall first"
     fd = _syscall(_SYS_OPENAT2, dir_fd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
     if fd < 0:
         code = ctypes.get_errno()

@@ -24,9 +24,10 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..policy.engine import Policy
+from ..storage.turn_rows import UsageRecord
 from .autosave import AutosavePolicy, autosave_user_message
 from .context import ContextConfig, Origin, inject_memory_context, parse_origin
-from .costs import Budget, BudgetReport, CostLedger, ModelPrice, UsageRecord
+from .costs import Budget, BudgetReport, CostLedger, ModelPrice
 from .errors import LimitExceededError, NotFoundError, TurnStateError, ValidationError
 from .history import MAX_PAGE, StoredMessage, Transcript
 from .messages import Message, ToolCallRequest
