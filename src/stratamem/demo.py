@@ -8,11 +8,16 @@ from pathlib import Path
 import click
 
 from .levels import Level
+from .models import Memory
 from .store import Store
 
 
 def _say(text: str) -> None:
     click.echo(click.style(text, bold=True))
+
+
+def _shown(memory: Memory | None) -> str:
+    return "nothing" if memory is None else f"[{memory.level.name}] {memory.content}"
 
 
 def run_demo(url: str | None = None) -> None:
@@ -36,15 +41,11 @@ def run_demo(url: str | None = None) -> None:
             click.echo(f"   taint is now {agent.taint.name}; saved {m.key} [{m.level.name}]")
 
             _say("\n3. Shadowing: the confidential session sees one version of 'project', the highest.")
-            click.echo(
-                f"   get project -> [{agent.get('project').level.name}] {agent.get('project').content}"
-            )
+            click.echo(f"   get project -> {_shown(agent.get('project'))}")
 
             public = store.session("assistant")
             _say("\n4. A fresh PUBLIC session cannot see it, and cannot tell it exists.")
-            click.echo(
-                f"   get project -> [{public.get('project').level.name}] {public.get('project').content}"
-            )
+            click.echo(f"   get project -> {_shown(public.get('project'))}")
             for label, session in (("PUBLIC", public), ("CONFIDENTIAL", agent)):
                 hits = session.search("when is the billing migration blocked?")
                 shown = ", ".join(f"{h.memory.key}[{h.memory.level.name}] {h.score:.2f}" for h in hits)
@@ -56,9 +57,7 @@ def run_demo(url: str | None = None) -> None:
 
             _say("\n6. Deleting at CONFIDENTIAL un-shadows the PUBLIC version; the audit chain verifies.")
             agent.delete("project")
-            click.echo(
-                f"   get project -> [{agent.get('project').level.name}] {agent.get('project').content}"
-            )
+            click.echo(f"   get project -> {_shown(agent.get('project'))}")
             bad = store.verify_audit()
             click.echo(
                 f"   {len(store.audit_events())} audit events, chain {'intact' if bad is None else f'broken at {bad}'}"

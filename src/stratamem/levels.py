@@ -19,7 +19,7 @@ class Level(IntEnum):
     RESTRICTED = 3
 
     @classmethod
-    def parse(cls, value: str | Level) -> Level:
+    def parse(cls, value: object) -> Level:
         """Accept any case and surrounding spaces; refuse anything else by name."""
         if isinstance(value, Level):
             return value

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..storage.rows import one_row
 from .audit import operator_draft
 from .errors import StorageError, ValidationError
 from .extras import require
@@ -56,9 +57,11 @@ def stored_languages(url: str) -> tuple[str, ...] | None:
         config = parse_url(url)
         try:
             with psycopg.connect(config.conninfo, autocommit=True) as conn:
-                if not conn.execute(
-                    "SELECT to_regclass(%s) IS NOT NULL", (f'"{config.schema}".meta',)
-                ).fetchone()[0]:
+                if not one_row(
+                    conn.execute(
+                        "SELECT to_regclass(%s) IS NOT NULL", (f'"{config.schema}".meta',)
+                    ).fetchone()
+                )[0]:
                     return None
                 row = conn.execute(
                     sql.SQL("SELECT value FROM {}.meta WHERE name = 'languages'").format(

@@ -114,7 +114,7 @@ class Policy:
 
     def replace(self, **changes: Any) -> Policy:
         """A copy with some settings changed (e.g. ``policy.replace(read_only=True)``)."""
-        options = {
+        options: dict[str, Any] = {
             "rules": self.rules,
             "hooks": self.hooks,
             "approver": self.approver,

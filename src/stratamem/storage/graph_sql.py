@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
@@ -37,7 +37,7 @@ from ..graph import rank
 from ..graph.model import Edge, GraphStats, Node, Observation
 from ..levels import Level
 from .base import SessionRecord
-from .rows import from_us
+from .rows import from_us, one_row
 
 NODE_COLUMNS = (
     "n.id, n.agent_id, n.name, n.type, n.content, n.tags, n.level, n.source, n.session_id, "
@@ -76,7 +76,8 @@ class GraphConn:
         return list(self.conn.execute(self._sql(sql), params or {}).fetchall())
 
     def one(self, sql: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
-        return self.conn.execute(self._sql(sql), params or {}).fetchone()
+        row: tuple[Any, ...] | None = self.conn.execute(self._sql(sql), params or {}).fetchone()
+        return row
 
     def run(self, sql: str, params: dict[str, Any] | None = None) -> None:
         self.conn.execute(self._sql(sql), params or {})
@@ -279,10 +280,12 @@ def visible_stats(gc: GraphConn, scope: Scope) -> tuple[int, int, list[str]]:
     """(visible nodes, their total document length, ids of the in-scope rows the session cannot see)."""
     nodes, node_len, obs_len = (
         int(v)
-        for v in gc.one(
-            f"SELECT coalesce(sum(nodes), 0), coalesce(sum(node_len), 0), coalesce(sum(obs_len), 0) "
-            f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
-            scope.params,
+        for v in one_row(
+            gc.one(
+                f"SELECT coalesce(sum(nodes), 0), coalesce(sum(node_len), 0), coalesce(sum(obs_len), 0) "
+                f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
+                scope.params,
+            )
         )
     )
     shadowed, orphans = _hidden(gc, scope)
@@ -381,13 +384,15 @@ def read_page(
 
 
 def stats(gc: GraphConn, scope: Scope, top: int = 10) -> GraphStats:
-    nodes = gc.one(f"SELECT count(*) FROM graph_nodes n WHERE {scope.node_visible}", scope.params)[0]
-    observations = gc.one(
-        f"SELECT count(*) FROM (SELECT DISTINCT o.agent_id, o.name, o.text FROM graph_observations o "
-        f"WHERE {scope.obs_visible}) d",
-        scope.params,
+    nodes = one_row(gc.one(f"SELECT count(*) FROM graph_nodes n WHERE {scope.node_visible}", scope.params))[0]
+    observations = one_row(
+        gc.one(
+            f"SELECT count(*) FROM (SELECT DISTINCT o.agent_id, o.name, o.text FROM graph_observations o "
+            f"WHERE {scope.obs_visible}) d",
+            scope.params,
+        )
     )[0]
-    edges = gc.one(f"SELECT count(*) FROM graph_edges e WHERE {scope.edge_visible}", scope.params)[0]
+    edges = one_row(gc.one(f"SELECT count(*) FROM graph_edges e WHERE {scope.edge_visible}", scope.params))[0]
     types = gc.rows(
         f"SELECT n.type, count(*) AS c FROM graph_nodes n WHERE {scope.node_visible} "
         "GROUP BY n.type ORDER BY c DESC, n.type LIMIT :top",
@@ -417,7 +422,11 @@ def not_found(name: str) -> NodeNotFound:
 
 
 def export_view(
-    gc: GraphConn, agent: str, level: Level, now: datetime, render
+    gc: GraphConn,
+    agent: str,
+    level: Level,
+    now: datetime,
+    render: Callable[[list[Node], list[Edge]], list[str]],
 ) -> tuple[list[str], AuditDraft]:
     """Operator export: every node and edge of ``agent`` a session at ``level`` sees, page by page."""
     scope = Scope(SessionRecord("export", agent, level, (), level, now))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -95,7 +96,9 @@ def _stats_add(
     )
 
 
-def _node_terms(analyzer: Analyzer, name: str, type_: str, content: str, tags: Sequence[str]):
+def _node_terms(
+    analyzer: Analyzer, name: str, type_: str, content: str, tags: Sequence[str]
+) -> tuple[Counter[str], int]:
     return analyzer.document_terms(name, f"{type_} {content}", tags)
 
 
@@ -222,7 +225,8 @@ def _add_observations(
     added = [t for t in dict.fromkeys(texts) if t not in existing]
     if len(existing) + len(added) > MAX_OBSERVATIONS_PER_NODE:
         raise ValidationError(f"node {name!r} would hold more than {MAX_OBSERVATIONS_PER_NODE} observations")
-    rows, postings = [], []
+    rows: list[dict[str, Any]] = []
+    postings = []
     for pos, text in enumerate(added):
         unit = str(uuid.uuid4())
         terms, length = analyzer.document_terms("", text, ())
@@ -614,14 +618,20 @@ def import_graph(
             gc, analyzer, scope, agent, int(level), draft.name, draft.observations, None, now_us
         )
     edges = 0
-    for line, draft in relations:
-        for name in (draft.source, draft.target):
+    for line, relation in relations:
+        for name in (relation.source, relation.target):
             if visible_version(gc, scope, agent, name) is None:
                 raise ValidationError(f"line {line}: relation names an unknown entity {name!r}")
         exists = gc.one(
             "SELECT 1 FROM graph_edges WHERE agent_id = :ag AND source = :s AND target = :t "
             "AND relation = :r AND level = :lvl AND deleted_us IS NULL",
-            {"ag": agent, "s": draft.source, "t": draft.target, "r": draft.relation, "lvl": int(level)},
+            {
+                "ag": agent,
+                "s": relation.source,
+                "t": relation.target,
+                "r": relation.relation,
+                "lvl": int(level),
+            },
         )
         if exists is None:
             gc.run(
@@ -630,11 +640,11 @@ def import_graph(
                 {
                     "id": str(uuid.uuid4()),
                     "ag": agent,
-                    "s": draft.source,
-                    "t": draft.target,
-                    "r": draft.relation,
+                    "s": relation.source,
+                    "t": relation.target,
+                    "r": relation.relation,
                     "lvl": int(level),
-                    "note": draft.note,
+                    "note": relation.note,
                     "now": now_us,
                 },
             )

@@ -46,6 +46,7 @@ from psycopg import sql
 from ..audit import GENESIS
 from ..errors import StorageError
 from . import pg_graph, pg_vectors
+from .rows import one_row
 
 DEFAULT_SCHEMA = "stratamem"
 DEFAULT_APP_ROLE = "stratamem_app"
@@ -343,7 +344,7 @@ def _ensure_app_role(conn: psycopg.Connection, app_role: str) -> None:
 
 
 def _version(conn: psycopg.Connection, schema: str) -> int:
-    exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".meta',)).fetchone()[0]
+    exists = one_row(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".meta',)).fetchone())[0]
     if not exists:
         return 0
     row = conn.execute(

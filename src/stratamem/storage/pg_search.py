@@ -23,6 +23,7 @@ from . import listing as list_sql
 from . import pruning
 from .base import SessionRecord
 from .pg_rows import MEMORY_COLUMNS, row_to_memory
+from .rows import one_row
 
 D_COLUMNS = ", ".join("d." + c for c in MEMORY_COLUMNS.split(", "))
 
@@ -96,8 +97,9 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
     """
     unique = list(dict.fromkeys(terms))
     params = {**scope.params, "terms": unique}
-    n_docs, total_len, hidden, found, counts = conn.execute(
-        f"""
+    n_docs, total_len, hidden, found, counts = one_row(
+        conn.execute(
+            f"""
         WITH hidden AS MATERIALIZED (
             SELECT d.id, d.length FROM memories d
             WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= %(now)s AND {scope.in_scope}
@@ -119,8 +121,9 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
         SELECT ps.n - hc.n, ps.total - hc.total, hc.ids,
                (SELECT coalesce(array_agg(term), '{{}}') FROM f), (SELECT coalesce(array_agg(df), '{{}}') FROM f)
         FROM ps, hc""",
-        params,
-    ).fetchone()
+            params,
+        ).fetchone()
+    )
     if n_docs <= 0:
         return []
     freqs = dict.fromkeys(unique, 0)

@@ -21,7 +21,7 @@ import psycopg
 from ..audit import AuditDraft, operator_draft
 from .pg_connect import bind_operator
 from .pg_rows import dec, enc
-from .rows import to_us
+from .rows import one_row, to_us
 from .turn_rows import (
     MESSAGE_COLUMNS,
     USAGE_COLUMNS,
@@ -72,10 +72,12 @@ def append_messages(
 ) -> list[TranscriptMessage]:
     def body(conn: psycopg.Connection) -> list[TranscriptMessage]:
         record = b._bound_session(conn, session_id, "FOR SHARE")
-        (start,) = conn.execute(
-            "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s",
-            (enc(record.id), record.agent_id, int(record.taint)),
-        ).fetchone()
+        (start,) = one_row(
+            conn.execute(
+                "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s",
+                (enc(record.id), record.agent_id, int(record.taint)),
+            ).fetchone()
+        )
         stored = []
         for offset, d in enumerate(drafts):
             row = (
@@ -89,8 +91,10 @@ def append_messages(
                 d.origin,
                 to_us(now),
             )
-            encoded = tuple(enc(v) if i in (0, 4, 5, 6, 7) else v for i, v in enumerate(row))
-            (row_id,) = conn.execute(_MSG_INSERT, encoded).fetchone()
+            encoded = tuple(
+                enc(v) if i in (0, 4, 5, 6, 7) and isinstance(v, str) else v for i, v in enumerate(row)
+            )
+            (row_id,) = one_row(conn.execute(_MSG_INSERT, encoded).fetchone())
             stored.append(row_to_message((row_id, *row), start + offset))
         b._append(
             conn,
@@ -115,10 +119,12 @@ def read_messages(
     def body(conn: psycopg.Connection) -> TranscriptPage:
         record = b._bound_session(conn, session_id)
         scope = (enc(transcript_id), record.agent_id, int(record.taint))
-        (total,) = conn.execute(
-            "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s",
-            scope,
-        ).fetchone()
+        (total,) = one_row(
+            conn.execute(
+                "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s",
+                scope,
+            ).fetchone()
+        )
         first = max(0, total - limit) if start is None else start
         rows = conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s "
@@ -157,8 +163,8 @@ def record_usage(b: PostgresBackend, session_id: str, draft: UsageDraft, now: da
             str(draft.cost_usd),
             to_us(now),
         )
-        encoded = tuple(enc(v) if i in (0, 3) else v for i, v in enumerate(row))
-        (row_id,) = conn.execute(_USAGE_INSERT, encoded).fetchone()
+        encoded = tuple(enc(v) if i in (0, 3) and isinstance(v, str) else v for i, v in enumerate(row))
+        (row_id,) = one_row(conn.execute(_USAGE_INSERT, encoded).fetchone())
         b._append(
             conn,
             AuditDraft(

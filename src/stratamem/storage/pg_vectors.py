@@ -18,15 +18,16 @@ SQLite and PostgreSQL return the same dense scores for the same store.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import psycopg
 
 from ..models import Hit
 from ..search.fusion import CANDIDATES
-from .pg_rows import dec
-from .pg_search import D_COLUMNS, Scope, row_to_memory
+from .pg_rows import dec, row_to_memory
+from .pg_search import D_COLUMNS, Scope
+from .rows import one_row
 from .vectors import DenseQuery, Pending, combine, embed_text, order_hits
 
 _READ = (
@@ -141,7 +142,7 @@ def use_model(conn: psycopg.Connection, identity: str, reset: bool) -> None:
     )
 
 
-def _pending(rows) -> list[Pending]:
+def _pending(rows: Sequence[Sequence[Any]]) -> list[Pending]:
     return [Pending(r[0], r[1], embed_text(r[2], dec(r[3]))) for r in rows]
 
 
@@ -161,11 +162,13 @@ def all_pending(conn: psycopg.Connection, limit: int) -> tuple[list[Pending], in
         "WHERE v.live AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT %s",
         (limit,),
     ).fetchall()
-    total = conn.execute("SELECT count(*) FROM memory_vectors WHERE live AND model IS NULL").fetchone()[0]
+    total: int = one_row(
+        conn.execute("SELECT count(*) FROM memory_vectors WHERE live AND model IS NULL").fetchone()
+    )[0]
     return _pending(rows), total
 
 
-def _literal(codes) -> str:
+def _literal(codes: Iterable[int]) -> str:
     return "[" + ",".join(str(int(c)) for c in codes) + "]"
 
 
@@ -216,7 +219,7 @@ def search(
         mode = "hybrid"  # visible records still wait for vectors: the lexical side covers them
     if vtype:
         dot = f"(-(v.vec OPERATOR({vtype.rsplit('.', 1)[0]}.<#>) %(q)s::{vtype}))"
-        q = _literal(query.codes)
+        q: str | list[float] = _literal(query.codes)
     else:
         dot = "(SELECT sum(a * b) FROM unnest(v.vec, %(q)s::real[]) AS t(a, b))::float8"
         q = [float(c) for c in query.codes]

@@ -79,7 +79,7 @@ from .pg_connect import (
 )
 from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_event, row_to_memory
 from .pg_schema import migrate_schema
-from .rows import event_to_row, from_us, to_us
+from .rows import event_to_row, from_us, one_row, to_us
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .vectors import DenseQuery, Pending
@@ -202,12 +202,12 @@ class PostgresBackend:
         langs = json.dumps(list(self.analyzer.languages))
         bind_operator(conn)
         state = "SELECT (SELECT value FROM meta WHERE name = 'languages'), (SELECT value FROM meta WHERE name = 'analyzer')"
-        row, analyzer = conn.execute(state).fetchone()
+        row, analyzer = one_row(conn.execute(state).fetchone())
         if row == langs and analyzer == ANALYZER_VERSION:
             return
         self._lock_store(conn)
         conn.execute("SELECT value FROM meta WHERE name = 'languages' FOR UPDATE")
-        row, analyzer = conn.execute(state).fetchone()
+        row, analyzer = one_row(conn.execute(state).fetchone())
         if row is None:
             conn.execute(
                 "INSERT INTO meta (name, value) VALUES ('languages', %s) ON CONFLICT DO NOTHING", (langs,)
@@ -845,10 +845,12 @@ class PostgresBackend:
 
         def body(conn: psycopg.Connection) -> int:
             self._lock_store(conn)
-            if conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
-                "UNION ALL SELECT 1 FROM sessions UNION ALL SELECT 1 FROM turn_messages)"
-            ).fetchone()[0]:
+            if one_row(
+                conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "
+                    "UNION ALL SELECT 1 FROM sessions UNION ALL SELECT 1 FROM turn_messages)"
+                ).fetchone()
+            )[0]:
                 raise ValidationError("the target store is not empty")
             count = 0
             pending: dict[str, Rows] = {}

@@ -10,15 +10,25 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
+from ..errors import StorageError
 from ..levels import Level
 from ..models import AuditEvent, Memory
+
+R = TypeVar("R")
 
 MEMORY_COLUMNS = (
     "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
     "lineage_id, expires_us"
 )
+
+
+def one_row(row: R | None) -> R:
+    """The row of a query that always returns exactly one (an aggregate, a ``SELECT`` of values)."""
+    if row is None:
+        raise StorageError("the database answered an aggregate query with no row")
+    return row
 
 
 def to_us(moment: datetime) -> int:

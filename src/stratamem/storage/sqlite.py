@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import paging, ranking
 from ..audit import GENESIS, AuditDraft, first_bad_sequence, operator_draft, seal
@@ -58,6 +58,9 @@ from .sqlite_readers import ReadConnections
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .vectors import DenseQuery, Pending
+
+if TYPE_CHECKING:
+    from .vector_cache import VectorCache
 
 SCHEMA_VERSION = 1
 
@@ -196,7 +199,7 @@ class SQLiteBackend:
         self.path = path
         self.analyzer = analyzer
         self._lock = threading.RLock()
-        self._vector_cache = None  # storage.vector_cache.VectorCache, made on the first dense search
+        self._vector_cache: VectorCache | None = None  # made on the first dense search
         self._vector_lock = threading.Lock()  # the cache is shared by the threads' read connections
         self._readers: ReadConnections | None = None
         try:

@@ -63,7 +63,7 @@ def open_session(
         session_id is not None
         and conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
     )
-    if exists:
+    if exists and session_id is not None:  # (exists implies an id; said again for the type checker)
         record = read(conn, session_id)
         session_rules.check_resume(record, agent_id, clearance, peers, owner)
         op = "session.resume"

@@ -31,6 +31,8 @@ from .turn_rows import (
 )
 
 if TYPE_CHECKING:
+    from decimal import Decimal
+
     from .sqlite import SQLiteBackend
 
 SCHEMA = """
@@ -179,9 +181,8 @@ def usage_spent(
     session_id: str | None,
     agent_id: str | None,
     windows: Sequence[tuple[datetime, datetime]],
-):
+) -> list[Decimal]:
     """Spend per window: the session's agent at levels <= its taint, or (operator) one agent or all."""
-    from decimal import Decimal
 
     with b._errors(), b._tx(write=False) as conn:
         clauses, params = _usage_scope(b, conn, session_id, agent_id)

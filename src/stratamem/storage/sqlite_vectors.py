@@ -22,12 +22,15 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..models import Hit
 from ..search.fusion import CANDIDATES
 from .rows import MEMORY_COLUMNS, row_to_memory
 from .vectors import DenseQuery, Pending, combine, embed_text, order_hits
+
+if TYPE_CHECKING:
+    from .sqlite import SQLiteBackend, _Scope
 
 log = logging.getLogger("stratamem.vectors")
 
@@ -121,7 +124,7 @@ def use_model(conn: sqlite3.Connection, identity: str) -> None:
     )
 
 
-def pending(conn: sqlite3.Connection, scope, limit: int | None) -> list[Pending]:
+def pending(conn: sqlite3.Connection, scope: _Scope, limit: int | None) -> list[Pending]:
     """Visible versions without a current vector.
 
     Driven from the small ``vectors_pending`` partial index (CROSS JOIN fixes the loop order): a store
@@ -147,7 +150,8 @@ def all_pending(conn: sqlite3.Connection, limit: int) -> list[Pending]:
 
 
 def count_pending(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT count(*) FROM vectors WHERE live = 1 AND model IS NULL").fetchone()[0]
+    count: int = conn.execute("SELECT count(*) FROM vectors WHERE live = 1 AND model IS NULL").fetchone()[0]
+    return count
 
 
 def store_vectors(conn: sqlite3.Connection, model: str, items: Sequence[tuple[Any, ...]]) -> int:
@@ -167,9 +171,9 @@ def store_vectors(conn: sqlite3.Connection, model: str, items: Sequence[tuple[An
 
 
 def search(
-    backend,
+    backend: SQLiteBackend,
     conn: sqlite3.Connection,
-    scope,
+    scope: _Scope,
     terms: Sequence[str] | None,
     limit: int,
     mode: str,

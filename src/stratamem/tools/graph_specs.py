@@ -98,7 +98,7 @@ def _observation_texts(args: dict[str, Any]) -> Iterable[object]:
 
 KNOWLEDGE_ACTIONS = ("capture", "search", "relate", "neighbors", "stats", "suggest")
 
-KNOWLEDGE = ToolSpec(
+KNOWLEDGE: ToolSpec = ToolSpec(
     "knowledge",
     ZEROCLAW,
     "Long-term knowledge graph: named nodes (people, projects, decisions, ...) with observations, and "

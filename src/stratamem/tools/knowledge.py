@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import PolicyBlocked, ValidationError
-from ..graph.model import Edge, Node
+from ..graph.model import Edge, EdgeDraft, Node
 from ..session import Session
 from ..storage.graph_sql import NodeNotFound
 from .graph_specs import KNOWLEDGE_ACTIONS
@@ -82,7 +82,7 @@ def _relate(session: Session, args: dict[str, Any]) -> str:
     return f"{'Related' if created else 'Already related'}: {arrow(edge)}"
 
 
-def _edge(args: dict[str, Any]):
+def _edge(args: dict[str, Any]) -> EdgeDraft:
     from ..graph.checks import edge_draft
 
     return edge_draft(

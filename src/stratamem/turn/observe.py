@@ -143,10 +143,10 @@ class TracerLike(Protocol):
 def opentelemetry_tracer() -> TracerLike | None:
     """The OpenTelemetry tracer for this package, or None when the API is absent."""
     try:
-        from opentelemetry import trace  # type: ignore[import-not-found]
+        from opentelemetry import trace
     except ImportError:
         return None
-    return trace.get_tracer("stratamem.turn")  # type: ignore[no-any-return]
+    return trace.get_tracer("stratamem.turn")
 
 
 def event_attributes(event: Event) -> dict[str, AttributeValue]:
