@@ -16,9 +16,11 @@ as an agent's own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from .audit import AuditDraft
 from .errors import NotFound, PolicyBlocked, ValidationError
@@ -26,8 +28,20 @@ from .levels import Level
 from .models import Memory
 from .session import Session
 from .storage import console_sql
-from .storage.console_sql import AgentSummary, AuditRow, ConsoleRecord, MemoryQuery, SessionSummary
+from .storage.base import T
+from .storage.console_sql import (
+    AgentSummary,
+    AuditRow,
+    ConsoleRecord,
+    Dialect,
+    MemoryQuery,
+    Runner,
+    SessionSummary,
+)
 from .validation import check_agent_id, check_key
+
+if TYPE_CHECKING:
+    from .store import Store
 
 EXPORT_PAGE = console_sql.MAX_PAGE
 
@@ -44,21 +58,21 @@ class PlaygroundHit:
 class OperatorView:
     """The store as an operator sees it at ``clearance``; construct with :meth:`open`."""
 
-    def __init__(self, store, clearance: Level, actor: str) -> None:
+    def __init__(self, store: Store, clearance: Level, actor: str) -> None:
         self.store = store
         self.clearance = Level.parse(clearance)
         self.actor = actor
         self._sessions: dict[tuple[str, Level], str] = {}
 
     @classmethod
-    def open(cls, store, clearance: Level | str, actor: str) -> OperatorView:
+    def open(cls, store: Store, clearance: Level | str, actor: str) -> OperatorView:
         """Open a view; the opening itself is audited at the chosen clearance."""
         view = cls(store, Level.parse(clearance), actor)
         view._audit("console.open", None, (), detail={"clearance": view.clearance.name})
         return view
 
     # audit --------------------------------------------------------------------
-    def _audit(self, op: str, agent: str | None, memories: Sequence[Memory], **detail: object) -> None:
+    def _audit(self, op: str, agent: str | None, memories: Sequence[Memory], **detail: Any) -> None:
         extra = detail.pop("detail", {})
         self.store.audit(
             AuditDraft(
@@ -73,7 +87,7 @@ class OperatorView:
             )
         )
 
-    def _read(self, reader):
+    def _read(self, reader: Callable[[Runner, Dialect], T]) -> T:
         return self.store.backend.console_read(reader)
 
     # reads --------------------------------------------------------------------
@@ -92,7 +106,7 @@ class OperatorView:
         self._audit("console.memories", query.agent_id, [r.memory for r in found], count=len(found))
         return found
 
-    def query(self, agent_id: str, **filters) -> MemoryQuery:
+    def query(self, agent_id: str, **filters: Any) -> MemoryQuery:
         return MemoryQuery(self.clearance, check_agent_id(agent_id), **filters)
 
     def versions(self, agent_id: str, key: str) -> list[ConsoleRecord]:
@@ -199,7 +213,7 @@ class OperatorView:
         count = 0
         try:
             while True:
-                page = self._read(lambda run, d, q=query: console_sql.memories(run, d, q, now))
+                page = self._read(partial(console_sql.memories, q=query, now=now))  # this page's query
                 for record in page:
                     count += 1
                     yield record.memory

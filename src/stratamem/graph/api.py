@@ -9,13 +9,15 @@ Each appends one audit event (names, levels, ids — never content).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft
 from ..errors import ValidationError
 from ..storage import graph_sql as q
 from ..storage import graph_write as w
-from ..storage.base import SessionRecord
+from ..storage.base import GraphBody, SessionRecord, T
+from ..storage.graph_sql import GraphConn
 from ..validation import check_tags, clamp_max_results
 from . import checks, traverse
 from .model import Edge, EdgeDraft, GraphPage, GraphStats, Neighbor, Node, NodeDraft, NodeHit, Suggestion
@@ -57,10 +59,10 @@ class GraphSession:
         self._backend = session.store.backend
 
     # writes -------------------------------------------------------------------------------
-    def _write(self, body) -> Any:
+    def _write(self, body: GraphBody[T]) -> T:
         return self._backend.graph_write(self._session.id, self._store.now(), body)
 
-    def _read(self, body) -> Any:
+    def _read(self, body: GraphBody[T]) -> T:
         return self._backend.graph_read(self._session.id, self._store.now(), body)
 
     def draft(
@@ -140,7 +142,7 @@ class GraphSession:
         """Visible nodes with these names and the visible edges that touch them (capped)."""
         checked = checks.check_names(names)
 
-        def body(gc, rec):
+        def body(gc: GraphConn, rec: SessionRecord) -> tuple[tuple[list[Node], list[Edge]], AuditDraft]:
             scope = q.Scope(rec)
             nodes = q.named(gc, scope, checked)
             edges = (
@@ -168,7 +170,7 @@ class GraphSession:
         text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
         terms = self._store.analyzer.query_terms(text)
 
-        def body(gc, rec):
+        def body(gc: GraphConn, rec: SessionRecord) -> tuple[tuple[list[NodeHit], list[Edge]], AuditDraft]:
             scope = q.Scope(rec)
             hits = [NodeHit(n, s) for n, s in q.search(gc, scope, terms, limit)]
             keys = [(h.node.agent_id, h.node.name) for h in hits]
@@ -182,7 +184,7 @@ class GraphSession:
 
         return self._read(body)
 
-    def _start(self, gc, scope: q.Scope, name: str) -> Node:
+    def _start(self, gc: GraphConn, scope: q.Scope, name: str) -> Node:
         found = q.named(gc, scope, [name])
         if not found:
             raise q.not_found(name)
@@ -192,7 +194,7 @@ class GraphSession:
         """Nodes within ``depth`` (1..3) steps either way, nearest first, at most ``limit`` (1..100)."""
         checked, depth, limit = checks.check_name(name), clamp_depth(depth), clamp_max_results(limit, 20)
 
-        def body(gc, rec):
+        def body(gc: GraphConn, rec: SessionRecord) -> tuple[list[Neighbor], AuditDraft]:
             scope = q.Scope(rec)
             start = self._start(gc, scope, checked)
             reached = traverse.expand(
@@ -213,7 +215,7 @@ class GraphSession:
         """(outgoing, incoming) visible edges of the visible node ``name`` (a self-loop counts in both)."""
         checked = checks.check_name(name)
 
-        def body(gc, rec):
+        def body(gc: GraphConn, rec: SessionRecord) -> tuple[tuple[int, int], AuditDraft]:
             scope = q.Scope(rec)
             start = self._start(gc, scope, checked)
             edges = q.edges_touching(gc, scope, [(start.agent_id, start.name)])
@@ -231,7 +233,7 @@ class GraphSession:
             clamp_depth(max_depth, 3),
         )
 
-        def body(gc, rec):
+        def body(gc: GraphConn, rec: SessionRecord) -> tuple[list[Edge] | None, AuditDraft]:
             scope = q.Scope(rec)
             start, goal = self._start(gc, scope, a), self._start(gc, scope, b)
             found = traverse.shortest_path(
@@ -246,7 +248,7 @@ class GraphSession:
         return self._read(body)
 
     def stats(self) -> GraphStats:
-        def body(gc, rec):
+        def body(gc: GraphConn, rec: SessionRecord) -> tuple[GraphStats, AuditDraft]:
             result = q.stats(gc, q.Scope(rec))
             return result, _read_draft("graph.stats", rec, [], {"nodes": result.nodes, "edges": result.edges})
 
@@ -258,7 +260,7 @@ class GraphSession:
             cursor = checks.check_name(cursor, "cursor")
         limit = clamp_max_results(limit, PAGE_NODES)
 
-        def body(gc, rec):
+        def body(gc: GraphConn, rec: SessionRecord) -> tuple[GraphPage, AuditDraft]:
             nodes, edges, more = q.read_page(gc, q.Scope(rec), cursor, limit, PAGE_EDGES)
             page = GraphPage(tuple(nodes), tuple(edges), nodes[-1].name if more and nodes else None, more)
             return page, _read_draft("graph.read", rec, nodes, {"nodes": len(nodes), "edges": len(edges)})
@@ -270,7 +272,7 @@ class GraphSession:
         checked, limit = checks.check_name(name), clamp_max_results(limit, 10)
         analyzer = self._store.analyzer
 
-        def body(gc, rec):
+        def body(gc: GraphConn, rec: SessionRecord) -> tuple[list[Suggestion], AuditDraft]:
             scope = q.Scope(rec)
             start = self._start(gc, scope, checked)
             key = (start.agent_id, start.name)
@@ -300,6 +302,6 @@ class GraphSession:
         return self._read(body)
 
 
-def rec_now(graph: GraphSession):
+def rec_now(graph: GraphSession) -> datetime:
     """The store's clock (the fake one in tests), read once per write."""
     return graph._store.now()
