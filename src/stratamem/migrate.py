@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..storage.rows import one_row
 from .audit import operator_draft
 from .errors import StorageError, ValidationError
 from .extras import require
+from .storage.rows import one_row
 from .store import MARKDOWN_SCHEME, Store, markdown_location, sqlite_path
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from typing import IO, TypeVar
+from typing import TextIO, TypeVar
 
 import click
 
@@ -16,7 +16,7 @@ T = TypeVar("T")
 
 
 def tracked(
-    items: Iterable[T], label: str, *, length: int | None = None, stream: IO[str] | None = None
+    items: Iterable[T], label: str, *, length: int | None = None, stream: TextIO | None = None
 ) -> Iterator[T]:
     """Yield ``items`` unchanged, advancing a bar on ``stream`` (default stderr) when it is a terminal."""
     stream = stream if stream is not None else sys.stderr

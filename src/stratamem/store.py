@@ -338,7 +338,12 @@ class Store:
         )
 
     def import_graph(
-        self, path_or_lines, agent_id: str = "main", level: Level | str = Level.PUBLIC, *, scan: bool = True
+        self,
+        path_or_lines: str | Path | Iterable[str],
+        agent_id: str = "main",
+        level: Level | str = Level.PUBLIC,
+        *,
+        scan: bool = True,
     ) -> tuple[int, int]:
         """Import an MCP memory server ``memory.jsonl`` at an operator-chosen agent and level, all or nothing.
 

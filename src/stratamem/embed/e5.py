@@ -44,4 +44,7 @@ class E5Embedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         clean = text.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ")[:4000]
-        return normalise(np.asarray(self._model.query(clean), dtype=np.float32).reshape(1, self.dim))[0]
+        row: np.ndarray = normalise(
+            np.asarray(self._model.query(clean), dtype=np.float32).reshape(1, self.dim)
+        )[0]
+        return row

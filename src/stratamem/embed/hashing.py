@@ -41,4 +41,5 @@ class HashEmbedder:
         return normalise(np.stack([self._vector(t) for t in texts]))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        row: np.ndarray = self.embed_documents([text])[0]
+        return row

@@ -132,4 +132,5 @@ class MiniLMEmbedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        row: np.ndarray = self.embed_documents([text])[0]
+        return row

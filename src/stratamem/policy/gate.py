@@ -26,7 +26,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..audit import AuditDraft
 from ..batch import as_items, check_batch
@@ -148,8 +148,14 @@ def admit(
         raise refusal(name, decision)
 
 
+class ScannedWrite(Protocol):
+    """A write the scanner reads: a memory (``MemoryWrite``) or a graph write (``tools.graph_specs.GraphWrite``)."""
+
+    def texts(self) -> tuple[object, ...]: ...
+
+
 def judge(
-    policy: Policy, facts: Mapping[str, Any], write: MemoryWrite | None, *, name: str, is_write: bool = True
+    policy: Policy, facts: Mapping[str, Any], write: ScannedWrite | None, *, name: str, is_write: bool = True
 ) -> Verdict:
     """Steps 1-3 without side effects: read-only, scanner, hooks/rules/approval."""
     guard = read_only_guard(policy.read_only, is_write, name)
@@ -172,7 +178,7 @@ def check(
     record: SessionRecord,
     policy: Policy,
     facts: Mapping[str, Any],
-    write: MemoryWrite | None,
+    write: ScannedWrite | None,
     *,
     name: str,
     path: str,

@@ -18,13 +18,16 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..session import Session
 from ..turn import ToolCallRequest, ToolResult, Transcript, Turn, TurnSettings
 from ..turn.costs import BudgetReport
 from .principals import Principal
+
+if TYPE_CHECKING:
+    from .state import ServerState
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
 MAX_OUTPUT_CHARS = (
@@ -36,7 +39,7 @@ CONTEXT_CACHE = 1024
 class TurnOps:
     """The operations of the turn API for one server."""
 
-    def __init__(self, state: Any, settings: TurnSettings | None = None) -> None:
+    def __init__(self, state: ServerState, settings: TurnSettings | None = None) -> None:
         self.state = state
         self.settings = settings or TurnSettings()
         self._contexts: OrderedDict[tuple[str, int], str] = OrderedDict()
@@ -172,11 +175,12 @@ class TurnOps:
         self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]
     ) -> dict[str, Any]:
         turn = self._turn(principal, session_id, turn_id, {})
+        # record_usage validates every field of the request body (a clear error, never a crash)
         report = turn.record_usage(
-            body.get("model"),
+            body.get("model"),  # type: ignore[arg-type]
             body.get("input_tokens"),  # type: ignore[arg-type]
-            body.get("output_tokens"),
-            body.get("cached_input_tokens", 0),  # type: ignore[arg-type]
+            body.get("output_tokens"),  # type: ignore[arg-type]
+            body.get("cached_input_tokens", 0),
             cost_usd=body.get("cost_usd"),
         )
         usage = report.record.to_dict()

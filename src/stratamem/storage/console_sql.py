@@ -52,6 +52,12 @@ class Dialect:
     def sql(self, text: str) -> str:
         return text if self.name == "sqlite" else text.replace("?", "%s")
 
+    def text(self, value: str) -> str:
+        """A NOT NULL text column as written (``decode`` maps text to text, None only to None)."""
+        decoded = self.decode(value)
+        assert decoded is not None
+        return decoded
+
 
 SQLITE = Dialect(
     "sqlite",
@@ -290,7 +296,7 @@ def sessions(
     limit: int,
 ) -> list[SessionSummary]:
     """Sessions whose taint is within the clearance, newest first, with their taint history."""
-    where, params = ["taint <= ?"], [int(clearance)]
+    where, params = ["taint <= ?"], list[object]([int(clearance)])
     if agent is not None:
         where.append("agent_id = ?")
         params.append(agent)
@@ -317,12 +323,12 @@ def sessions(
         [r[0] for r in rows],
     ):
         history[sid].append(
-            TaintEvent(from_us(at), Level(prev), Level(new), dialect.decode(reason), dialect.decode(source))
+            TaintEvent(from_us(at), Level(prev), Level(new), dialect.text(reason), dialect.decode(source))
         )
     return [
         SessionSummary(
             SessionRecord(
-                dialect.decode(r[0]), r[1], Level(r[2]), tuple(json.loads(r[3])), Level(r[4]), from_us(r[5])
+                dialect.text(r[0]), r[1], Level(r[2]), tuple(json.loads(r[3])), Level(r[4]), from_us(r[5])
             ),
             tuple(history[r[0]]),
         )

@@ -78,9 +78,9 @@ class _Call:
     def run(self, record: SessionRecord, arguments: object) -> str:
         prepared = self._before(record, arguments)
         # Autonomous origins (cron, daemon, subturn) read no conversation memories (scope.py).
-        payload = HANDLERS[self.spec.name](
-            scoped(self.session, self.origin), prepared.arguments, prepared.quarantine
-        )
+        # A ScopedSession stands in for the Session: it narrows reads and forwards everything else.
+        session = scoped(self.session, self.origin)
+        payload = HANDLERS[self.spec.name](session, prepared.arguments, prepared.quarantine)  # type: ignore[arg-type]
         return self._after(record, prepared.facts, payload)
 
     def _before(self, record: SessionRecord, arguments: object) -> _Prepared:

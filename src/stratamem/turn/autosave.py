@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
 
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..policy.gate import MemoryWrite, judge, refusal
@@ -23,13 +23,16 @@ from .errors import ValidationError
 from .noise import AUTOSAVE_KEY_PREFIXES, is_noise_content
 from .observe import EventBus, MemoryStore, emit
 
+if TYPE_CHECKING:
+    from ..session import Session
+
 __all__ = ["AutosavePolicy", "autosave_key", "autosave_user_message", "should_autosave"]
 
 CONVERSATION = "conversation"
 
 
 class SavingSession(Protocol):
-    def save(self, key: str, content: str, category: str = ...) -> object: ...
+    def save(self, key: str, content: str, *, category: str = ...) -> object: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,12 +114,12 @@ def _write(
         from ..policy.gate import gated_save
 
         gated_save(
-            session,
+            cast("Session", session),  # a store session: it has the record and store checked above
             key,
             content,
             category=CONVERSATION,
             ttl=ttl,
-            policy=policy,  # type: ignore[arg-type]
+            policy=policy,
             path="autosave",
             origin=origin,
         )
