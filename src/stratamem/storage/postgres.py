@@ -38,8 +38,9 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from decimal import Decimal
 from hashlib import blake2b
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import psycopg
 
@@ -83,6 +84,9 @@ from .rows import event_to_row, from_us, one_row, to_us
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .vectors import DenseQuery, Pending
+
+if TYPE_CHECKING:
+    from . import console_sql
 
 AUDIT_COLUMNS = (
     "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
@@ -295,7 +299,7 @@ class PostgresBackend:
                 events.append(row_to_event(row))
             except (ValueError, KeyError, TypeError, json.JSONDecodeError):
                 # An event whose stored fields no longer parse has been edited.
-                return row[0]
+                return int(row[0])
         return first_bad_sequence(events, (head[0], head[1]) if head and head[0] > 0 else None, anchor)
 
     # ------------------------------------------------------------------ sessions
@@ -614,7 +618,7 @@ class PostgresBackend:
 
     def usage_spent(
         self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
-    ) -> list:
+    ) -> builtins.list[Decimal]:
         return pg_turns.usage_spent(self, session_id, agent_id, windows)
 
     def usage_records(
@@ -665,7 +669,7 @@ class PostgresBackend:
         before_us, now_us = to_us(before), to_us(now)
         agent_sql, agent_params = ("AND agent_id = %s", [agent_id]) if agent_id is not None else ("", [])
 
-        def body(conn: psycopg.Connection) -> int:
+        def body(conn: psycopg.Connection) -> tuple[int, bool]:
             self._lock_store(conn)
             expired = conn.execute(
                 "SELECT id, agent_id, key, level, content, tags, length FROM memories "
@@ -709,7 +713,7 @@ class PostgresBackend:
         )
         return PurgeResult(count, not remaining, remaining)
 
-    def console_read(self, reader):
+    def console_read(self, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:
         """Run a ``console_sql`` reader in one operator snapshot (the operator console's views)."""
         return pg_console.read(self, reader)
 

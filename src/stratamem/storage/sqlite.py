@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import paging, ranking
@@ -60,6 +61,7 @@ from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDra
 from .vectors import DenseQuery, Pending
 
 if TYPE_CHECKING:
+    from . import console_sql
     from .vector_cache import VectorCache
 
 SCHEMA_VERSION = 1
@@ -228,7 +230,7 @@ class SQLiteBackend:
     # ------------------------------------------------------------------ plumbing
 
     @staticmethod
-    def _retry(action, attempts: int = 50):
+    def _retry(action: Callable[[], T], attempts: int = 50) -> T:
         """Pragmas that need a lock do not honour busy_timeout; retry them briefly."""
         for attempt in range(attempts):
             try:
@@ -237,6 +239,7 @@ class SQLiteBackend:
                 if ("locked" not in str(exc) and "busy" not in str(exc)) or attempt == attempts - 1:
                     raise
                 time.sleep(0.02 * (attempt + 1))
+        raise ValueError(f"attempts must be positive, got {attempts}")
 
     @contextmanager
     def _tx(self, write: bool) -> Iterator[sqlite3.Connection]:
@@ -248,7 +251,8 @@ class SQLiteBackend:
 
     def _in_write(self) -> bool:
         """This thread already holds the write connection (a read nested in a write sees that write)."""
-        return self._lock._is_owned()  # type: ignore[attr-defined]
+        owned: bool = self._lock._is_owned()  # type: ignore[attr-defined]  # RLock's private test
+        return owned
 
     @staticmethod
     def _run(conn: sqlite3.Connection, write: bool) -> Iterator[sqlite3.Connection]:
@@ -384,7 +388,7 @@ class SQLiteBackend:
             try:
                 row_to_event(row)
             except (ValueError, KeyError, json.JSONDecodeError):
-                return row[0]
+                return int(row[0])
         return 1
 
     # ------------------------------------------------------------------ sessions
@@ -424,7 +428,7 @@ class SQLiteBackend:
             record = self._session(conn, session_id)
             # Recorded at the level asked for (when higher): the reason and source describe material at
             # that level, so readers below it must not see them, whether or not the escalation succeeded.
-            draft_base = dict(
+            draft_base: dict[str, Any] = dict(
                 session_id=record.id,
                 agent_id=record.agent_id,
                 taint=max(record.taint, level),
@@ -722,7 +726,7 @@ class SQLiteBackend:
 
     def usage_spent(
         self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
-    ):
+    ) -> builtins.list[Decimal]:
         return sqlite_turns.usage_spent(self, session_id, agent_id, windows)
 
     def usage_records(
@@ -804,7 +808,7 @@ class SQLiteBackend:
                 hits = sqlite_vectors.search(self, conn, scope, terms, limit, mode, query)
             else:
                 hits = self._ranked(conn, scope, terms, limit) if terms else []
-        detail = {"results": len(hits), "terms": len(terms or ())}
+        detail: dict[str, Any] = {"results": len(hits), "terms": len(terms or ())}
         if mode != "lexical":
             detail["mode"] = mode
         self._audit_read(record, "search", [h.memory for h in hits], now, detail)
@@ -1085,7 +1089,7 @@ class SQLiteBackend:
             )
         return len(prepared)
 
-    def console_read(self, reader):
+    def console_read(self, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:
         """Run a ``console_sql`` reader in one read transaction (the operator console's views)."""
         return sqlite_console.read(self, reader)
 
