@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
@@ -38,6 +39,7 @@ from ..audit import AuditDraft, operator_draft
 from ..errors import StorageError
 from ..levels import Level
 from ..models import Hit, Memory, PurgeResult
+from ..paging import Page
 from ..private import make_private_dirs
 from ..text import Analyzer
 from . import md_files, md_reconcile
@@ -113,7 +115,7 @@ class MarkdownBackend:
             md_files.sweep_temporaries(self.root)
             self._settle()
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         """Everything else is the sidecar's; its public methods see hand edits first, like every read here."""
         if name == "db":
             raise AttributeError(name)
@@ -121,7 +123,7 @@ class MarkdownBackend:
         if name.startswith("_") or not callable(attr):
             return attr
 
-        def fresh(*args, **kwargs):
+        def fresh(*args: Any, **kwargs: Any) -> Any:
             self._fresh()
             return attr(*args, **kwargs)
 
@@ -215,9 +217,9 @@ class MarkdownBackend:
                 status = "error" if p.rel in outcome.bad else "ok"
                 stats.append((p.rel, p.agent, int(p.place.level), size, mtime, digest, status))
             for problem in outcome.problems:
-                level = next((p.place.level for p, *_ in parsed if p.rel == problem.path), None)
-                level = removed[problem.path][1] if problem.path in removed else level
-                if d := self._report(problem, level):
+                found = next((p.place.level for p, *_ in parsed if p.rel == problem.path), None)
+                found = removed[problem.path][1] if problem.path in removed else found
+                if d := self._report(problem, found):
                     drafts.append(d)
             conn.executemany("DELETE FROM md_files WHERE path = ?", [(rel,) for rel in removed])
             conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
@@ -261,7 +263,9 @@ class MarkdownBackend:
             conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
 
     @staticmethod
-    def _group(conn, agent: str, level: int, category: str, day: int) -> list[tuple[Any, ...]]:
+    def _group(
+        conn: sqlite3.Connection, agent: str, level: int, category: str, day: int
+    ) -> list[tuple[Any, ...]]:
         sql = (
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
         )
@@ -272,10 +276,11 @@ class MarkdownBackend:
             )
         else:
             rows = conn.execute(sql + "AND category = ?", (agent, level, category))
-        return rows.fetchall()
+        found: list[tuple[Any, ...]] = rows.fetchall()
+        return found
 
     @staticmethod
-    def _group_of_file(conn, rel: str, agent: str, level: Level) -> list[tuple[Any, ...]]:
+    def _group_of_file(conn: sqlite3.Connection, rel: str, agent: str, level: Level) -> list[tuple[Any, ...]]:
         rows = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL",
             (agent, int(level)),
@@ -304,7 +309,7 @@ class MarkdownBackend:
         level: Level,
         memories: list[tuple[Any, ...]],
         known: tuple[Any, ...] | None,
-    ) -> tuple[int, int, str] | None:
+    ) -> tuple[int, int, str | None] | None:
         """Render one file; a version on disk the store has not read (a bad hand edit) is set aside first."""
         title = fmt.place_of(rel).default_category or (memories[0][6] if memories else "")
         if title == "daily":
@@ -314,16 +319,22 @@ class MarkdownBackend:
         try:
             on_disk = md_files.stat_of(self.root, rel)
             unread = known is None or known[3] != "ok"
-            if not unread and on_disk is not None and tuple(known[:2]) == on_disk and known[2] == digest:
+            if (
+                known is not None
+                and not unread
+                and on_disk is not None
+                and tuple(known[:2]) == on_disk
+                and known[2] == digest
+            ):
                 return (*on_disk, digest)  # the file already says exactly this
-            if on_disk is not None and (unread or tuple(known[:2]) != on_disk):
+            if on_disk is not None and (unread or known is None or tuple(known[:2]) != on_disk):
                 try:
                     _, disk_digest = md_files.read_text(self.root, rel, self.max_file_bytes)
                 except md_files.FileProblem:
                     disk_digest = None
                 if disk_digest is not None and disk_digest == digest:
                     return (*on_disk, digest)
-                if disk_digest is None or unread or disk_digest != known[2]:
+                if disk_digest is None or unread or known is None or disk_digest != known[2]:
                     kept = md_files.set_aside(self.root, rel)
                     self._report(md_files.FileProblem(rel, f"an unread version was kept as {kept}"), level)
             if text is None:
@@ -366,19 +377,19 @@ class MarkdownBackend:
         with _Writing(self):
             return self.db.restore(rows)
 
-    def get(self, *args, **kwargs) -> Memory | None:
+    def get(self, *args: Any, **kwargs: Any) -> Memory | None:
         self._fresh()
         return self.db.get(*args, **kwargs)
 
-    def list(self, *args, **kwargs):
+    def list(self, *args: Any, **kwargs: Any) -> Page:
         self._fresh()
         return self.db.list(*args, **kwargs)
 
-    def search(self, *args, **kwargs) -> builtins.list[Hit]:
+    def search(self, *args: Any, **kwargs: Any) -> builtins.list[Hit]:
         self._fresh()
         return self.db.search(*args, **kwargs)
 
-    def export(self, *args, **kwargs) -> Iterator[Memory]:
+    def export(self, *args: Any, **kwargs: Any) -> Iterator[Memory]:
         self._fresh()
         return self.db.export(*args, **kwargs)
 
@@ -406,7 +417,7 @@ class _Writing:
             self.held.__exit__(None, None, None)
             raise
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         try:
             self.backend._render()
         finally:

@@ -23,7 +23,7 @@ import dataclasses
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft, operator_draft
 from ..levels import Level
@@ -31,6 +31,9 @@ from ..models import Memory
 from . import md_format as fmt
 from .md_files import FileProblem
 from .rows import MEMORY_COLUMNS, row_to_memory, to_us
+
+if TYPE_CHECKING:
+    from .sqlite import SQLiteBackend
 
 LIVE_SQL = (
     f"SELECT {MEMORY_COLUMNS}, length FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL"
@@ -60,7 +63,7 @@ def file_of(memory: Memory) -> str:
 
 
 def apply(
-    backend,
+    backend: SQLiteBackend,
     conn: sqlite3.Connection,
     parsed: list[Parsed],
     removed: dict[str, tuple[str, Level]],
@@ -87,7 +90,7 @@ def apply(
         (agent, s.lineage_id): (level, p.rel) for (agent, level, _), (p, s) in claims.items() if s.lineage_id
     }
     now_us = to_us(now)
-    per_file: dict[str, dict[str, list[Any]]] = {}
+    per_file: dict[str, dict[str, Any]] = {}  # keys, levels, lineage lists; saved, deleted counts
 
     def note(rel: str, memory: Memory, what: str) -> None:
         entry = per_file.setdefault(rel, {"keys": [], "levels": [], "lineage": [], "saved": 0, "deleted": 0})
@@ -152,7 +155,10 @@ def apply(
 
 
 def _conflict(
-    p: Parsed, claims: dict[str, Any], live: dict[str, tuple[Any, ...]], touched: set[str]
+    p: Parsed,
+    claims: dict[tuple[str, Level, str], tuple[Parsed, fmt.Section]],
+    live: dict[str, tuple[Any, ...]],
+    touched: set[str],
 ) -> FileProblem | None:
     for s in p.sections:
         other = claims.get((p.agent, p.place.level, s.key))
@@ -183,7 +189,7 @@ def _desired(p: Parsed, s: fmt.Section, existing: tuple[Any, ...] | None, now: d
     memory = s.memory(p.agent, p.place.level, p.place.default_category or "core", now)
     if old is None:
         return memory
-    changes = dict(
+    changes: dict[str, Any] = dict(
         lineage_id=s.lineage_id or old.lineage_id,
         created_at=s.created_at or old.created_at,
         session_id=s.session_id if s.session_id is not None else old.session_id,
