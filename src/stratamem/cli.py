@@ -600,9 +600,9 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                 memories, turns = read_records(stream, store.max_content_bytes)
-        count = store.import_memories(tracked(memories, "importing", length=len(memories)), scan=not no_scan)
-        if turns:
-            store.import_turns(turns)
+        count = store.import_memories(
+            tracked(memories, "importing", length=len(memories)), scan=not no_scan, turns=turns
+        )
         ctx.emit({"imported": count}, f"imported {count} memories")
 
     _run(ctx, action)
@@ -670,7 +670,7 @@ def demo(ctx: Context) -> None:
     "config_path",
     envvar="STRATAMEM_CONFIG",
     type=click.Path(exists=True, dir_okay=False),
-    help="Server config (TOML): principals, policy.",
+    help="Server config (TOML): principals, policy, turn prices/budgets, retention.",
 )
 @click.pass_obj
 def serve(ctx: Context, host: str | None, port: int | None, config_path: str | None) -> None:
@@ -712,11 +712,18 @@ def _say_location(ctx: Context) -> None:
     "--read-only", "read_only", is_flag=True, default=None, help="Offer and allow no writing tools."
 )
 @click.option(
+    "--turns",
+    "turns",
+    is_flag=True,
+    default=None,
+    help="Also serve the runtime's turn tools (turn_begin ... transcript, as /mcp-turns) [env STRATAMEM_TURNS].",
+)
+@click.option(
     "--config",
     "config_path",
     envvar="STRATAMEM_CONFIG",
     type=click.Path(exists=True, dir_okay=False),
-    help="Config file (TOML) with an [mcp] table.",
+    help="Config file (TOML) with [mcp], [turns] and [retention] tables.",
 )
 @click.pass_obj
 def mcp(
@@ -728,9 +735,10 @@ def mcp(
     mcp_session: str | None,
     profile: str | None,
     read_only: bool | None,
+    turns: bool | None,
     config_path: str | None,
 ) -> None:
-    """Serve the memory tools over MCP stdio, for one operator-chosen session."""
+    """Serve the memory tools over MCP stdio, for one operator-chosen session (--turns: the turn tools too)."""
     from .server import require_extra, run_mcp
 
     # an explicit empty value ("--agent ''") is kept, so validation refuses it instead of defaulting
@@ -742,6 +750,7 @@ def mcp(
         "session": _given(mcp_session, ctx.session_id),
         "profile": profile,
         "read_only": read_only,
+        "turns": turns,
     }
 
     def action() -> None:

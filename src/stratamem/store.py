@@ -144,6 +144,9 @@ class Store:
         if not isinstance(self.retention, Retention):
             raise ValidationError("retention must be a stratamem.retention.Retention")
         from .turn.observe import EventBus  # the turn package imports this module
+        from .turn.tail_cache import TailCache
+
+        self.turn_tails = TailCache()  # each session's newest transcript messages, between prompts
 
         # Observer events (scrubbed, bounded) of every path: turns, tools, MCP, REST.
         self.events = EventBus(observers)
@@ -284,19 +287,27 @@ class Store:
         return self.backend.export(agent_id, self.now())
 
     def import_memories(
-        self, memories: Iterable[Memory], *, scan: bool = True, policy: Policy | None = None
+        self,
+        memories: Iterable[Memory],
+        *,
+        scan: bool = True,
+        policy: Policy | None = None,
+        turns: Iterable[TranscriptMessage | UsageRecord] = (),
     ) -> int:
         """Import memories (levels kept), all or nothing, through the policy gate.
 
         The gate (``policy.gate.screen_import``) runs the poisoning scanner and the
         operator's rules on each memory; ``scan=False`` is the operator's explicit
-        opt-out (for a trusted backup of this very store).
+        opt-out (for a trusted backup of this very store). ``turns`` (the
+        transcript and usage lines of the same export) are written in the same
+        transaction: a record that fails leaves no memory imported, and the
+        other way round.
         """
         if scan:
             from .policy.gate import screen_import
 
             memories = screen_import(self, list(memories), policy)
-        return self.backend.import_memories(memories, self.now())
+        return self.backend.import_memories(memories, self.now(), list(turns))
 
     def audit_events(
         self,

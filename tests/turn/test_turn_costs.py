@@ -42,9 +42,19 @@ def test_float_prices_do_not_carry_binary_noise() -> None:
 @pytest.mark.parametrize(
     "bad", [-1, Decimal(-3), float("nan"), float("inf"), "cheap", None, True, object(), "NaN"]
 )
-def test_bad_prices_count_as_zero(bad: object) -> None:
-    assert sanitize_price(bad) == 0
-    assert call_cost(ModelPrice(bad, Decimal(15)), 1000, 500) == Decimal("0.0075")  # type: ignore[arg-type]
+def test_bad_prices_are_refused_when_the_price_is_built(bad: object) -> None:
+    assert sanitize_price(bad) == 0  # for callers that prefer zero
+    with pytest.raises(ValidationError) as refused:
+        ModelPrice(bad, Decimal(15))  # type: ignore[arg-type]
+    assert refused.value.code == "VALIDATION_ERROR"
+    if bad is not None:  # a cached price of None means "as the input price"
+        with pytest.raises(ValidationError):
+            ModelPrice(Decimal(1), Decimal(15), bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("zero", [0, Decimal(0), 0.0, "0", "0.00", Decimal("-0")])
+def test_a_zero_price_is_a_price(zero: object) -> None:
+    assert call_cost(ModelPrice(zero, Decimal(15)), 1000, 500) == Decimal("0.0075")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("tokens", [-1, 1.5, "10", True])
@@ -168,3 +178,12 @@ def test_windows_are_utc_calendar_periods() -> None:
     )
     with pytest.raises(ValidationError):
         month_window(datetime(2025, 1, 1))
+
+
+@pytest.mark.parametrize(
+    "prices", [{"m": 3.0}, {"m": {"input": 1, "output": 2}}, {1: ModelPrice(1, 2)}, ["m"]]
+)
+def test_turn_settings_refuse_a_price_table_of_the_wrong_shape(prices: object) -> None:
+    with pytest.raises(ValidationError) as refused:
+        sm.turn.TurnSettings(prices=prices)  # type: ignore[arg-type]
+    assert refused.value.code == "VALIDATION_ERROR"

@@ -215,3 +215,20 @@ def test_hostile_repetitions_are_handled(fragment: str) -> None:
     assert scrub_text(scrub_text(text)) == scrub_text(text)
     event = ToolCall(tool_name="t", arguments=text, success=True)
     assert len(event.arguments) <= DEFAULT_MAX_CHARS
+
+
+def test_events_are_built_only_when_someone_listens(store) -> None:
+    """Building an event scrubs every field: skipped when no observer and no recording tracer would get it."""
+    from stratamem.turn import ToolCallRequest, ToolResult
+    from stratamem.turn.observe import EventBus, EventLog, listening
+
+    assert not listening(None)
+    assert not EventBus(tracer=None).listening
+    assert EventBus(tracer=object()).listening  # a tracer the caller gives is assumed to record
+    log = EventLog()
+    bus = EventBus([log], tracer=None)
+    assert bus.listening
+    turn = store.session("main").turn("a question long enough to recall", events=bus)
+    turn.record_tool_calls([ToolCallRequest("c1", "lookup", "{}")])
+    turn.record_tool_result("c1", "lookup", ToolResult(True, "out"))
+    assert {type(e).__name__ for e in log.events} >= {"MemoryRecall", "ToolCall"}

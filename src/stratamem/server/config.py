@@ -27,6 +27,16 @@ default. Example::
     [mcp]                       # defaults for `stratamem mcp` (stdio)
     agent = "assistant"
     clearance = "INTERNAL"
+    # turns = true              # also offer the runtime's turn tools (as /mcp-turns)
+
+    [turns]                     # prices, budgets, prompt bounds (server/turn_config.py)
+    daily_budget_usd = 5
+    [turns.prices."gpt-4o"]
+    input = 2.5
+    output = 10
+
+    [retention]                 # days; false keeps forever
+    transcript_days = 30
 """
 
 from __future__ import annotations
@@ -44,16 +54,17 @@ from ..policy.scanner import ScanMode
 from ..tools.specs import PROFILES, TRIGGERFISH
 from ..validation import check_agent_id
 from .principals import Principal, Principals, token_digest
+from .turn_config import TurnConfig, parse_turn_config
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_GRACEFUL_TIMEOUT_S = 10.0
 
-_SECTIONS = {"server", "policy", "principals", "mcp"}
+_SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention"}
 _SERVER_KEYS = {"host", "port", "profile", "allowed_hosts", "graceful_timeout", "log_level"}
 _POLICY_KEYS = {"rules", "scan_mode", "read_only"}
 _PRINCIPAL_KEYS = {"name", "token_sha256", "token", "agent", "clearance", "peers", "read_only", "operator"}
-_MCP_KEYS = {"agent", "clearance", "peers", "taint", "session", "profile", "read_only"}
+_MCP_KEYS = {"agent", "clearance", "peers", "taint", "session", "profile", "read_only", "turns"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +95,13 @@ class ServerConfig:
     policy: PolicySettings = PolicySettings()
     principals: tuple[Principal, ...] = ()
     mcp: Mapping[str, Any] = field(default_factory=dict)
+    turns: Mapping[str, Any] = field(default_factory=dict)  # checked here, resolved with the environment
+    retention: Mapping[str, Any] = field(default_factory=dict)
     source: Path | None = None
+
+    def turn_config(self, env: Mapping[str, str] | None = None) -> TurnConfig:
+        """Prices, budgets and retention from this file, then ``env`` (``STRATAMEM_*``)."""
+        return parse_turn_config(self.turns, self.retention, self.source, env)
 
 
 def _fail(source: Path, message: str) -> ValidationError:
@@ -196,8 +213,9 @@ def _mcp(source: Path, data: dict[str, Any]) -> dict[str, Any]:
             _level(source, f"mcp.{name}", data[name])
     if "peers" in data:
         _strings(source, "mcp.peers", data["peers"])
-    if "read_only" in data:
-        _typed(source, "mcp.read_only", data["read_only"], bool)
+    for name in ("read_only", "turns"):
+        if name in data:
+            _typed(source, f"mcp.{name}", data[name], bool)
     if "profile" in data:
         _profile(source, "mcp.profile", data["profile"])
     return data
@@ -231,6 +249,10 @@ def parse_config(text: str, source: Path) -> ServerConfig:
     timeout = server.get("graceful_timeout", DEFAULT_GRACEFUL_TIMEOUT_S)
     _typed(source, "server.graceful_timeout", timeout, (int, float))
     mcp = _mcp(source, _table(source, data.get("mcp"), "mcp", _MCP_KEYS))
+    turns, retention = data.get("turns", {}), data.get("retention", {})
+    if not isinstance(turns, dict) or not isinstance(retention, dict):
+        raise _fail(source, "[turns] and [retention] must be tables")
+    parse_turn_config(turns, retention, source)  # refused at load time, before anything starts
     return ServerConfig(
         host=_typed(source, "server.host", server["host"], str) if "host" in server else None,
         port=port,
@@ -241,6 +263,8 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         policy=_policy(source, _table(source, data.get("policy"), "policy", _POLICY_KEYS)),
         principals=principals,
         mcp=mcp,
+        turns=turns,
+        retention=retention,
         source=source,
     )
 

@@ -110,18 +110,31 @@ def run_tool(caller: Caller, name: str, arguments: object) -> str | None:
     return execute(session, name, args, policy=caller.policy, profile=caller.profile, origin=caller.origin)
 
 
-def build_mcp_server(resolve: Resolver) -> Server[Any]:
+@dataclass(frozen=True, slots=True)
+class ExtraTools:
+    """More tools served beside the memory tools (``stratamem mcp --turns``: the runtime's turn tools)."""
+
+    tools: tuple[types.Tool, ...]
+    call: Callable[[str, dict[str, Any]], Awaitable[types.CallToolResult]]
+    schema: Callable[[str], dict[str, Any] | None]
+
+
+def build_mcp_server(resolve: Resolver, extra: ExtraTools | None = None) -> Server[Any]:
     """An MCP server whose tools act for whoever ``resolve`` says is calling."""
+    extra_names = {t.name for t in extra.tools} if extra is not None else set()
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         caller = await resolve(ctx)
-        return types.ListToolsResult(tools=list(tool_list(caller.profile, caller.policy.read_only)))
+        tools = list(tool_list(caller.profile, caller.policy.read_only))
+        return types.ListToolsResult(tools=tools + list(extra.tools) if extra is not None else tools)
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if extra is not None and params.name in extra_names:
+            return await extra.call(params.name, dict(params.arguments or {}))
         caller = await resolve(ctx)
         text = await blocking(run_tool, caller, params.name, params.arguments or {})
         if text is None:
@@ -133,7 +146,11 @@ def build_mcp_server(resolve: Resolver) -> Server[Any]:
         version=server_version(),
         title="stratamem memory",
         instructions=INSTRUCTIONS,
-        get_tool_input_schema=input_schema,
+        get_tool_input_schema=(
+            input_schema
+            if extra is None
+            else lambda name: extra.schema(name) if name in extra_names else input_schema(name)
+        ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

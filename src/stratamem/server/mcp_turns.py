@@ -1,4 +1,4 @@
-"""The turn API as MCP tools, for runtimes that speak MCP: streamable HTTP at ``/mcp-turns``.
+"""The turn API as MCP tools, for runtimes that speak MCP: streamable HTTP at ``/mcp-turns``, and stdio.
 
 Kept apart from ``/mcp`` on purpose: ``/mcp`` is the *model's* tool surface
 (memory tools only), while these tools drive the lifecycle around the model
@@ -6,6 +6,11 @@ Kept apart from ``/mcp`` on purpose: ``/mcp`` is the *model's* tool surface
 the REST endpoints do. Same bearer tokens, same ownership rule (a session of
 another principal is NOT_FOUND), same operations (``turn_ops``) and answers
 as REST; errors come back as ``isError`` results in the CONTRACT's shape.
+
+On stdio (``stratamem mcp --turns``) the same tools are served beside the
+memory tools of the one session the process acts in: ``session_id`` may be
+left out (it is that session), and any other id is NOT_FOUND, as for a
+session of another principal over HTTP.
 """
 
 from __future__ import annotations
@@ -20,11 +25,14 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from .. import shapes
-from ..errors import StratamemError
+from ..errors import NotFound, StratamemError
+from ..policy.engine import Policy
+from ..session import Session
 from ..tools.executor import INTERNAL_ERROR
+from ..turn import TurnSettings
 from ..turn.errors import TurnError
 from .auth import PRINCIPAL_KEY
-from .mcp_tools import server_version
+from .mcp_tools import ExtraTools, server_version
 from .state import ServerState, blocking
 from .turn_ops import TurnOps
 
@@ -175,3 +183,37 @@ class TurnMcpEndpoint:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.manager.handle_request(scope, receive, send)
+
+
+class OneSession:
+    """What ``TurnOps`` needs of the server's state, for the one operator-chosen session of a stdio server."""
+
+    def __init__(self, session: Session, policy: Policy) -> None:
+        self.session = session
+        self.policy = policy
+
+    def session_for(self, principal: Any, session_id: str) -> Session:
+        if session_id != self.session.id:
+            raise NotFound(f"no session {str(session_id)[:64]!r}")
+        return self.session
+
+    def policy_for(self, principal: Any) -> Policy:
+        return self.policy
+
+
+def stdio_turn_tools(session: Session, policy: Policy, settings: TurnSettings) -> ExtraTools:
+    """The turn tools for ``stratamem mcp --turns``: as at ``/mcp-turns``, ``session_id`` optional."""
+    ops = TurnOps(OneSession(session, policy), settings)
+    schemas: dict[str, dict[str, Any]] = {}
+    for tool in TOOLS:
+        schema = json.loads(json.dumps(tool["inputSchema"]))
+        schema["required"] = [r for r in schema["required"] if r != "session_id"]
+        schema["properties"]["session_id"] = {**_STR, "description": "This server's session (the default)"}
+        schemas[tool["name"]] = schema
+    tools = tuple(types.Tool.model_validate({**t, "inputSchema": schemas[t["name"]]}) for t in TOOLS)
+
+    async def call(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        arguments.setdefault("session_id", session.id)
+        return await blocking(run, ops, None, name, arguments)
+
+    return ExtraTools(tools, call, schemas.get)

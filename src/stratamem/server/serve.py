@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import signal
 import sys
 import threading
@@ -104,9 +105,12 @@ def serve(
     else:
         principals = Principals(config.principals)
     policy = config.policy.build()
-    store = Store(db)
+    turns = config.turn_config(os.environ)  # a bad price or retention stops here, before listening
+    store = Store(db, retention=turns.retention)
     try:
-        state = ServerState(store, principals, profile=config.profile, policy=policy)
+        state = ServerState(
+            store, principals, profile=config.profile, policy=policy, turn_settings=turns.settings
+        )
         app = build_app(state, host=host, allowed_hosts=config.allowed_hosts)
         server = uvicorn.Server(
             uvicorn.Config(

@@ -1,5 +1,12 @@
 """``stratamem mcp``: the memory tools over MCP stdio, for one operator-chosen session.
 
+With ``--turns`` (env ``STRATAMEM_TURNS``, ``[mcp] turns = true``) the same
+process also serves the runtime's turn tools (``turn_begin`` ...
+``transcript``, as ``/mcp-turns`` over HTTP) for that session, with the
+config file's ``[turns]`` prices and budgets and ``[retention]``. They are
+off by default: they belong to the runtime, and a host that hands every
+listed tool to the model should not let the model end turns or bill usage.
+
 The agent, clearance, peers and starting taint come from the operator —
 command-line flags first, then ``STRATAMEM_*`` environment variables, then
 the ``[mcp]`` table of the config file — never from the model. The process
@@ -27,7 +34,9 @@ from ..session import Session
 from ..store import Store
 from ..tools.specs import PROFILES, TRIGGERFISH
 from .config import PolicySettings, ServerConfig
-from .mcp_tools import Caller, build_mcp_server
+from .mcp_tools import Caller, ExtraTools, build_mcp_server
+from .mcp_turns import stdio_turn_tools
+from .turn_config import TurnConfig
 
 ENV_PREFIX = "STRATAMEM_"
 _TRUE = {"1", "true", "yes", "on"}
@@ -46,6 +55,8 @@ class StdioSettings:
     profile: str = TRIGGERFISH
     read_only: bool = False
     policy: PolicySettings = field(default_factory=PolicySettings)
+    turns: bool = False  # also serve the runtime's turn tools
+    turn_config: TurnConfig = field(default_factory=TurnConfig)
 
 
 def _flag(value: str) -> bool:
@@ -93,6 +104,11 @@ def resolve_settings(
         read_only = _flag(env[ENV_PREFIX + "READ_ONLY"])
     if read_only is None:
         read_only = bool(table.get("read_only", False))
+    turns = flags.get("turns")
+    if turns is None and env.get(ENV_PREFIX + "TURNS"):
+        turns = _flag(env[ENV_PREFIX + "TURNS"])
+    if turns is None:
+        turns = bool(table.get("turns", False))
     profile = pick("profile") or TRIGGERFISH
     if profile not in PROFILES:
         raise ValidationError(f"unknown profile {profile!r}; valid profiles are {', '.join(PROFILES)}")
@@ -107,6 +123,8 @@ def resolve_settings(
         profile=profile,
         read_only=read_only,
         policy=config.policy if config is not None else PolicySettings(),
+        turns=turns,
+        turn_config=(config if config is not None else ServerConfig()).turn_config(env),
     )
 
 
@@ -122,18 +140,18 @@ def open_stdio_session(store: Store, settings: StdioSettings) -> Session:
     return session
 
 
-async def _serve(caller: Caller) -> None:
+async def _serve(caller: Caller, extra: ExtraTools | None) -> None:
     async def resolve(ctx: Any) -> Caller:
         return caller  # one process, one session: the operator's
 
-    server = build_mcp_server(resolve)
+    server = build_mcp_server(resolve, extra)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def run_stdio(db: str, settings: StdioSettings) -> None:
     """Serve MCP on stdin/stdout until the client closes the pipe."""
-    store = Store(db)
+    store = Store(db, retention=settings.turn_config.retention)
     try:
         session = open_stdio_session(store, settings)
         policy = settings.policy.build()
@@ -142,11 +160,13 @@ def run_stdio(db: str, settings: StdioSettings) -> None:
         record = session.record
         print(
             f"stratamem mcp: session {record.id} agent={record.agent_id} taint={record.taint.name} "
-            f"clearance={record.clearance.name} profile={settings.profile}",
+            f"clearance={record.clearance.name} profile={settings.profile}"
+            + (" turns=on" if settings.turns else ""),
             file=sys.stderr,
             flush=True,
         )
         caller = Caller(session=lambda: session, policy=policy, profile=settings.profile, origin="mcp-stdio")
-        anyio.run(_serve, caller)
+        extra = stdio_turn_tools(session, policy, settings.turn_config.settings) if settings.turns else None
+        anyio.run(_serve, caller, extra)
     finally:
         store.close()

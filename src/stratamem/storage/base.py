@@ -23,7 +23,7 @@ from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
 from ..text import Analyzer
 from .audit_query import AuditQuery
-from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
+from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 
 if TYPE_CHECKING:
     from decimal import Decimal
@@ -134,15 +134,33 @@ class Backend(Protocol):
         ...
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]: ...
-    def import_memories(self, memories: Iterable[Memory], now: datetime) -> int: ...
+    # memories and (optionally) the turn's records of the same export, in one transaction
+    def import_memories(
+        self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
+    ) -> int: ...
 
     # the turn: transcript messages and usage, labelled with the live taint, read
     # only by the own agent at levels <= the reader's taint (storage/turn_rows.py)
     def append_messages(
         self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
     ) -> builtins.list[TranscriptMessage]: ...
+    # append, then read the own tail (the last ``limit``, or what follows ``since``), in one transaction
+    def append_and_tail(
+        self,
+        session_id: str,
+        drafts: Sequence[MessageDraft],
+        now: datetime,
+        limit: int,
+        since: TailMark | None,
+    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]: ...
     def read_messages(
-        self, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+        self,
+        session_id: str,
+        transcript_id: str,
+        start: int | None,
+        limit: int,
+        now: datetime,
+        since: TailMark | None = None,
     ) -> TranscriptPage: ...
     def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord: ...
     def usage_spent(

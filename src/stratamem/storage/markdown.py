@@ -47,6 +47,7 @@ from . import md_format as fmt
 from .base import MemoryDraft
 from .rows import MEMORY_COLUMNS, from_us, row_to_memory
 from .sqlite import SQLiteBackend
+from .turn_rows import TranscriptMessage, UsageRecord
 
 log = logging.getLogger("stratamem.markdown")
 
@@ -365,9 +366,11 @@ class MarkdownBackend:
         with _Writing(self):
             return self.db.delete(session_id, key, now)
 
-    def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
+    def import_memories(
+        self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
+    ) -> int:
         with _Writing(self):
-            return self.db.import_memories(memories, now)
+            return self.db.import_memories(memories, now, turns)
 
     def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
         with _Writing(self):

@@ -26,17 +26,24 @@ from .turn_rows import (
     MESSAGE_COLUMNS,
     USAGE_COLUMNS,
     MessageDraft,
+    Query,
+    TailMark,
     TranscriptMessage,
     TranscriptPage,
     UsageDraft,
     UsageRecord,
+    append_draft,
     positioned,
+    range_rows,
+    read_draft,
     row_to_message,
     row_to_usage,
     sum_costs,
+    tail_rows,
 )
 
 if TYPE_CHECKING:
+    from .base import SessionRecord
     from .postgres import PostgresBackend
 
 # Columns that may hold NUL, per table (for dump/restore as well).
@@ -68,9 +75,15 @@ def _decoded_usage(row: Sequence[Any]) -> tuple[Any, ...]:
 
 
 def append_messages(
-    b: PostgresBackend, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-) -> list[TranscriptMessage]:
-    def body(conn: psycopg.Connection) -> list[TranscriptMessage]:
+    b: PostgresBackend,
+    session_id: str,
+    drafts: Sequence[MessageDraft],
+    now: datetime,
+    tail: tuple[int, TailMark | None] | None = None,
+) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
+    """Append ``drafts``; with ``tail`` (limit, mark) also read the own tail, in the same transaction."""
+
+    def body(conn: psycopg.Connection) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
         record = b._bound_session(conn, session_id, "FOR SHARE")
         (start,) = one_row(
             conn.execute(
@@ -96,55 +109,52 @@ def append_messages(
             )
             (row_id,) = one_row(conn.execute(_MSG_INSERT, encoded).fetchone())
             stored.append(row_to_message((row_id, *row), start + offset))
-        b._append(
-            conn,
-            AuditDraft(
-                "transcript.append",
-                record.id,
-                record.agent_id,
-                record.taint,
-                levels=(record.taint,),
-                detail={"count": len(drafts), "roles": [d.role for d in drafts]},
-            ),
-            now,
-        )
-        return stored
+        events = [append_draft(record, drafts)]
+        page = None
+        if tail is not None:
+            page = _tail(conn, record, record.id, *tail)
+            events.append(read_draft(record, page, tail[0], own=True))
+        b._append_many(conn, events, now)
+        return stored, page
 
     return b._write(body)
 
 
+def _query(conn: psycopg.Connection) -> Query:
+    return lambda sql, params: conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+
+
+def _tail(
+    conn: psycopg.Connection, record: SessionRecord, transcript_id: str, limit: int, since: TailMark | None
+) -> TranscriptPage:
+    scope = (enc(transcript_id), record.agent_id, int(record.taint))
+    rows, first, total, last, delta = tail_rows(_query(conn), "%s", scope, limit, since)
+    return TranscriptPage(
+        tuple(row_to_message(_decoded_message(r), first + i) for i, r in enumerate(rows)), total, last, delta
+    )
+
+
 def read_messages(
-    b: PostgresBackend, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+    b: PostgresBackend,
+    session_id: str,
+    transcript_id: str,
+    start: int | None,
+    limit: int,
+    now: datetime,
+    since: TailMark | None = None,
 ) -> TranscriptPage:
     def body(conn: psycopg.Connection) -> TranscriptPage:
         record = b._bound_session(conn, session_id)
-        scope = (enc(transcript_id), record.agent_id, int(record.taint))
-        (total,) = one_row(
-            conn.execute(
-                "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s",
-                scope,
-            ).fetchone()
-        )
-        first = max(0, total - limit) if start is None else start
-        rows = conn.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s "
-            "ORDER BY id LIMIT %s OFFSET %s",
-            (*scope, limit, first),
-        ).fetchall()
-        b._append(
-            conn,
-            AuditDraft(
-                "transcript.read",
-                record.id,
-                record.agent_id,
-                record.taint,
-                detail={"count": len(rows), "start": first, "own": transcript_id == record.id},
-            ),
-            now,
-        )
-        return TranscriptPage(
-            tuple(row_to_message(_decoded_message(r), first + i) for i, r in enumerate(rows)), total
-        )
+        if start is None:
+            page = _tail(conn, record, transcript_id, limit, since)
+        else:
+            scope = (enc(transcript_id), record.agent_id, int(record.taint))
+            rows, total = range_rows(_query(conn), "%s", scope, start, limit)
+            page = TranscriptPage(
+                tuple(row_to_message(_decoded_message(r), start + i) for i, r in enumerate(rows)), total
+            )
+        b._append(conn, read_draft(record, page, limit, own=transcript_id == record.id, start=start), now)
+        return page
 
     return b._write(body)
 

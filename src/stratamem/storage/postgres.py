@@ -82,7 +82,7 @@ from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_event, row_to_memory
 from .pg_schema import migrate_schema
 from .rows import event_to_row, from_us, one_row, to_us
 from .turn_rows import COPIED as TURN_TABLES
-from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
+from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .vectors import DenseQuery, Pending
 
 if TYPE_CHECKING:
@@ -606,12 +606,30 @@ class PostgresBackend:
     def append_messages(
         self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
     ) -> builtins.list[TranscriptMessage]:
-        return pg_turns.append_messages(self, session_id, drafts, now)
+        return pg_turns.append_messages(self, session_id, drafts, now)[0]
+
+    def append_and_tail(
+        self,
+        session_id: str,
+        drafts: Sequence[MessageDraft],
+        now: datetime,
+        limit: int,
+        since: TailMark | None,
+    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]:
+        stored, page = pg_turns.append_messages(self, session_id, drafts, now, (limit, since))
+        assert page is not None
+        return stored, page
 
     def read_messages(
-        self, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+        self,
+        session_id: str,
+        transcript_id: str,
+        start: int | None,
+        limit: int,
+        now: datetime,
+        since: TailMark | None = None,
     ) -> TranscriptPage:
-        return pg_turns.read_messages(self, session_id, transcript_id, start, limit, now)
+        return pg_turns.read_messages(self, session_id, transcript_id, start, limit, now, since)
 
     def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
         return pg_turns.record_usage(self, session_id, draft, now)
@@ -649,19 +667,20 @@ class PostgresBackend:
 
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
         prepared = list(records)
+        return self._operator(lambda conn: self._import_turn_rows(conn, prepared, now))
 
-        def body(conn: psycopg.Connection) -> int:
-            count = pg_turns.import_rows(conn, prepared)
-            self._append(
-                conn,
-                operator_draft(
-                    "import.turns", detail={"count": count}, levels=tuple(sorted({r.level for r in prepared}))
-                ),
-                now,
-            )
-            return count
-
-        return self._operator(body)
+    def _import_turn_rows(
+        self, conn: psycopg.Connection, records: Sequence[TranscriptMessage | UsageRecord], now: datetime
+    ) -> int:
+        count = pg_turns.import_rows(conn, records)
+        self._append(
+            conn,
+            operator_draft(
+                "import.turns", detail={"count": count}, levels=tuple(sorted({r.level for r in records}))
+            ),
+            now,
+        )
+        return count
 
     # ------------------------------------------------------------------ operator actions
 
@@ -800,11 +819,15 @@ class PostgresBackend:
         self.append_audit(operator_draft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
         return iter([row_to_memory(r) for r in rows])
 
-    def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
+    def import_memories(
+        self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
+    ) -> int:
         prepared = list(memories)
 
         def body(conn: psycopg.Connection) -> None:
             self._lock_store(conn)
+            if turns:  # the turn's records of the same export: all or nothing with the memories
+                self._import_turn_rows(conn, turns, now)
             pg_index.write_versions(conn, self.analyzer, prepared, keep_created=False, now_us=to_us(now))
             self._append(
                 conn,

@@ -57,7 +57,7 @@ from .rows import (
 from .sqlite_batch import PendingIndex
 from .sqlite_readers import ReadConnections
 from .turn_rows import COPIED as TURN_TABLES
-from .turn_rows import MessageDraft, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
+from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
 from .vectors import DenseQuery, Pending
 
 if TYPE_CHECKING:
@@ -714,12 +714,30 @@ class SQLiteBackend:
     def append_messages(
         self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
     ) -> list[TranscriptMessage]:
-        return sqlite_turns.append_messages(self, session_id, drafts, now)
+        return sqlite_turns.append_messages(self, session_id, drafts, now)[0]
+
+    def append_and_tail(
+        self,
+        session_id: str,
+        drafts: Sequence[MessageDraft],
+        now: datetime,
+        limit: int,
+        since: TailMark | None,
+    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]:
+        stored, page = sqlite_turns.append_messages(self, session_id, drafts, now, (limit, since))
+        assert page is not None
+        return stored, page
 
     def read_messages(
-        self, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+        self,
+        session_id: str,
+        transcript_id: str,
+        start: int | None,
+        limit: int,
+        now: datetime,
+        since: TailMark | None = None,
     ) -> TranscriptPage:
-        return sqlite_turns.read_messages(self, session_id, transcript_id, start, limit, now)
+        return sqlite_turns.read_messages(self, session_id, transcript_id, start, limit, now, since)
 
     def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
         return sqlite_turns.record_usage(self, session_id, draft, now)
@@ -766,16 +784,18 @@ class SQLiteBackend:
         return iter(records)
 
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
-        prepared = list(records)
         with self._errors(), self._tx(write=True) as conn:
-            count = sqlite_turns.import_rows(conn, prepared)
-            self._append(
-                conn,
-                operator_draft(
-                    "import.turns", detail={"count": count}, levels=sqlite_turns.levels_of(prepared)
-                ),
-                now,
-            )
+            return self._import_turn_rows(conn, list(records), now)
+
+    def _import_turn_rows(
+        self, conn: sqlite3.Connection, records: Sequence[TranscriptMessage | UsageRecord], now: datetime
+    ) -> int:
+        count = sqlite_turns.import_rows(conn, records)
+        self._append(
+            conn,
+            operator_draft("import.turns", detail={"count": count}, levels=sqlite_turns.levels_of(records)),
+            now,
+        )
         return count
 
     def list(self, session_id: str, query: ListQuery, now: datetime) -> Page:
@@ -1066,12 +1086,16 @@ class SQLiteBackend:
         self.append_audit(operator_draft("export", agent_id=agent_id, detail={"count": len(rows)}), now)
         return iter([row_to_memory(r) for r in rows])
 
-    def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
+    def import_memories(
+        self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
+    ) -> int:
         prepared = []
         for memory in memories:
             terms, length = self.analyzer.document_terms(memory.key, memory.content, memory.tags)
             prepared.append((memory, terms, length))
         with self._errors(), self._tx(write=True) as conn:
+            if turns:  # the turn's records of the same export: all or nothing with the memories
+                self._import_turn_rows(conn, turns, now)
             pending = PendingIndex()
             for memory, terms, length in prepared:
                 self._write_version(

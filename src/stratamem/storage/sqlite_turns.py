@@ -20,19 +20,26 @@ from .turn_rows import (
     MESSAGE_COLUMNS,
     USAGE_COLUMNS,
     MessageDraft,
+    Query,
+    TailMark,
     TranscriptMessage,
     TranscriptPage,
     UsageDraft,
     UsageRecord,
+    append_draft,
     positioned,
+    range_rows,
+    read_draft,
     row_to_message,
     row_to_usage,
     sum_costs,
+    tail_rows,
 )
 
 if TYPE_CHECKING:
     from decimal import Decimal
 
+    from .base import SessionRecord
     from .sqlite import SQLiteBackend
 
 SCHEMA = """
@@ -73,8 +80,13 @@ def create(conn: sqlite3.Connection) -> None:
 
 
 def append_messages(
-    b: SQLiteBackend, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-) -> list[TranscriptMessage]:
+    b: SQLiteBackend,
+    session_id: str,
+    drafts: Sequence[MessageDraft],
+    now: datetime,
+    tail: tuple[int, TailMark | None] | None = None,
+) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
+    """Append ``drafts``; with ``tail`` (limit, mark) also read the own tail, in the same transaction."""
     with b._errors(), b._tx(write=True) as conn:
         record = b._session(conn, session_id)
         (start,) = conn.execute(
@@ -99,44 +111,50 @@ def append_messages(
                 row,
             ).lastrowid
             stored.append(row_to_message((row_id, *row), start + offset))
-        b._append(
-            conn,
-            AuditDraft(
-                "transcript.append",
-                record.id,
-                record.agent_id,
-                record.taint,
-                levels=(record.taint,),
-                detail={"count": len(drafts), "roles": [d.role for d in drafts]},
-            ),
-            now,
-        )
-    return stored
+        events = [append_draft(record, drafts)]
+        page = None
+        if tail is not None:
+            page = _tail(conn, record, record.id, *tail)
+            events.append(read_draft(record, page, tail[0], own=True))
+        b._append_many(conn, events, now)
+    return stored, page
+
+
+def _query(conn: sqlite3.Connection) -> Query:
+    return lambda sql, params: conn.execute(sql, params).fetchall()
+
+
+def _tail(
+    conn: sqlite3.Connection, record: SessionRecord, transcript_id: str, limit: int, since: TailMark | None
+) -> TranscriptPage:
+    scope = (transcript_id, record.agent_id, int(record.taint))
+    rows, first, total, last, delta = tail_rows(_query(conn), "?", scope, limit, since)
+    return TranscriptPage(tuple(row_to_message(r, first + i) for i, r in enumerate(rows)), total, last, delta)
 
 
 def read_messages(
-    b: SQLiteBackend, session_id: str, transcript_id: str, start: int | None, limit: int, now: datetime
+    b: SQLiteBackend,
+    session_id: str,
+    transcript_id: str,
+    start: int | None,
+    limit: int,
+    now: datetime,
+    since: TailMark | None = None,
 ) -> TranscriptPage:
-    """Positions ``start .. start+limit`` of what the reader may see of ``transcript_id`` (None: the last ``limit``)."""
+    """Positions ``start .. start+limit`` of what the reader may see of ``transcript_id``.
+
+    ``start`` None: the last ``limit`` (only those after ``since`` when the reader holds the rest).
+    """
     with b._errors(), b._tx(write=False) as conn:
         record = b._session(conn, session_id)
-        scope = (transcript_id, record.agent_id, int(record.taint))
-        (total,) = conn.execute(
-            "SELECT count(*) FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ?", scope
-        ).fetchone()
-        start = max(0, total - limit) if start is None else start
-        rows = conn.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ? "
-            "ORDER BY id LIMIT ? OFFSET ?",
-            (*scope, limit, start),
-        ).fetchall()
-    page = TranscriptPage(tuple(row_to_message(r, start + i) for i, r in enumerate(rows)), total)
-    b._audit_read_plain(
-        record,
-        "transcript.read",
-        now,
-        {"count": len(rows), "start": start, "own": transcript_id == record.id},
-    )
+        if start is None:
+            page = _tail(conn, record, transcript_id, limit, since)
+        else:
+            rows, total = range_rows(
+                _query(conn), "?", (transcript_id, record.agent_id, int(record.taint)), start, limit
+            )
+            page = TranscriptPage(tuple(row_to_message(r, start + i) for i, r in enumerate(rows)), total)
+    b.append_audit(read_draft(record, page, limit, own=transcript_id == record.id, start=start), now)
     return page
 
 

@@ -14,14 +14,18 @@ reveal how many messages the reader cannot see.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..audit import AuditDraft
 from ..levels import Level
 from .rows import from_us
+
+if TYPE_CHECKING:
+    from .base import SessionRecord
 
 MESSAGE_COLUMNS = (
     "id, session_id, agent_id, level, role, content, tool_calls, tool_call_id, origin, created_us"
@@ -80,10 +84,65 @@ class TranscriptMessage:
 
 @dataclass(frozen=True, slots=True)
 class TranscriptPage:
-    """One range of a transcript and how many messages the reader may see in all."""
+    """One range of a transcript and how many messages the reader may see in all.
+
+    ``last_id`` is the newest visible row id (0: none); with ``delta`` the
+    page holds only the messages after the :class:`TailMark` the reader
+    passed, which it already holds (``turn.tail_cache``).
+    """
 
     messages: tuple[TranscriptMessage, ...]
     total: int
+    last_id: int = 0
+    delta: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TailMark:
+    """What a reader already holds of its own transcript: how many visible messages, the newest row id.
+
+    Rows are never edited and ids only grow, so when both still hold, the
+    messages after ``last_id`` are all that changed (another process may
+    append); anything else (a purge, a taint that reveals more) reads the
+    whole window again.
+    """
+
+    total: int
+    last_id: int
+
+
+Query = Callable[[str, tuple[object, ...]], list[Sequence[object]]]
+
+
+def tail_rows(
+    query: Query, ph: str, scope: tuple[object, ...], limit: int, since: TailMark | None
+) -> tuple[list[Sequence[object]], int, int, int, bool]:
+    """The last ``limit`` visible messages of ``scope`` (transcript, agent, taint), or those after ``since``.
+
+    Returns raw rows, the first one's position, the visible total, the newest
+    id and whether the rows are a delta. Both backends run it inside their
+    own transaction with their placeholder ``ph``.
+    """
+    where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND level <= {ph}"
+    total, last = query(f"SELECT count(*), coalesce(max(id), 0) {where}", scope)[0]
+    total, last = int(total), int(last)  # type: ignore[call-overload]
+    if since is not None and total >= since.total and last >= since.last_id and total - since.total <= limit:
+        new = total - since.total
+        rows = (
+            []
+            if new == 0
+            else query(
+                f"SELECT {MESSAGE_COLUMNS} {where} AND id > {ph} ORDER BY id LIMIT {ph}",
+                (*scope, since.last_id, new + 1),
+            )
+        )
+        if len(rows) == new and (rows[-1][0] == last if rows else last == since.last_id):
+            return rows, since.total, total, last, True
+    first = max(0, total - limit)
+    rows = query(
+        f"SELECT {MESSAGE_COLUMNS} {where} ORDER BY id LIMIT {ph} OFFSET {ph}", (*scope, limit, first)
+    )
+    return rows, first, total, last, False
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,3 +216,42 @@ def row_to_usage(row: Sequence[Any]) -> UsageRecord:
 def sum_costs(values: Sequence[str]) -> Decimal:
     """Exact sum of stored decimal texts."""
     return sum((Decimal(v) for v in values), Decimal(0))
+
+
+def range_rows(
+    query: Query, ph: str, scope: tuple[object, ...], start: int, limit: int
+) -> tuple[list[Sequence[object]], int]:
+    """Visible positions ``start .. start+limit`` of ``scope`` (transcript, agent, taint) and the visible total."""
+    where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND level <= {ph}"
+    (total,) = query(f"SELECT count(*) {where}", scope)[0]
+    rows = query(
+        f"SELECT {MESSAGE_COLUMNS} {where} ORDER BY id LIMIT {ph} OFFSET {ph}", (*scope, limit, start)
+    )
+    return rows, int(total)  # type: ignore[call-overload]
+
+
+def append_draft(record: SessionRecord, drafts: Sequence[MessageDraft]) -> AuditDraft:
+    """The ``transcript.append`` audit event: how many messages and their roles, never content."""
+    return AuditDraft(
+        "transcript.append",
+        record.id,
+        record.agent_id,
+        record.taint,
+        levels=(record.taint,),
+        detail={"count": len(drafts), "roles": [d.role for d in drafts]},
+    )
+
+
+def read_draft(
+    record: SessionRecord, page: TranscriptPage, limit: int, *, own: bool, start: int | None = None
+) -> AuditDraft:
+    """The ``transcript.read`` audit event of a page (counts only): the window served, never content."""
+    first = max(0, page.total - limit) if start is None else start
+    count = min(limit, page.total) if start is None else len(page.messages)
+    return AuditDraft(
+        "transcript.read",
+        record.id,
+        record.agent_id,
+        record.taint,
+        detail={"count": count, "start": first, "own": own},
+    )

@@ -1,11 +1,12 @@
 """What each model call cost, and whether the budget still allows more.
 
 Money is computed in :class:`~decimal.Decimal` so that sums over thousands
-of calls stay exact.  A bad price in configuration (negative, NaN, text)
-counts as zero rather than raising, because a typo in a price table must
-not stop an agent mid-turn; it shows up as suspiciously cheap calls instead.
-A bad *reported* cost (``cost_usd`` given by the caller) is refused instead:
-that is request data, not configuration.
+of calls stay exact.  A bad price (negative, NaN, infinite, text) is refused
+with a VALIDATION_ERROR when the :class:`ModelPrice` is built — at setup,
+when the price table is read (``stratamem serve`` refuses to start), never
+mid-turn — so no call is silently billed at zero. ``sanitize_price`` remains
+for callers that prefer zero. A bad *reported* cost (``cost_usd`` given by
+the caller) is refused too: that is request data.
 
 Usage records live in the store (``turn_usage``), labelled with the
 session's taint like every other row, inside the audit chain, exported,
@@ -66,9 +67,19 @@ def sanitize_price(value: object) -> Decimal:
     return price if price.is_finite() and price >= 0 else _ZERO
 
 
+def _is_zero(value: object) -> bool:
+    """A price that really is zero (as opposed to one ``sanitize_price`` turned into zero)."""
+    if isinstance(value, bool) or not isinstance(value, Decimal | int | float | str):
+        return False
+    try:
+        return Decimal(repr(value) if isinstance(value, float) else value) == 0
+    except (InvalidOperation, ValueError):
+        return False
+
+
 @dataclass(frozen=True, slots=True)
 class ModelPrice:
-    """USD per million tokens.  Any numeric type is accepted and sanitised.
+    """USD per million tokens: int, Decimal, float or numeric text, finite and >= 0 (else VALIDATION_ERROR).
 
     ``cached_input_per_million`` of None means cached input costs the same
     as fresh input.
@@ -79,12 +90,16 @@ class ModelPrice:
     cached_input_per_million: Decimal | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "input_per_million", sanitize_price(self.input_per_million))
-        object.__setattr__(self, "output_per_million", sanitize_price(self.output_per_million))
-        if self.cached_input_per_million is not None:
-            object.__setattr__(
-                self, "cached_input_per_million", sanitize_price(self.cached_input_per_million)
-            )
+        for name in ("input_per_million", "output_per_million", "cached_input_per_million"):
+            value = getattr(self, name)
+            if value is None and name.startswith("cached"):
+                continue
+            price = sanitize_price(value)
+            if price == 0 and not _is_zero(value):
+                raise ValidationError(
+                    f"ModelPrice.{name} must be a finite number >= 0, got {str(value)[:40]!r}"
+                )
+            object.__setattr__(self, name, price)
 
     @property
     def cached_price(self) -> Decimal:

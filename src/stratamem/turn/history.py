@@ -20,9 +20,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..storage.turn_rows import MessageDraft, TranscriptMessage
+from ..storage.turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage
 from .errors import LimitExceededError, ValidationError
 from .messages import Message, ToolCallRequest
+from .tail_cache import TailCache
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -100,6 +101,7 @@ class Transcript:
     def __init__(self, session: Session) -> None:
         self.session = session
         self._backend = session.store.backend
+        self._cache: TailCache | None = getattr(session.store, "turn_tails", None)
 
     def append(self, *messages: Message, origin: str | None = None) -> list[TranscriptMessage]:
         """Add messages at the end of the session's own transcript, in one transaction."""
@@ -140,17 +142,53 @@ class Transcript:
         """The last ``window`` messages, starting at a user message when one is in reach, and their offset.
 
         What lies before the offset counts as omitted, so a transcript of any
-        length costs one bounded read per prompt.
+        length costs one bounded read per prompt (only the messages added
+        since the last prompt are fetched: ``tail_cache``).
         """
+        self._check_window(window)
+        for _ in range(2):
+            sent = self._cache.mark(self.session.id, window) if self._cache is not None else None
+            page = self._backend.read_messages(
+                self.session.id, self.session.id, None, window, self.session.store.now(), since=sent
+            )
+            merged = self._merge(window, sent, page)
+            if merged is not None:
+                return merged
+        raise AssertionError("unreachable: a read without a mark is never a delta")  # pragma: no cover
+
+    def append_then_tail(
+        self, message: Message, window: int, origin: str | None = None
+    ) -> tuple[TranscriptMessage, int, list[Message]]:
+        """Append one message and read the tail (as :meth:`tail`) in the same transaction."""
+        self._check_window(window)
+        draft = draft_of(message, origin)
+        sent = self._cache.mark(self.session.id, window) if self._cache is not None else None
+        (stored,), page = self._backend.append_and_tail(
+            self.session.id, [draft], self.session.store.now(), window, sent
+        )
+        merged = self._merge(window, sent, page)
+        return stored, *(merged if merged is not None else self.tail(window))
+
+    @staticmethod
+    def _check_window(window: int) -> None:
         if isinstance(window, bool) or not isinstance(window, int) or not 0 < window <= MAX_PAGE:
             raise ValidationError(f"window must be an integer in 1..{MAX_PAGE}")
-        page = self._backend.read_messages(
-            self.session.id, self.session.id, None, window, self.session.store.now()
-        )
-        rows = page.messages
+
+    def _merge(
+        self, window: int, sent: TailMark | None, page: TranscriptPage
+    ) -> tuple[int, list[Message]] | None:
+        if self._cache is not None:
+            held = self._cache.merge(self.session.id, window, sent, page)
+            if held is None:
+                return None
+            rows, messages = held
+        elif page.delta:
+            return None
+        else:
+            rows, messages = page.messages, tuple(to_message(r) for r in page.messages)
         offset = rows[0].position if rows else 0
+        first_user = 0
         if offset > 0:
             first_user = next((i for i, r in enumerate(rows) if r.role == "user"), 0)
-            rows = rows[first_user:]
             offset += first_user
-        return offset, [to_message(r) for r in rows]
+        return offset, list(messages[first_user:])

@@ -167,6 +167,7 @@ class EventBus:
     def __init__(self, observers: Iterable[Observer] = (), *, tracer: TracerLike | None = _AUTO) -> None:
         self._observers: list[Observer] = list(observers)
         self._tracer = opentelemetry_tracer() if tracer is _AUTO else tracer
+        self._auto_tracer = tracer is _AUTO  # a tracer given by the caller is assumed to record
 
     def subscribe(self, observer: Observer) -> Callable[[], None]:
         """Register ``observer``; returns a function that unregisters it."""
@@ -177,6 +178,18 @@ class EventBus:
                 self._observers.remove(observer)
 
         return unsubscribe
+
+    @property
+    def listening(self) -> bool:
+        """Whether an event would reach anyone: an observer, or a tracer that records spans.
+
+        Hot paths ask before building an event, since building one scrubs every
+        text field; with the OpenTelemetry API but no SDK configured, spans are
+        not recorded, so nothing would be lost.
+        """
+        if self._observers:
+            return True
+        return self._tracer is not None and (not self._auto_tracer or _tracing_configured())
 
     def emit(self, event: Event) -> None:
         for observer in tuple(self._observers):
@@ -202,6 +215,21 @@ class EventLog:
 
     def of_type(self, kind: type[_E]) -> list[_E]:
         return [e for e in self.events if isinstance(e, kind)]
+
+
+def _tracing_configured() -> bool:
+    """False while OpenTelemetry has no tracer provider set (its spans are then no-ops)."""
+    try:
+        from opentelemetry import trace  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - a custom tracer without the API: assume it records
+        return True
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+
+
+def listening(bus: EventBus | None) -> bool:
+    """``bus.listening`` for an optional bus (custom buses without the property always listen)."""
+    return bus is not None and getattr(bus, "listening", True)
 
 
 def emit(bus: EventBus | None, event: Event) -> None:

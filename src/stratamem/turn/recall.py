@@ -36,7 +36,7 @@ from .context import (
     recall_policy,
     select_entries,
 )
-from .observe import EventBus, MemoryRecall, emit
+from .observe import EventBus, MemoryRecall, emit, listening
 from .related import with_related
 from .scrub import bound_text, scrub_text
 
@@ -88,10 +88,12 @@ def recall_block(
     started = time.perf_counter()
     origin_name = parse_origin(origin).value
     plan = recall_policy(origin_name, (session.id,), suppress=config.suppress)
-    summary = summarize_query(query)
 
     def event(**fields: object) -> None:
+        if not listening(events):
+            return
         duration = round((time.perf_counter() - started) * 1000, 3)
+        summary = summarize_query(query)
         emit(events, MemoryRecall(origin=origin_name, query_summary=summary, duration_ms=duration, **fields))  # type: ignore[arg-type]
 
     if not plan.inject or config.max_entries == 0 or not query.strip():

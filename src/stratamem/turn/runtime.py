@@ -31,7 +31,7 @@ from .costs import Budget, BudgetReport, CostLedger, ModelPrice
 from .errors import LimitExceededError, NotFoundError, TurnStateError, ValidationError
 from .history import MAX_PAGE, StoredMessage, Transcript
 from .messages import Message, ToolCallRequest
-from .observe import EventBus, HistoryTrimmed, ToolCall, emit
+from .observe import EventBus, HistoryTrimmed, ToolCall, emit, listening
 from .recall import recall_block
 from .tool_results import ToolResult, ToolResultLimits, process_tool_result, tool_message_content
 from .trim import BREADCRUMB, TokenCounter, estimate_tokens, message_tokens, trim_history
@@ -61,6 +61,12 @@ class TurnSettings:
                 raise ValidationError(f"TurnSettings.{name} must be a non-negative integer")
         if self.history_window < 1 or self.history_window > MAX_PAGE:
             raise ValidationError(f"TurnSettings.history_window must be in 1..{MAX_PAGE}")
+        if not isinstance(self.prices, Mapping) or not all(
+            isinstance(model, str) and isinstance(price, ModelPrice) for model, price in self.prices.items()
+        ):
+            raise ValidationError("TurnSettings.prices must map model names to ModelPrice")
+        if self.budget is not None and not isinstance(self.budget, Budget):
+            raise ValidationError("TurnSettings.budget must be a Budget")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +131,9 @@ class Turn:
         self._expect("new", "begin")
         if not isinstance(user_message, str) or not user_message.strip():
             raise ValidationError("user_message must be a non-empty string")
-        (stored,) = self.transcript.append(
-            Message(role="user", content=user_message), origin=self.origin.value
+        # The user message and the tail of the prompt in one transaction (one audit event each).
+        stored, offset, tail = self.transcript.append_then_tail(
+            Message(role="user", content=user_message), self.settings.history_window, self.origin.value
         )
         self.id = stored.position
         self._state = "open"
@@ -141,7 +148,7 @@ class Turn:
             policy=self.policy,
             ttl=self.session.store.retention.autosave_ttl,
         )
-        return self.messages()
+        return self._prompt(offset, tail)
 
     @classmethod
     def resume(cls, session: Session, turn_id: int, **options: Any) -> Turn:
@@ -176,10 +183,12 @@ class Turn:
         The system prompt is kept out of the trimmed list (and its tokens
         out of the budget) so trim positions map to transcript positions.
         """
+        return self._prompt(*self.transcript.tail(self.settings.history_window))
+
+    def _prompt(self, offset: int, tail: list[Message]) -> list[Message]:
         system = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
         counter = self.settings.token_counter
         budget = max(0, self.settings.history_budget_tokens - sum(message_tokens(m, counter) for m in system))
-        offset, tail = self.transcript.tail(self.settings.history_window)
         listed = [BREADCRUMB, *tail] if offset else tail
         shift = offset - (1 if offset else 0)
         trimmed = trim_history(listed, budget, counter=counter)
@@ -192,7 +201,7 @@ class Turn:
             tokens_before=trimmed.tokens_before,
             tokens_after=trimmed.tokens_after,
         )
-        if self.last_trim.omitted_range is not None:
+        if self.last_trim.omitted_range is not None and listening(self.events):
             emit(
                 self.events,
                 HistoryTrimmed(
@@ -257,19 +266,20 @@ class Turn:
         self.transcript.append(message)
         del self._pending[call_id]
         self._results += 1
-        emit(
-            self.events,
-            ToolCall(
-                tool_name=tool_name,
-                arguments=arguments,
-                success=result.success,
-                output_chars=len(result.output),
-                truncated=processed.truncated,
-                call_id=call_id,
-                error=result.error or "",
-                duration_ms=float(duration_ms or 0.0),
-            ),
-        )
+        if listening(self.events):
+            emit(
+                self.events,
+                ToolCall(
+                    tool_name=tool_name,
+                    arguments=arguments,
+                    success=result.success,
+                    output_chars=len(result.output),
+                    truncated=processed.truncated,
+                    call_id=call_id,
+                    error=result.error or "",
+                    duration_ms=float(duration_ms or 0.0),
+                ),
+            )
         return message
 
     def run_memory_tool(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> Message:

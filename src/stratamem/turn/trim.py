@@ -52,8 +52,10 @@ def estimate_tokens(text: str) -> int:
 
 
 def message_tokens(message: Message, counter: TokenCounter = estimate_tokens) -> int:
-    calls = sum(counter(call.name) + counter(call.arguments) for call in message.tool_calls)
-    return MESSAGE_OVERHEAD_TOKENS + counter(message.content) + calls
+    tokens = MESSAGE_OVERHEAD_TOKENS + counter(message.content)
+    for call in message.tool_calls:
+        tokens += counter(call.name) + counter(call.arguments)
+    return tokens
 
 
 def is_breadcrumb(message: Message) -> bool:
@@ -164,39 +166,46 @@ def trim_history(
     if budget_tokens < 0:
         raise ValidationError("budget_tokens must be >= 0")
 
-    def cost(message: Message) -> int:
-        return message_tokens(message, counter)
+    # Each message is counted once; a message _sweep rebuilt (fewer tool calls) is counted again.
+    base = [message_tokens(m, counter) for m in messages]
 
-    tokens_before = sum(cost(m) for m in messages)
-    had_breadcrumb = any(is_breadcrumb(m) for m in messages)
-    items = _sweep([(i, m) for i, m in enumerate(messages) if not is_breadcrumb(m)])
+    def cost(index: int, message: Message) -> int:
+        return base[index] if message is messages[index] else message_tokens(message, counter)
+
+    tokens_before = sum(base)
+    crumbs = [is_breadcrumb(m) for m in messages]
+    had_breadcrumb = any(crumbs)
+    items = _sweep([(i, m) for i, m in enumerate(messages) if not crumbs[i]])
 
     plain = [message for _, message in items]
+    item_costs = [cost(i, m) for i, m in items]
     turns = split_turns(plain)
-    total = sum(cost(m) for m in plain)
-    crumb_cost = cost(BREADCRUMB)
+    total = sum(item_costs)
+    crumb_cost = message_tokens(BREADCRUMB, counter)
     dropped_turns = 0
     while len(turns) - dropped_turns > 1:
         needs_crumb = had_breadcrumb or dropped_turns > 0
         if total + (crumb_cost if needs_crumb else 0) <= budget_tokens:
             break
-        total -= sum(cost(plain[pos]) for pos in turns[dropped_turns])
+        total -= sum(item_costs[pos] for pos in turns[dropped_turns])
         dropped_turns += 1
 
     dropped_positions = {pos for turn in turns[:dropped_turns] for pos in turn}
     kept = _sweep([item for pos, item in enumerate(items) if pos not in dropped_positions])
     result = [message for _, message in kept]
+    tokens_after = sum(cost(i, m) for i, m in kept)
     if had_breadcrumb or dropped_turns:
         result.insert(_breadcrumb_position(result), BREADCRUMB)
+        tokens_after += crumb_cost
 
     kept_indices = {index for index, _ in kept}
-    dropped = tuple(i for i, m in enumerate(messages) if i not in kept_indices and not is_breadcrumb(m))
+    dropped = tuple(i for i in range(len(messages)) if i not in kept_indices and not crumbs[i])
     trimmed = TrimResult(
         messages=tuple(result),
         dropped_indices=dropped,
         turns_dropped=dropped_turns,
         tokens_before=tokens_before,
-        tokens_after=sum(cost(m) for m in result),
+        tokens_after=tokens_after,
     )
     if dropped:
         emit(
