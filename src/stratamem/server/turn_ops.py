@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ValidationError
 from ..session import Session
@@ -27,7 +27,15 @@ from ..turn.costs import BudgetReport
 from .principals import Principal
 
 if TYPE_CHECKING:
-    from .state import ServerState
+    from ..policy.engine import Policy
+
+
+class TurnState(Protocol):
+    """What the turn operations need of a server: ``ServerState``, or stdio's one session (``mcp_turns``)."""
+
+    def session_for(self, principal: Principal, session_id: str) -> Session: ...
+    def policy_for(self, principal: Principal) -> Policy: ...
+
 
 MAX_SYSTEM_PROMPT_CHARS = 100_000
 MAX_OUTPUT_CHARS = (
@@ -39,7 +47,7 @@ CONTEXT_CACHE = 1024
 class TurnOps:
     """The operations of the turn API for one server."""
 
-    def __init__(self, state: ServerState, settings: TurnSettings | None = None) -> None:
+    def __init__(self, state: TurnState, settings: TurnSettings | None = None) -> None:
         self.state = state
         self.settings = settings or TurnSettings()
         self._contexts: OrderedDict[tuple[str, int], str] = OrderedDict()

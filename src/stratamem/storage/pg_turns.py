@@ -121,7 +121,7 @@ def append_messages(
 
 
 def _query(conn: psycopg.Connection) -> Query:
-    return lambda sql, params: conn.execute(sql, params).fetchall()  # type: ignore[arg-type]
+    return lambda sql, params: conn.execute(sql, params).fetchall()
 
 
 def _tail(

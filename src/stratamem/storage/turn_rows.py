@@ -111,12 +111,12 @@ class TailMark:
     last_id: int
 
 
-Query = Callable[[str, tuple[object, ...]], list[Sequence[object]]]
+Query = Callable[[str, tuple[object, ...]], Sequence[Sequence[Any]]]
 
 
 def tail_rows(
     query: Query, ph: str, scope: tuple[object, ...], limit: int, since: TailMark | None
-) -> tuple[list[Sequence[object]], int, int, int, bool]:
+) -> tuple[Sequence[Sequence[Any]], int, int, int, bool]:
     """The last ``limit`` visible messages of ``scope`` (transcript, agent, taint), or those after ``since``.
 
     Returns raw rows, the first one's position, the visible total, the newest
@@ -125,7 +125,7 @@ def tail_rows(
     """
     where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND level <= {ph}"
     total, last = query(f"SELECT count(*), coalesce(max(id), 0) {where}", scope)[0]
-    total, last = int(total), int(last)  # type: ignore[call-overload]
+    total, last = int(total), int(last)
     if since is not None and total >= since.total and last >= since.last_id and total - since.total <= limit:
         new = total - since.total
         rows = (
@@ -220,14 +220,14 @@ def sum_costs(values: Sequence[str]) -> Decimal:
 
 def range_rows(
     query: Query, ph: str, scope: tuple[object, ...], start: int, limit: int
-) -> tuple[list[Sequence[object]], int]:
+) -> tuple[Sequence[Sequence[Any]], int]:
     """Visible positions ``start .. start+limit`` of ``scope`` (transcript, agent, taint) and the visible total."""
     where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND level <= {ph}"
     (total,) = query(f"SELECT count(*) {where}", scope)[0]
     rows = query(
         f"SELECT {MESSAGE_COLUMNS} {where} ORDER BY id LIMIT {ph} OFFSET {ph}", (*scope, limit, start)
     )
-    return rows, int(total)  # type: ignore[call-overload]
+    return rows, int(total)
 
 
 def append_draft(record: SessionRecord, drafts: Sequence[MessageDraft]) -> AuditDraft:

@@ -220,7 +220,7 @@ class EventLog:
 def _tracing_configured() -> bool:
     """False while OpenTelemetry has no tracer provider set (its spans are then no-ops)."""
     try:
-        from opentelemetry import trace  # type: ignore[import-not-found]
+        from opentelemetry import trace
     except ImportError:  # pragma: no cover - a custom tracer without the API: assume it records
         return True
     provider = trace.get_tracer_provider()
