@@ -115,3 +115,22 @@ def test_cached_tails_equal_fresh_reads_whatever_happens(tmp_path_factory, ops) 
     finally:
         other.close()
         store.close()
+
+
+def test_a_window_replaced_by_another_thread_meanwhile_is_read_whole(store, monkeypatch) -> None:
+    session = store.session("main")
+    transcript = Transcript(session)
+    transcript.append(Message("user", "q"), Message("assistant", "a"))
+    transcript.tail(10)
+    transcript.append(Message("user", "q2"))
+    merge = store.turn_tails.merge
+    refused: list[bool] = []
+
+    def racing(session_id, window, sent, page):
+        if page.delta and len(refused) < 2:  # as if other threads kept replacing the window
+            refused.append(True)
+            return None
+        return merge(session_id, window, sent, page)
+
+    monkeypatch.setattr(store.turn_tails, "merge", racing)
+    assert transcript.tail(10) == uncached(store, session.id, 10) and refused
