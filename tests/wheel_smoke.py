@@ -1,0 +1,71 @@
+"""Smoke test of an installed stratamem wheel; run by the venv's own Python in isolated mode (`-I`).
+
+`python -I tests/wheel_smoke.py` from a venv where a built wheel was installed: it proves that the import
+resolves to that venv (not to a source tree or an editable install), that the package data shipped inside
+the wheel, and that the console script, the demo and a save/search through the Python API work. Shared by
+`.ci/run` (a fresh venv with the core dependencies from PyPI) and `tests/test_wheel.py` (offline).
+Exits non-zero with a message on the first failure; prints one line per check.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from importlib import metadata, resources
+from pathlib import Path
+
+
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        raise SystemExit(f"wheel smoke test FAILED: {what}")
+    print(f"ok  {what}")
+
+
+def _run(*argv: str, env: dict[str, str]) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+    _check(done.returncode == 0, f"stratamem {' '.join(argv[1:])} exits 0 ({done.stderr.strip()[-400:]})")
+    return done.stdout
+
+
+def main() -> None:
+    import stratamem as sm
+
+    venv = Path(sys.prefix).resolve()
+    module = Path(sm.__file__).resolve()
+    _check(venv != Path(sys.base_prefix).resolve(), f"running in a venv ({venv})")
+    _check(module.is_relative_to(venv), f"stratamem imported from the venv ({module})")
+    _check(sm.__version__ == metadata.version("stratamem"), f"__version__ {sm.__version__} = metadata")
+
+    root = resources.files("stratamem")
+    for data in (
+        "embed/data/minilm-tokenizer.json.gz",
+        "embed/data/NOTICE",
+        "server/static/console/index.html",
+        "server/static/console/console.js",
+        "server/static/console/console.css",
+        "server/static/docs/docs.js",
+        "server/static/docs/docs.css",
+    ):
+        _check(root.joinpath(data).is_file(), f"package data {data}")
+
+    script = Path(sys.executable).parent / ("stratamem.exe" if os.name == "nt" else "stratamem")
+    with tempfile.TemporaryDirectory() as home:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("STRATAMEM_", "PYTHON"))}
+        env["STRATAMEM_HOME"] = home
+        out = _run(str(script), "--version", env=env)
+        _check(sm.__version__ in out, f"`stratamem --version` prints {sm.__version__}")
+        out = _run(str(script), "demo", env=env)
+        _check("CONFIDENTIAL" in out, "`stratamem demo` narrates a session")
+
+        with sm.open_store(str(Path(home) / "smoke.db")) as store:
+            s = store.session("assistant")
+            s.save("coffee", "Sam takes coffee black", tags=["preference"])
+            hits = s.search("coffee")
+            _check([h.memory.key for h in hits] == ["coffee"], "save and search through the Python API")
+    print("wheel smoke test passed")
+
+
+if __name__ == "__main__":
+    main()
