@@ -120,16 +120,3 @@ def test_a_loop_that_never_answers_stops(session):
         return {"content": [{**forever["content"][0], "id": f"t{n}"}]}
 
     assert example.run_turn(session, "loop", model).startswith("(stopped")
-
-
-def test_readme_tools_example_runs():
-    import re
-
-    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
-    [example] = [
-        b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "defs = tools.definitions" in b
-    ]
-    namespace: dict = {}
-    exec(compile(example, "README.md", "exec"), namespace)
-    assert json.loads(namespace["answer"])["saved"] is True
-    namespace["session"].store.close()

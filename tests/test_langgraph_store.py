@@ -211,16 +211,3 @@ def test_async_methods(lg):
 
     got, found, spaces, gone = asyncio.run(main())
     assert got.value == {"v": 1} and [i.key for i in found] == ["k"] and spaces == [("a",)] and gone is None
-
-
-def test_readme_langgraph_example_runs(tmp_path, monkeypatch):
-    import re
-    from pathlib import Path
-
-    monkeypatch.setenv("STRATAMEM_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("STRATAMEM_DB", raising=False)
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    [example] = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "StratamemStore(session" in b]
-    namespace: dict = {}
-    exec(compile(example, "README.md", "exec"), namespace)
-    namespace["session"].store.close()
