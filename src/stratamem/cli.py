@@ -579,11 +579,9 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
         if fmt != "markdown" and os.path.isdir(file):
             raise ValidationError(f"{file} is a directory; use --format markdown to import one")
         if fmt == "mcp-memory":
+            lines: Any = file  # a path: read whole, bounded, invalid UTF-8 named by line and byte
             if file == "-":
                 lines = _stdin_text().read().split("\n")
-            else:
-                with open(file, encoding="utf-8", errors="surrogateescape") as stream:
-                    lines = stream.read().split("\n")
             graph_level = level or "PUBLIC"
             nodes, edges = store.import_graph(
                 lines, agent_id=ctx.agent or "main", level=graph_level, scan=not no_scan

@@ -367,13 +367,9 @@ class Store:
 
         agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
         if isinstance(path_or_lines, (str, Path)):
-            try:
-                with open(path_or_lines, encoding="utf-8", errors="strict") as handle:
-                    lines = handle.read().split("\n")
-            except UnicodeDecodeError:
-                raise ValidationError("the file is not UTF-8 text") from None
-            except OSError as exc:
-                raise ValidationError(f"cannot read {path_or_lines}: {exc.strerror}") from None
+            from .importers.sources import read_text  # bounded; invalid UTF-8 named by line and byte
+
+            lines = read_text(Path(path_or_lines)).split("\n")
         else:
             lines = list(path_or_lines)
         entities, relations = parse_lines(lines, self.max_content_bytes)

@@ -39,14 +39,74 @@ def _time(value: object, field: str) -> datetime:
     return parse_time(value, field, naive_is_utc=False)
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice; ``lineno``/``colno`` locate that object's ``{``."""
+
+    def __init__(self, key: str, lineno: int = 0, colno: int = 0) -> None:
+        where = f"line {lineno} column {colno}: " if lineno else ""
+        super().__init__(f"{where}duplicate key {key!r} in this object")
+        self.key, self.lineno, self.colno = key, lineno, colno
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _locate_duplicate(text: str) -> DuplicateKey | None:
+    """Parse again with the pure-Python scanner, which hands each object's start to ``parse_object``."""
+    import json.decoder
+    import json.scanner
+
+    found: list[DuplicateKey] = []
+    decoder = json.JSONDecoder()
+
+    def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
+        source, start = s_and_end
+        pairs, end = json.decoder.JSONObject(s_and_end, *args[:3], lambda p: p, *args[4:])
+        keys = [k for k, _ in pairs]
+        repeated = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+        if repeated is not None and not found:
+            line = source.count("\n", 0, start - 1) + 1
+            found.append(DuplicateKey(repeated, line, start - source.rfind("\n", 0, start - 1) - 1))
+        return dict(pairs), end
+
+    decoder.parse_object = parse_object  # type: ignore[assignment]
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    try:
+        decoder.decode(text)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` that refuses a key repeated in any object (``DuplicateKey``, with its position).
+
+    Python's parser keeps the last of two values silently; an import that keeps one of two contents
+    loses the other without saying so, so every imported file is read with this.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except DuplicateKey as exc:
+        raise _locate_duplicate(text) or exc from None
+
+
 def json_object(text: str) -> dict[str, Any]:
     """One JSON Lines line as an object, or a ValidationError that says what is wrong with it."""
     try:
-        data = json.loads(text)
+        data = strict_json(text)
     except json.JSONDecodeError as exc:
         raise ValidationError(f"not valid JSON ({exc.msg})") from None
     except RecursionError:
         raise ValidationError("not valid JSON (nested too deeply)") from None
+    except DuplicateKey as exc:
+        at = f" at column {exc.colno}" if exc.colno else ""
+        raise ValidationError(f"not valid JSON (duplicate key {exc.key!r} in the object{at})") from None
     if not isinstance(data, dict):
         raise ValidationError("each line must be a JSON object")
     return data
@@ -96,18 +156,25 @@ def read_records(stream: IO[str], max_content_bytes: int) -> tuple[list[Memory],
     memories: list[Memory] = []
     turns: list[Any] = []
     errors: list[str] = []
+    seen: dict[tuple[str, Level, str], int] = {}  # one live version per agent, level and key
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             continue
         try:
             if '"record"' in line:
-                data = json.loads(line)
-                if isinstance(data, dict) and "record" in data:
+                data = json_object(line)
+                if "record" in data:
                     turns.append(parse_turn_record(data))
                     continue
-            memories.append(parse_line(line, max_content_bytes))
-        except json.JSONDecodeError as exc:
-            errors.append(f"line {number}: not valid JSON ({exc.msg})")
+            memory = parse_line(line, max_content_bytes)
+            version = (memory.agent_id, memory.level, memory.key)
+            if version in seen:
+                raise ValidationError(
+                    f"key {memory.key!r} of agent {memory.agent_id!r} at {memory.level.name} "
+                    f"repeats line {seen[version]}"
+                )
+            seen[version] = number
+            memories.append(memory)
         except ValidationError as exc:
             errors.append(f"line {number}: {exc.message}")
     if errors:

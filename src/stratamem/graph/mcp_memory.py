@@ -53,12 +53,14 @@ def parse_lines(
     entities: list[tuple[int, NodeDraft]] = []
     relations: list[tuple[int, EdgeDraft]] = []
     errors: list[str] = []
-    known: set[str] = set()
+    known: dict[str, int] = {}  # entity name -> its line: a name twice is ambiguous (which type wins?)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             item = parse_line(line, max_content_bytes)
+            if isinstance(item, NodeDraft) and item.name in known:
+                raise ValidationError(f"entity {item.name!r} repeats line {known[item.name]}")
         except StratamemError as exc:
             errors.append(f"line {number}: {exc.message}")
             if len(errors) >= MAX_REPORTED_ERRORS:
@@ -66,7 +68,7 @@ def parse_lines(
             continue
         if isinstance(item, NodeDraft):
             entities.append((number, item))
-            known.add(item.name)
+            known[item.name] = number
         else:
             relations.append((number, item))
     if errors:

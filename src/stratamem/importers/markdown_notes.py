@@ -37,6 +37,27 @@ def notes(root: Path) -> list[Path]:
     return found
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error, not "last wins"."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: list[Any] = []
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                repeated = key in seen
+            except TypeError:  # an unhashable key: the base class says so
+                break
+            if repeated:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"the key {key!r} is given twice", key_node.start_mark
+                )
+            seen.append(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def split_front_matter(text: str) -> tuple[dict[str, Any], str, int]:
     """(front matter, body, the body's first line number); ValidationError with the line when malformed."""
     lines = text.split("\n")
@@ -45,11 +66,13 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, int]:
     for number, line in enumerate(lines[1:], start=2):
         if line.strip() in ("---", "..."):
             try:
-                data = yaml.safe_load("\n".join(lines[1 : number - 1])) or {}
+                data = yaml.load("\n".join(lines[1 : number - 1]), Loader=_FrontMatterLoader) or {}
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 line_no = mark.line + 2 if mark is not None else 1
-                raise ValidationError(f"line {line_no}: front matter is not valid YAML") from None
+                problem = getattr(exc, "problem", None)
+                detail = f" ({problem})" if problem else ""
+                raise ValidationError(f"line {line_no}: front matter is not valid YAML{detail}") from None
             if not isinstance(data, dict):
                 raise ValidationError("line 2: front matter must be a mapping")
             return data, "\n".join(lines[number:]), number + 1

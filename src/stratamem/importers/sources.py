@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..levels import Level
 from ..models import Memory
+from ..transfer import DuplicateKey, strict_json
 from ..validation import check_agent_id, check_category, check_content, check_key, check_tags, parse_time
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # one source file
@@ -74,27 +75,18 @@ def read_text(path: Path, shown: str | None = None) -> str:
         raise ValidationError(f"{name} line {line} (byte {exc.start}): not valid UTF-8") from None
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
 def load_json(text: str, name: str) -> Any:
     """Strict JSON: positions on syntax errors, duplicate keys refused."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return strict_json(text)
     except json.JSONDecodeError as exc:
         raise ValidationError(
             f"{name} line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})"
         ) from None
     except RecursionError:
         raise ValidationError(f"{name}: not valid JSON (nested too deeply)") from None
-    except ValueError as exc:
-        raise ValidationError(f"{name}: {exc}") from None
+    except DuplicateKey as exc:
+        raise ValidationError(f"{name} {exc}" if exc.lineno else f"{name}: {exc}") from None
 
 
 def memory(
