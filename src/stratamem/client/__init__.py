@@ -5,8 +5,9 @@ method is one operation of :mod:`stratamem.client.calls` (same name, same
 arguments, same docstring) and answers the server's JSON shape as a dict;
 an error answer is raised as the library's own exception class with the same
 ``code`` (``ValidationError``, ``NotFound``, ``PolicyBlocked``,
-``StorageError``; a missing or unknown token is :class:`Unauthenticated`), so
-code written against the in-process library handles the same errors.
+``StorageError``, the turn's ``TurnStateError`` and ``LimitExceededError``; a
+missing or unknown token is :class:`Unauthenticated`), so code written against
+the in-process library handles the same errors.
 
 The token defaults to the ``STRATAMEM_TOKEN`` environment variable.
 """
@@ -21,6 +22,7 @@ from typing import Any
 
 from ..errors import NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
 from ..extras import require
+from ..turn.errors import LimitExceededError, TurnStateError
 from . import calls
 from .calls import Call
 
@@ -38,7 +40,9 @@ class Unauthenticated(StratamemError):
 
 
 ERRORS: dict[str, type[StratamemError]] = {
-    cls.code: cls for cls in (ValidationError, NotFound, PolicyBlocked, StorageError, Unauthenticated)
+    **{cls.code: cls for cls in (ValidationError, NotFound, PolicyBlocked, StorageError, Unauthenticated)},
+    # the turn's own codes (their classes carry the code per instance)
+    **{cls.default_code: cls for cls in (TurnStateError, LimitExceededError)},
 }
 
 
