@@ -9,10 +9,12 @@ Exits non-zero with a message on the first failure; prints one line per check.
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from importlib import metadata, resources
 from pathlib import Path
 
@@ -27,6 +29,44 @@ def _run(*argv: str, env: dict[str, str]) -> str:
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
     _check(done.returncode == 0, f"stratamem {' '.join(argv[1:])} exits 0 ({done.stderr.strip()[-400:]})")
     return done.stdout
+
+
+def _missing_extras(script: Path, env: dict[str, str]) -> None:
+    """With only the core installed (as in CI), each extra's entry point names its install command."""
+    import stratamem as sm
+    from stratamem.embed import semantic_available
+    from stratamem.extras import installed
+
+    def refused(argv: list[str], extra: str) -> None:
+        done = subprocess.run([str(script), *argv], capture_output=True, text=True, env=env, timeout=120)
+        hint = f"pip install 'stratamem[{extra}]'"
+        _check(done.returncode == 2 and hint in done.stderr, f"`stratamem {' '.join(argv)}` says {hint}")
+
+    def raises(action: Callable[[], object], extra: str, what: str) -> None:
+        try:
+            action()
+        except sm.ValidationError as exc:
+            _check(f"stratamem[{extra}]" in str(exc), f"{what} names stratamem[{extra}]")
+        else:
+            _check(False, f"{what} without the {extra} extra is refused")
+
+    if not installed("server"):
+        refused(["serve"], "server")
+        refused(["mcp"], "server")
+    if not installed("postgres"):
+        refused(["--db", "postgresql://me@db.example/app", "list"], "postgres")
+    if not installed("client"):
+        raises(lambda: sm.Client, "client", "stratamem.Client")
+    if not installed("langgraph"):
+        raises(
+            lambda: importlib.import_module("stratamem.integrations.langgraph"),
+            "langgraph",
+            "the LangGraph store",
+        )
+    if not semantic_available():
+        raises(
+            lambda: sm.open_store(":memory:", search_mode="semantic"), "semantic", "search_mode='semantic'"
+        )
 
 
 def main() -> None:
@@ -58,6 +98,8 @@ def main() -> None:
         _check(sm.__version__ in out, f"`stratamem --version` prints {sm.__version__}")
         out = _run(str(script), "demo", env=env)
         _check("CONFIDENTIAL" in out, "`stratamem demo` narrates a session")
+
+        _missing_extras(script, env)
 
         with sm.open_store(str(Path(home) / "smoke.db")) as store:
             s = store.session("assistant")
