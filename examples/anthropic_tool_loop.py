@@ -81,7 +81,10 @@ def run_turn(
 
 
 def anthropic_model(model_name: str) -> Model:  # pragma: no cover - needs the SDK and a key
-    import anthropic  # optional: only this runnable entry point needs the SDK
+    try:
+        import anthropic  # optional: only this runnable entry point needs the SDK
+    except ImportError:
+        raise SystemExit("this example needs the Anthropic SDK: pip install anthropic") from None
 
     client = anthropic.Anthropic()
 

@@ -72,7 +72,10 @@ def run_turn(session: sm.Session, user_message: str, model: Model, model_name: s
 
 
 def openai_model(model_name: str) -> Model:  # pragma: no cover - needs the SDK and a key
-    from openai import OpenAI  # optional: only this runnable entry point needs the SDK
+    try:
+        from openai import OpenAI  # optional: only this runnable entry point needs the SDK
+    except ImportError:
+        raise SystemExit("this example needs the OpenAI SDK: pip install openai") from None
 
     client = OpenAI()
 

@@ -120,3 +120,20 @@ def test_a_loop_that_never_answers_stops(session):
         return {"content": [{**forever["content"][0], "id": f"t{n}"}]}
 
     assert example.run_turn(session, "loop", model).startswith("(stopped")
+
+
+@pytest.mark.parametrize(
+    ("name", "sdk"), [("openai_tool_loop", "openai"), ("anthropic_tool_loop", "anthropic")]
+)
+def test_running_an_example_without_its_sdk_says_what_to_install(tmp_path, name, sdk):
+    import os
+    import subprocess
+    import sys
+
+    blocked = f"import runpy, sys; sys.modules[{sdk!r}] = None; runpy.run_path({str(EXAMPLES / f'{name}.py')!r}, run_name='__main__')"
+    env = {**os.environ, "STRATAMEM_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", blocked], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"pip install {sdk}" in done.stderr
