@@ -77,6 +77,7 @@ def test_wheel_has_package_data_and_no_tests(dist):
     [wheel] = dist.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in (
+        "stratamem/py.typed",
         "stratamem/embed/data/minilm-tokenizer.json.gz",
         "stratamem/embed/data/NOTICE",
         "stratamem/server/static/console/console.js",

@@ -80,6 +80,7 @@ def main() -> None:
 
     root = resources.files("stratamem")
     for data in (
+        "py.typed",
         "embed/data/minilm-tokenizer.json.gz",
         "embed/data/NOTICE",
         "server/static/console/index.html",

@@ -3,6 +3,8 @@
 No session reads above its taint or writes below it; see CONTRACT and README.
 """
 
+from typing import TYPE_CHECKING
+
 from .audit_anchor import AuditAnchor
 from .errors import ClearanceError, NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
 from .install_info import package_version
@@ -12,6 +14,10 @@ from .session import Session
 from .store import Store, open_store
 
 __version__ = package_version()
+
+if TYPE_CHECKING:  # type checkers see the client's typed methods; at run time it loads on first use
+    from .client import AsyncClient as AsyncClient
+    from .client import Client as Client
 
 
 def __getattr__(name: str) -> object:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, ParamSpec, overload
 
 from ..errors import NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
 from ..extras import require
@@ -80,6 +80,60 @@ def _unreachable(exc: httpx.HTTPError) -> StorageError:
     return StorageError(f"the stratamem server could not be reached ({type(exc).__name__})")
 
 
+P = ParamSpec("P")
+
+
+class _Sync(Generic[P]):
+    """One operation as a ``Client`` method, typed by its builder's signature (checkers and IDEs see it).
+
+    The operation is stated once, in :mod:`calls`; this only sends what the builder returns.
+    """
+
+    def __init__(self, build: Callable[P, Call]) -> None:
+        self.build = build
+        self.__doc__ = build.__doc__
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> _Sync[P]: ...
+    @overload
+    def __get__(self, client: Client, owner: type[Any]) -> Callable[P, Any]: ...
+    def __get__(self, client: Client | None, owner: type[Any]) -> _Sync[P] | Callable[P, Any]:
+        if client is None:
+            return self
+        build, send = self.build, client.send
+
+        @functools.wraps(build)
+        def method(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return send(build(*args, **kwargs))
+
+        return method
+
+
+class _Async(Generic[P]):
+    """The same for ``AsyncClient``: the method returns an awaitable of the answer."""
+
+    def __init__(self, build: Callable[P, Call]) -> None:
+        self.build = build
+        self.__doc__ = build.__doc__
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> _Async[P]: ...
+    @overload
+    def __get__(self, client: AsyncClient, owner: type[Any]) -> Callable[P, Awaitable[Any]]: ...
+    def __get__(
+        self, client: AsyncClient | None, owner: type[Any]
+    ) -> _Async[P] | Callable[P, Awaitable[Any]]:
+        if client is None:
+            return self
+        build, send = self.build, client.send
+
+        @functools.wraps(build)
+        async def method(*args: P.args, **kwargs: P.kwargs) -> Any:
+            return await send(build(*args, **kwargs))
+
+        return method
+
+
 class Client:
     """A synchronous client: ``Client("http://127.0.0.1:8765").save(session_id, "k", "v")``."""
 
@@ -108,6 +162,28 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # one line per operation of calls.OPERATIONS (tests/server/test_client_typing.py checks the list)
+    health = _Sync(calls.health)
+    tools = _Sync(calls.tools)
+    create_session = _Sync(calls.create_session)
+    get_session = _Sync(calls.get_session)
+    escalate = _Sync(calls.escalate)
+    reset = _Sync(calls.reset)
+    save = _Sync(calls.save)
+    get = _Sync(calls.get)
+    list_memories = _Sync(calls.list_memories)
+    delete = _Sync(calls.delete)
+    search = _Sync(calls.search)
+    audit = _Sync(calls.audit)
+    audit_verify = _Sync(calls.audit_verify)
+    begin_turn = _Sync(calls.begin_turn)
+    prompt = _Sync(calls.prompt)
+    tool_calls = _Sync(calls.tool_calls)
+    tool_result = _Sync(calls.tool_result)
+    usage = _Sync(calls.usage)
+    end_turn = _Sync(calls.end_turn)
+    transcript = _Sync(calls.transcript)
 
 
 class AsyncClient:
@@ -139,23 +215,24 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-
-def _sync_method(build: Callable[..., Call]) -> Callable[..., Any]:
-    @functools.wraps(build)
-    def method(self: Client, *args: Any, **kwargs: Any) -> Any:
-        return self.send(build(*args, **kwargs))
-
-    return method
-
-
-def _async_method(build: Callable[..., Call]) -> Callable[..., Any]:
-    @functools.wraps(build)
-    async def method(self: AsyncClient, *args: Any, **kwargs: Any) -> Any:
-        return await self.send(build(*args, **kwargs))
-
-    return method
-
-
-for _name, _build in calls.OPERATIONS.items():  # one definition per operation, two ways to send it
-    setattr(Client, _name, _sync_method(_build))
-    setattr(AsyncClient, _name, _async_method(_build))
+    # one line per operation of calls.OPERATIONS (tests/server/test_client_typing.py checks the list)
+    health = _Async(calls.health)
+    tools = _Async(calls.tools)
+    create_session = _Async(calls.create_session)
+    get_session = _Async(calls.get_session)
+    escalate = _Async(calls.escalate)
+    reset = _Async(calls.reset)
+    save = _Async(calls.save)
+    get = _Async(calls.get)
+    list_memories = _Async(calls.list_memories)
+    delete = _Async(calls.delete)
+    search = _Async(calls.search)
+    audit = _Async(calls.audit)
+    audit_verify = _Async(calls.audit_verify)
+    begin_turn = _Async(calls.begin_turn)
+    prompt = _Async(calls.prompt)
+    tool_calls = _Async(calls.tool_calls)
+    tool_result = _Async(calls.tool_result)
+    usage = _Async(calls.usage)
+    end_turn = _Async(calls.end_turn)
+    transcript = _Async(calls.transcript)
