@@ -47,10 +47,10 @@ def _refused(db: Path, path: Path, fmt: str, *positions: str) -> None:
 @pytest.mark.parametrize(
     ("text", "positions"),
     [
-        # duplicate keys inside a record: the record's object is located
+        # duplicate keys inside a record: the repeated key is located
         (
             '{"results": [\n  {"id": "a", "memory": "x"},\n  {"id": "b", "memory": "y", "memory": "z"}\n]}',
-            ["line 3 column 3", "duplicate key 'memory'"],
+            ["line 3 column 30: duplicate key 'memory'"],
         ),
         # mixed format: JSON Lines (one object per line) is not one Mem0 document
         ('{"id": "a", "memory": "x"}\n{"id": "b", "memory": "y"}\n', ["line 2 column 1", "Extra data"]),
@@ -84,7 +84,7 @@ ENTITY = '{"type": "entity", "name": "Sam", "entityType": "person", "observation
         (
             ENTITY
             + '\n{"type": "entity", "name": "A", "name": "B", "entityType": "t", "observations": []}\n',
-            ["line 2", "duplicate key 'name'"],
+            ["line 2: not valid JSON (duplicate key 'name' at column 33)"],
         ),
         (ENTITY + "\n" + ENTITY.replace("person", "project") + "\n", ["line 2", "'Sam' repeats line 1"]),
         (ENTITY + '\n{"type": "relation", "from": "Sam", "to"', ["line 2", "not valid JSON"]),
@@ -120,7 +120,7 @@ LINE = '{"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main"}'
     [
         (
             LINE + '\n{"key": "a", "key": "b", "content": "c", "level": "PUBLIC", "agent_id": "main"}\n',
-            ["line 2", "duplicate key 'key'"],
+            ["line 2: not valid JSON (duplicate key 'key' at column 14)"],
         ),
         (
             LINE + "\n" + LINE.replace('"c"', '"d"') + "\n",
@@ -173,3 +173,32 @@ def test_zeroclaw_invalid_utf8_and_huge(tmp_path, monkeypatch):
     (root / "memory" / "2026-02-14.md").write_text("- fine\n", encoding="utf-8")
     monkeypatch.setattr(sources, "MAX_FILE_BYTES", 10)
     _refused(tmp_path / "s.db", root, "zeroclaw", "MEMORY.md", "the limit is 10")
+
+
+# --- the strict JSON reader itself ----------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from stratamem.transfer import DuplicateKey, strict_json  # noqa: E402
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_json, key=st.text(max_size=6), indent=st.sampled_from([None, 1]), ascii_only=st.booleans())
+def test_strict_json_reads_json_and_locates_a_repeated_key(value, key, indent, ascii_only):
+    text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)
+    assert strict_json(text) == value
+    # the same document inside an object that repeats a key: refused, at the second occurrence
+    wrapped = json.dumps({key: value}, indent=indent, ensure_ascii=ascii_only)
+    repeated = wrapped[:-1].rstrip() + ", " + json.dumps(key, ensure_ascii=ascii_only) + ": 1}"
+    with pytest.raises(DuplicateKey) as raised:
+        strict_json(repeated)
+    offset = repeated.rindex(", " + json.dumps(key, ensure_ascii=ascii_only)) + 2
+    line, column = repeated.count("\n", 0, offset) + 1, offset - repeated.rfind("\n", 0, offset)
+    assert (raised.value.key, raised.value.lineno, raised.value.colno) == (key, line, column)

@@ -40,11 +40,11 @@ def _time(value: object, field: str) -> datetime:
 
 
 class DuplicateKey(ValueError):
-    """A JSON object names one key twice; ``lineno``/``colno`` locate that object's ``{``."""
+    """A JSON object names one key twice; ``lineno``/``colno`` locate the second one."""
 
     def __init__(self, key: str, lineno: int = 0, colno: int = 0) -> None:
         where = f"line {lineno} column {colno}: " if lineno else ""
-        super().__init__(f"{where}duplicate key {key!r} in this object")
+        super().__init__(f"{where}duplicate key {key!r}")
         self.key, self.lineno, self.colno = key, lineno, colno
 
 
@@ -57,31 +57,44 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _string_end(text: str, start: int) -> int:
+    """The index just past the JSON string that opens at ``start``."""
+    i = start + 1
+    while text[i] != '"':
+        i += 2 if text[i] == "\\" else 1
+    return i + 1
+
+
 def _locate_duplicate(text: str) -> DuplicateKey | None:
-    """Parse again with the pure-Python scanner, which hands each object's start to ``parse_object``."""
-    import json.decoder
-    import json.scanner
+    """Where the first repeated key is, in JSON that parses otherwise (only on the error path).
 
-    found: list[DuplicateKey] = []
-    decoder = json.JSONDecoder()
-
-    def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
-        source, start = s_and_end
-        pairs, end = json.decoder.JSONObject(s_and_end, *args[:3], lambda p: p, *args[4:])
-        keys = [k for k, _ in pairs]
-        repeated = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
-        if repeated is not None and not found:
-            line = source.count("\n", 0, start - 1) + 1
-            found.append(DuplicateKey(repeated, line, start - source.rfind("\n", 0, start - 1) - 1))
-        return dict(pairs), end
-
-    decoder.parse_object = parse_object  # type: ignore[assignment]
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)
-    try:
-        decoder.decode(text)
-    except (ValueError, RecursionError):
-        return None
-    return found[0] if found else None
+    A plain scan: objects on a stack with the keys seen so far; a string right after ``{`` or an
+    object's ``,`` is a key.
+    """
+    objects: list[set[str] | None] = []  # None: an array
+    expect_key, i = False, 0
+    while i < len(text):
+        char = text[i]
+        if char == '"':
+            end = _string_end(text, i)
+            keys = objects[-1] if objects else None
+            if expect_key and keys is not None:
+                key = json.loads(text[i:end])
+                if key in keys:
+                    return DuplicateKey(key, text.count("\n", 0, i) + 1, i - text.rfind("\n", 0, i))
+                keys.add(key)
+                expect_key = False
+            i = end
+            continue
+        if char in "{[":
+            objects.append(set() if char == "{" else None)
+            expect_key = char == "{"
+        elif char in "}]" and objects:
+            objects.pop()
+        elif char == ",":
+            expect_key = bool(objects) and objects[-1] is not None
+        i += 1
+    return None
 
 
 def strict_json(text: str) -> Any:
@@ -106,7 +119,7 @@ def json_object(text: str) -> dict[str, Any]:
         raise ValidationError("not valid JSON (nested too deeply)") from None
     except DuplicateKey as exc:
         at = f" at column {exc.colno}" if exc.colno else ""
-        raise ValidationError(f"not valid JSON (duplicate key {exc.key!r} in the object{at})") from None
+        raise ValidationError(f"not valid JSON (duplicate key {exc.key!r}{at})") from None
     if not isinstance(data, dict):
         raise ValidationError("each line must be a JSON object")
     return data
