@@ -31,7 +31,7 @@ from .paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_size
 from .policy.gate import gated_save
 from .policy.redact import redact_secrets
 from .private import private_writer
-from .progress import tracked
+from .progress import reporter, tracked
 from .session import Session
 from .storage.base import SessionRecord
 from .store import Store, default_url
@@ -573,7 +573,7 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
                 f"stratamem import: read {len(memories)} memories from {file}; screening and writing",
                 err=True,
             )
-            count = store.import_memories(memories, scan=not no_scan)
+            count = _import(store, memories, no_scan)
             ctx.emit({"imported": count}, f"imported {count} memories")
             return
         if fmt != "markdown" and os.path.isdir(file):
@@ -586,7 +586,10 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
                     lines = stream.read().split("\n")
             graph_level = level or "PUBLIC"
             nodes, edges = store.import_graph(
-                lines, agent_id=ctx.agent or "main", level=graph_level, scan=not no_scan
+                tracked(lines, "importing", length=len(lines)),
+                agent_id=ctx.agent or "main",
+                level=graph_level,
+                scan=not no_scan,
             )
             ctx.emit(
                 {"imported": {"nodes": nodes, "edges": edges}},
@@ -600,12 +603,18 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                 memories, turns = read_records(stream, store.max_content_bytes)
-        count = store.import_memories(tracked(memories, "importing", length=len(memories)), scan=not no_scan)
+        count = _import(store, memories, no_scan)
         if turns:
             store.import_turns(turns)
         ctx.emit({"imported": count}, f"imported {count} memories")
 
     _run(ctx, action)
+
+
+def _import(store: Store, memories: list[Any], no_scan: bool) -> int:
+    """Every format's memories through the gate and one batch transaction, a bar on a terminal."""
+    with reporter("importing") as progress:
+        return store.import_memories(memories, scan=not no_scan, progress=progress)
 
 
 def _read_foreign(ctx: Context, store: Store, file: str, fmt: str, level: str | None) -> list[Any]:
@@ -635,13 +644,9 @@ def _read_foreign(ctx: Context, store: Store, file: str, fmt: str, level: str | 
 def reindex(ctx: Context, force: bool) -> None:
     """Embed memories for search by meaning (after an import or a model change); progress on stderr."""
 
-    def progress(done: int, total: int) -> None:
-        click.echo(f"\rembedded {done}/{total}", nl=False, err=True)
-
     def action() -> None:
-        count = ctx.store().reindex(progress=progress, force=force)
-        if count:
-            click.echo("", err=True)
+        with reporter("embedding") as progress:
+            count = ctx.store().reindex(progress=progress, force=force)
         embedder = ctx.store().semantic.embedder  # loaded by reindex, which refuses a store without one
         ctx.emit(
             {"reindexed": count, "model": embedder.identity if embedder is not None else None},

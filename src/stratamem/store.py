@@ -284,19 +284,30 @@ class Store:
         return self.backend.export(agent_id, self.now())
 
     def import_memories(
-        self, memories: Iterable[Memory], *, scan: bool = True, policy: Policy | None = None
+        self,
+        memories: Iterable[Memory],
+        *,
+        scan: bool = True,
+        policy: Policy | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> int:
         """Import memories (levels kept), all or nothing, through the policy gate.
 
         The gate (``policy.gate.screen_import``) runs the poisoning scanner and the
         operator's rules on each memory; ``scan=False`` is the operator's explicit
-        opt-out (for a trusted backup of this very store).
+        opt-out (for a trusted backup of this very store). The whole import is one
+        transaction on the backend's batch path (one audit event per record);
+        ``progress(done, total)`` follows the screening, the slow part.
         """
+        memories = list(memories)
         if scan:
             from .policy.gate import screen_import
 
-            memories = screen_import(self, list(memories), policy)
-        return self.backend.import_memories(memories, self.now())
+            memories = screen_import(self, memories, policy, progress=progress)
+        count = self.backend.import_memories(memories, self.now())
+        if progress is not None:
+            progress(count, count)
+        return count
 
     def audit_events(
         self,

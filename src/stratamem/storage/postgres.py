@@ -68,7 +68,7 @@ from . import (
     pg_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, save_event
+from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, import_events, save_event
 from .pg_connect import (
     bind,
     bind_operator,
@@ -806,15 +806,7 @@ class PostgresBackend:
         def body(conn: psycopg.Connection) -> None:
             self._lock_store(conn)
             pg_index.write_versions(conn, self.analyzer, prepared, keep_created=False, now_us=to_us(now))
-            self._append(
-                conn,
-                operator_draft(
-                    "import",
-                    detail={"count": len(prepared)},
-                    levels=tuple(sorted({m.level for m in prepared})),
-                ),
-                now,
-            )
+            self._append_many(conn, import_events(prepared), now)
 
         self._operator(body)
         return len(prepared)

@@ -45,7 +45,7 @@ from . import (
     sqlite_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, save_event
+from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, import_events, save_event
 from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
@@ -649,26 +649,32 @@ class SQLiteBackend:
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
         """Every draft at the live taint read inside the one write transaction; one audit event per record."""
         analysed = [self.analyzer.document_terms(d.key, d.content, d.tags) for d in drafts]
-        now_us = to_us(now)
         with self._errors(), self._tx(write=True) as conn:
             record = self._session(conn, session_id)
-            pending = PendingIndex() if len(drafts) > 1 else None
-            stored = [
-                self._write_version(
-                    conn,
-                    draft_memory(record, draft, now),
-                    terms,
-                    length,
-                    keep_created=True,
-                    now_us=now_us,
-                    pending=pending,
-                )
-                for draft, (terms, length) in zip(drafts, analysed, strict=True)
-            ]
-            if pending is not None:
-                pending.flush(conn)
+            stored = self._write_batch(
+                conn, [draft_memory(record, d, now) for d in drafts], analysed, True, now
+            )
             self._append_many(conn, [save_event(record, m) for m in stored], now)
             return stored
+
+    def _write_batch(
+        self,
+        conn: sqlite3.Connection,
+        memories: Sequence[Memory],
+        analysed: Sequence[tuple[dict[str, int], int]],
+        keep_created: bool,
+        now: datetime,
+    ) -> list[Memory]:
+        """The versions of a batch (save_many or import) with their index upkeep deferred to one flush."""
+        now_us = to_us(now)
+        pending = PendingIndex() if len(memories) > 1 else None
+        stored = [
+            self._write_version(conn, m, terms, length, keep_created, now_us, pending)
+            for m, (terms, length) in zip(memories, analysed, strict=True)
+        ]
+        if pending is not None:
+            pending.flush(conn)
+        return stored
 
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
         now_us = to_us(now)
@@ -1067,26 +1073,12 @@ class SQLiteBackend:
         return iter([row_to_memory(r) for r in rows])
 
     def import_memories(self, memories: Iterable[Memory], now: datetime) -> int:
-        prepared = []
-        for memory in memories:
-            terms, length = self.analyzer.document_terms(memory.key, memory.content, memory.tags)
-            prepared.append((memory, terms, length))
+        """All of it in one transaction (the batch path of save_many), one audit event per record."""
+        prepared = list(memories)
+        analysed = [self.analyzer.document_terms(m.key, m.content, m.tags) for m in prepared]
         with self._errors(), self._tx(write=True) as conn:
-            pending = PendingIndex()
-            for memory, terms, length in prepared:
-                self._write_version(
-                    conn, memory, terms, length, keep_created=False, now_us=to_us(now), pending=pending
-                )
-            pending.flush(conn)
-            self._append(
-                conn,
-                operator_draft(
-                    "import",
-                    detail={"count": len(prepared)},
-                    levels=tuple(sorted({m.level for m, _, _ in prepared})),
-                ),
-                now,
-            )
+            self._write_batch(conn, prepared, analysed, False, now)
+            self._append_many(conn, import_events(prepared), now)
         return len(prepared)
 
     def console_read(self, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:
