@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import anyio
-from server_support import live_server, mcp_http, server, server_config, server_store  # noqa: F401
+import pytest
+from server_support import live_server, mcp_http, server, server_config, server_store, token  # noqa: F401
 
 import stratamem as sm
 
@@ -100,3 +101,14 @@ def test_mcp_offers_and_runs_the_batch_tool(server):
             assert [m["key"] for m in listing["memories"]] == ["k0", "k1", "k2"]
 
     anyio.run(scenario)
+
+
+def test_client_save_many_is_all_or_nothing(server):
+    with sm.Client(server.url, token("alice")) as client:
+        sid = client.create_session()["id"]
+        assert client.save_many(sid, items(3))["saved"] == 3
+        batch = items(10, prefix="b")
+        batch[4] = {"key": "", "content": "x"}
+        with pytest.raises(sm.errors.ValidationError, match="item 4"):
+            client.save_many(sid, batch)
+        assert [m["key"] for m in client.list_memories(sid)["memories"]] == ["k0", "k1", "k2"]
