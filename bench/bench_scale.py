@@ -43,9 +43,10 @@ def vocabulary(size: int = 20_000, seed: int = 7) -> list[str]:
 
 def texts(n: int, seed: int = 1) -> list[str]:
     words = vocabulary()
-    weights = [1 / (rank + 1) for rank in range(len(words))]
+    # cumulative weights once: choices() would rebuild them from 20k weights for every text (the same draws)
+    cumulative = list(itertools.accumulate(1 / (rank + 1) for rank in range(len(words))))
     rng = random.Random(seed)
-    return [" ".join(rng.choices(words, weights, k=rng.randint(8, 24))) for _ in range(n)]
+    return [" ".join(rng.choices(words, cum_weights=cumulative, k=rng.randint(8, 24))) for _ in range(n)]
 
 
 def queries(n: int, seed: int = 2) -> list[str]:
