@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -31,7 +31,7 @@ from .paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_size
 from .policy.gate import gated_save
 from .policy.redact import redact_secrets
 from .private import private_writer
-from .progress import tracked
+from .progress import reporter, tracked
 from .session import Session
 from .storage.base import SessionRecord
 from .store import Store, default_url
@@ -573,18 +573,23 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
                 f"stratamem import: read {len(memories)} memories from {file}; screening and writing",
                 err=True,
             )
-            count = store.import_memories(memories, scan=not no_scan)
+            count = _import(store, memories, no_scan)
             ctx.emit({"imported": count}, f"imported {count} memories")
             return
         if fmt != "markdown" and os.path.isdir(file):
             raise ValidationError(f"{file} is a directory; use --format markdown to import one")
         if fmt == "mcp-memory":
-            lines: Any = file  # a path: read whole, bounded, invalid UTF-8 named by line and byte
-            if file == "-":
-                lines = _stdin_text().read().split("\n")
+            from pathlib import Path
+
+            from .importers.sources import read_text  # bounded; invalid UTF-8 named by line and byte
+
+            lines = (_stdin_text().read() if file == "-" else read_text(Path(file))).split("\n")
             graph_level = level or "PUBLIC"
             nodes, edges = store.import_graph(
-                lines, agent_id=ctx.agent or "main", level=graph_level, scan=not no_scan
+                tracked(lines, "importing", length=len(lines)),
+                agent_id=ctx.agent or "main",
+                level=graph_level,
+                scan=not no_scan,
             )
             ctx.emit(
                 {"imported": {"nodes": nodes, "edges": edges}},
@@ -598,12 +603,17 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                 memories, turns = read_records(stream, store.max_content_bytes)
-        count = store.import_memories(
-            tracked(memories, "importing", length=len(memories)), scan=not no_scan, turns=turns
-        )
+        count = _import(store, memories, no_scan, turns)
         ctx.emit({"imported": count}, f"imported {count} memories")
 
     _run(ctx, action)
+
+
+def _import(store: Store, memories: list[Any], no_scan: bool, turns: Sequence[Any] = ()) -> int:
+    """Every format's memories (and an export's turn records) through the gate and one batch
+    transaction, a bar on a terminal."""
+    with reporter("importing") as progress:
+        return store.import_memories(memories, scan=not no_scan, progress=progress, turns=turns)
 
 
 def _read_foreign(ctx: Context, store: Store, file: str, fmt: str, level: str | None) -> list[Any]:
@@ -633,13 +643,9 @@ def _read_foreign(ctx: Context, store: Store, file: str, fmt: str, level: str | 
 def reindex(ctx: Context, force: bool) -> None:
     """Embed memories for search by meaning (after an import or a model change); progress on stderr."""
 
-    def progress(done: int, total: int) -> None:
-        click.echo(f"\rembedded {done}/{total}", nl=False, err=True)
-
     def action() -> None:
-        count = ctx.store().reindex(progress=progress, force=force)
-        if count:
-            click.echo("", err=True)
+        with reporter("embedding") as progress:
+            count = ctx.store().reindex(progress=progress, force=force)
         embedder = ctx.store().semantic.embedder  # loaded by reindex, which refuses a store without one
         ctx.emit(
             {"reindexed": count, "model": embedder.identity if embedder is not None else None},

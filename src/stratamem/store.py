@@ -293,21 +293,27 @@ class Store:
         scan: bool = True,
         policy: Policy | None = None,
         turns: Iterable[TranscriptMessage | UsageRecord] = (),
+        progress: Callable[[int, int], None] | None = None,
     ) -> int:
         """Import memories (levels kept), all or nothing, through the policy gate.
 
         The gate (``policy.gate.screen_import``) runs the poisoning scanner and the
         operator's rules on each memory; ``scan=False`` is the operator's explicit
-        opt-out (for a trusted backup of this very store). ``turns`` (the
-        transcript and usage lines of the same export) are written in the same
-        transaction: a record that fails leaves no memory imported, and the
-        other way round.
+        opt-out (for a trusted backup of this very store). The whole import is one
+        transaction on the backend's batch path (one audit event per record);
+        ``turns`` (the transcript and usage lines of the same export) are written in
+        that same transaction: a record that fails leaves no memory imported, and the
+        other way round. ``progress(done, total)`` follows the screening, the slow part.
         """
+        memories = list(memories)
         if scan:
             from .policy.gate import screen_import
 
-            memories = screen_import(self, list(memories), policy)
-        return self.backend.import_memories(memories, self.now(), list(turns))
+            memories = screen_import(self, memories, policy, progress=progress)
+        count = self.backend.import_memories(memories, self.now(), list(turns))
+        if progress is not None:
+            progress(count, count)
+        return count
 
     def audit_events(
         self,

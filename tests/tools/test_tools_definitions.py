@@ -14,9 +14,17 @@ from stratamem.tools import definitions, execute, names
 
 DIALECTS = ("openai", "anthropic", "mcp")
 PROFILES = {
-    "triggerfish": ["memory_save", "memory_get", "memory_search", "memory_list", "memory_delete"],
+    "triggerfish": [
+        "memory_save",
+        "memory_save_many",
+        "memory_get",
+        "memory_search",
+        "memory_list",
+        "memory_delete",
+    ],
     "zeroclaw": [
         "memory_store",
+        "memory_store_many",
         "memory_recall",
         "memory_forget",
         "memory_export",
@@ -37,6 +45,8 @@ PROFILES = {
 }
 WRITERS = {
     "memory_save",
+    "memory_save_many",
+    "memory_store_many",
     "memory_delete",
     "memory_store",
     "memory_forget",

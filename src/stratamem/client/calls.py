@@ -85,6 +85,11 @@ def save(
     return Call("POST", f"{_session(session_id)}/memories", body=body)
 
 
+def save_many(session_id: str, items: Iterable[Mapping[str, Any]]) -> Call:
+    """Several memories in one transaction, all or nothing: ``{"saved": N, "memories": [...]}``."""
+    return Call("POST", f"{_session(session_id)}/memories:batch", body={"items": [dict(i) for i in items]})
+
+
 def get(session_id: str, key: str) -> Call:
     """The visible version of ``key`` (the ``memory_get`` shape), or None when nothing visible has it."""
     return Call("GET", f"{_session(session_id)}/memories/{_seg(key)}", none_when_not_found=True)
@@ -250,6 +255,7 @@ OPERATIONS = {
         escalate,
         reset,
         save,
+        save_many,
         get,
         list_memories,
         delete,

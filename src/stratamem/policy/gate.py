@@ -23,7 +23,7 @@ facts on every path: ``tool`` is the tool's name for tool calls and
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
@@ -60,6 +60,7 @@ __all__ = [
 ]
 
 HOOK = HookPoint.PRE_TOOL_CALL
+PROGRESS_EVERY = 100  # an import's screening reports progress every so many memories
 WRITE_TOOL = "memory_save"
 
 
@@ -278,7 +279,13 @@ def gated_save_many(
     return session.save_many(as_items(applied))
 
 
-def screen_import(store: Store, memories: Sequence[Memory], policy: Policy | None = None) -> list[Memory]:
+def screen_import(
+    store: Store,
+    memories: Sequence[Memory],
+    policy: Policy | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Memory]:
     """The gate for ``import``: every memory judged as a write by its own agent at its own level.
 
     All or nothing, like import itself: in REJECT mode one poisoned memory
@@ -291,6 +298,8 @@ def screen_import(store: Store, memories: Sequence[Memory], policy: Policy | Non
     refused: list[str] = []
     quarantined = 0
     for position, memory in enumerate(memories, start=1):
+        if progress is not None and position % PROGRESS_EVERY == 0:
+            progress(position, len(memories))
         record = SessionRecord(
             memory.session_id or "",
             memory.agent_id,

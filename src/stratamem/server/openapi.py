@@ -81,6 +81,15 @@ SCHEMAS: dict[str, Any] = {
         content={"type": "string", "minLength": 1},
         tags=TAGS,
     ),
+    "MemoryBatch": _obj(
+        ["items"],
+        items={"type": "array", "minItems": 1, "items": _ref("MemorySave")},
+    ),
+    "SavedBatch": _obj(
+        ["saved", "memories"],
+        saved={"type": "integer", "minimum": 1},
+        memories={"type": "array", "items": _ref("Saved")},
+    ),
     "MemoryContent": _obj(["content"], content={"type": "string", "minLength": 1}, tags=TAGS),
     "Saved": _obj(
         ["saved", "key", "classification"],
@@ -171,6 +180,7 @@ _ERRORS = {
     "401": "UNAUTHENTICATED: missing or unknown bearer token",
     "403": "POLICY_BLOCKED: refused by policy or above the token's clearance",
     "404": "NOT_FOUND: no such session or memory (or not this token's)",
+    "413": "VALIDATION_ERROR: the request body is larger than the server accepts",
     "503": "STORAGE_ERROR: the store is unavailable",
 }
 
@@ -299,6 +309,16 @@ def document() -> dict[str, Any]:
                 body="MemorySave",
                 params=[SID],
                 errors=("400", "401", W, "404", "503"),
+            ),
+        },
+        f"{s}/memories:batch": {
+            "post": _op(
+                "memory_save_many: several memories in one transaction at the live taint, all or nothing "
+                "(a bad or refused item is named by its 0-based index; over the store's max_batch is a 400)",
+                ("200", "Saved, in the order given", _ref("SavedBatch")),
+                body="MemoryBatch",
+                params=[SID],
+                errors=("400", "401", W, "404", "413", "503"),
             ),
         },
         f"{s}/memories/{{key}}": {

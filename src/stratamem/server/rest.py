@@ -41,6 +41,7 @@ DEFAULT_AUDIT_LIMIT = 100
 MAX_AUDIT_LIMIT = 1000
 MAX_LINEAGE_CHARS = 256
 DEFAULT_ESCALATE_REASON = "raised by the runtime over HTTP"
+MAX_BATCH_BODY_BYTES = 64 * 1024 * 1024  # a batch body is read whole: bounded whatever max_batch says
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -140,6 +141,10 @@ class RestApi:
         self.state = state
         # content is JSON-escaped (up to 6 bytes per byte), plus room for key and tags
         self.max_body_bytes = state.store.max_content_bytes * 6 + 64 * 1024
+        # a batch: up to max_batch items of a few KB each typically; one item may still be the largest
+        self.max_batch_body_bytes = max(
+            self.max_body_bytes, min(MAX_BATCH_BODY_BYTES, state.store.max_batch * 16 * 1024)
+        )
 
     def routes(self) -> list[Route]:
         s = "/v1/sessions/{session_id}"
@@ -152,6 +157,7 @@ class RestApi:
             Route(f"{s}/reset", self.reset, methods=["POST"]),
             Route(f"{s}/memories", self.list_memories, methods=["GET"]),
             Route(f"{s}/memories", self.post_memory, methods=["POST"]),
+            Route(f"{s}/memories:batch", self.post_batch, methods=["POST"]),
             Route(f"{s}/memories/{{key:path}}", self.get_memory, methods=["GET"]),
             Route(f"{s}/memories/{{key:path}}", self.put_memory, methods=["PUT"]),
             Route(f"{s}/memories/{{key:path}}", self.delete_memory, methods=["DELETE"]),
@@ -189,6 +195,13 @@ class RestApi:
     @endpoint
     async def post_memory(self, request: Request) -> Response:
         return await self._tool(request, "memory_save", await read_json(request, self.max_body_bytes))
+
+    @endpoint
+    async def post_batch(self, request: Request) -> Response:
+        """memory_save_many: ``{"items": [...]}`` in one transaction, all or nothing (the bad item's index)."""
+        return await self._tool(
+            request, "memory_save_many", await read_json(request, self.max_batch_body_bytes)
+        )
 
     @endpoint
     async def put_memory(self, request: Request) -> Response:

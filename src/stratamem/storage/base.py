@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ..audit import AuditDraft
+from ..audit import AuditDraft, operator_draft
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
@@ -85,6 +85,27 @@ def save_event(record: SessionRecord, stored: Memory) -> AuditDraft:
     return AuditDraft(
         "save", record.id, record.agent_id, record.taint, (stored.key,), (stored.level,), (stored.lineage_id,)
     )
+
+
+def import_events(memories: Sequence[Memory]) -> list[AuditDraft]:
+    """An import's events: one per record (agent, key, level, lineage; never content), then the summary.
+
+    Import is an operator act, so every one is an operator event (no session, read as RESTRICTED).
+    """
+    per_record = [
+        operator_draft(
+            "import.record",
+            agent_id=m.agent_id,
+            keys=(m.key,),
+            levels=(Level(m.level),),
+            lineage_ids=(m.lineage_id,),
+        )
+        for m in memories
+    ]
+    summary = operator_draft(
+        "import", detail={"count": len(memories)}, levels=tuple(sorted({Level(m.level) for m in memories}))
+    )
+    return [*per_record, summary]
 
 
 class Backend(Protocol):

@@ -68,7 +68,7 @@ from . import (
     pg_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, save_event
+from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, import_events, save_event
 from .pg_connect import (
     bind,
     bind_operator,
@@ -829,15 +829,7 @@ class PostgresBackend:
             if turns:  # the turn's records of the same export: all or nothing with the memories
                 self._import_turn_rows(conn, turns, now)
             pg_index.write_versions(conn, self.analyzer, prepared, keep_created=False, now_us=to_us(now))
-            self._append(
-                conn,
-                operator_draft(
-                    "import",
-                    detail={"count": len(prepared)},
-                    levels=tuple(sorted({m.level for m in prepared})),
-                ),
-                now,
-            )
+            self._append_many(conn, import_events(prepared), now)
 
         self._operator(body)
         return len(prepared)

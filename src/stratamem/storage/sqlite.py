@@ -39,13 +39,14 @@ from . import (
     pruning,
     sqlite_checkpoint,
     sqlite_console,
+    sqlite_deltas,
     sqlite_graph,
     sqlite_sessions,
     sqlite_turns,
     sqlite_vectors,
 )
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, save_event
+from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, import_events, save_event
 from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
@@ -288,6 +289,7 @@ class SQLiteBackend:
             sqlite_turns.create(conn)
             sqlite_graph.create_tables(conn)
             sqlite_vectors.setup(conn)
+            sqlite_deltas.create(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -308,6 +310,7 @@ class SQLiteBackend:
         conn.execute("DELETE FROM postings")
         conn.execute("DELETE FROM part_stats")
         conn.execute("DELETE FROM term_stats")
+        sqlite_deltas.clear(conn)
         rows = conn.execute(
             "SELECT id, agent_id, level, key, content, tags FROM memories WHERE deleted_us IS NULL"
         ).fetchall()
@@ -480,16 +483,13 @@ class SQLiteBackend:
         conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int
     ) -> None:
         """Postings carry the document's agent, level and length so ranking never joins;
-        ``term_stats`` keeps document frequencies per (term, agent, level)."""
+        document frequencies per (term, agent, level) go to ``term_stats`` through the
+        append-only tail of ``sqlite_deltas`` (one row, not a page per term)."""
         conn.executemany(
             "INSERT INTO postings(term, memory_id, tf, agent_id, level, length) VALUES (?,?,?,?,?,?)",
             [(term, mem_id, tf, agent, int(level), length) for term, tf in terms.items()],
         )
-        conn.executemany(
-            "INSERT INTO term_stats(term, agent_id, level, df) VALUES (?,?,?,1) "
-            "ON CONFLICT(term, agent_id, level) DO UPDATE SET df = df + 1",
-            [(term, agent, int(level)) for term in terms],
-        )
+        sqlite_deltas.record(conn, terms, agent, level, +1)
 
     def _unindex(
         self,
@@ -505,14 +505,8 @@ class SQLiteBackend:
         conn.executemany(
             "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
         )
-        keys = [(term, agent, int(level)) for term in terms]
-        conn.executemany(
-            "UPDATE term_stats SET df = df - 1 WHERE term = ? AND agent_id = ? AND level = ?", keys
-        )
-        # A term no live memory holds any more must not linger (purge promises its bytes are gone).
-        conn.executemany(
-            "DELETE FROM term_stats WHERE term = ? AND agent_id = ? AND level = ? AND df <= 0", keys
-        )
+        # A term no live memory holds any more leaves term_stats when the tail is folded (purge folds).
+        sqlite_deltas.record(conn, terms, agent, level, -1)
 
     @staticmethod
     def _stats_add(conn: sqlite3.Connection, agent: str, level: int, n: int, length: int) -> None:
@@ -521,6 +515,21 @@ class SQLiteBackend:
             "ON CONFLICT(agent_id, level) DO UPDATE SET n = n + excluded.n, total_len = total_len + excluded.total_len",
             (agent, int(level), n, length),
         )
+
+    def _stats(
+        self,
+        conn: sqlite3.Connection,
+        pending: PendingIndex | None,
+        agent: str,
+        level: int,
+        n: int,
+        length: int,
+    ) -> None:
+        """Partition counts: at once for a single write, once per partition at the end of a batch."""
+        if pending is not None:
+            pending.count(agent, level, n, length)
+        else:
+            self._stats_add(conn, agent, level, n, length)
 
     @staticmethod
     def _refresh_shadowable(conn: sqlite3.Connection, agent: str, key: str) -> None:
@@ -564,11 +573,14 @@ class SQLiteBackend:
         record takes its place, so nothing of it — created time, lineage —
         carries over. An expired record behaves exactly like an absent one.
         """
-        existing = conn.execute(
+        live = conn.execute(
             "SELECT id, agent_id, key, level, content, tags, length, created_us, lineage_id, expires_us "
-            "FROM memories WHERE agent_id = ? AND key = ? AND level = ? AND deleted_us IS NULL",
-            (memory.agent_id, memory.key, int(memory.level)),
-        ).fetchone()
+            "FROM memories WHERE agent_id = ? AND key = ? AND deleted_us IS NULL",
+            (memory.agent_id, memory.key),
+        ).fetchall()
+        existing = next((row for row in live if row[3] == int(memory.level)), None)
+        # Shadowing flags change only when the key has a live version at another level.
+        other_levels = len(live) > (existing is not None)
         if existing and pending is not None and pending.holds(existing[0]):
             pending.flush(conn)  # the same key twice in one batch: its first postings must be in place
         if existing and existing[9] is not None and existing[9] <= now_us:
@@ -581,7 +593,7 @@ class SQLiteBackend:
             created_us = existing[7] if keep_created else to_us(memory.created_at)
             lineage = existing[8] if keep_created else memory.lineage_id
             self._unindex(conn, mem_id, existing[2], existing[4], existing[5], existing[1], existing[3])
-            self._stats_add(conn, memory.agent_id, memory.level, 0, length - existing[6])
+            self._stats(conn, pending, memory.agent_id, memory.level, 0, length - existing[6])
             conn.execute(
                 "UPDATE memories SET content = ?, tags = ?, category = ?, session_id = ?, created_us = ?, "
                 "updated_us = ?, lineage_id = ?, expires_us = ?, length = ? WHERE id = ?",
@@ -618,13 +630,14 @@ class SQLiteBackend:
                     length,
                 ),
             ).lastrowid
-            self._stats_add(conn, memory.agent_id, memory.level, 1, length)
+            self._stats(conn, pending, memory.agent_id, memory.level, 1, length)
         if pending is not None:
             pending.add(mem_id, terms, memory.agent_id, memory.level, length)
         else:
             self._index(conn, mem_id, terms, memory.agent_id, memory.level, length)
-        sqlite_vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
-        self._refresh_shadowable(conn, memory.agent_id, memory.key)
+            sqlite_vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
+        if other_levels:
+            self._refresh_shadowable(conn, memory.agent_id, memory.key)
         # what was just written, without reading it back
         return row_to_memory(
             (
@@ -649,26 +662,32 @@ class SQLiteBackend:
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
         """Every draft at the live taint read inside the one write transaction; one audit event per record."""
         analysed = [self.analyzer.document_terms(d.key, d.content, d.tags) for d in drafts]
-        now_us = to_us(now)
         with self._errors(), self._tx(write=True) as conn:
             record = self._session(conn, session_id)
-            pending = PendingIndex() if len(drafts) > 1 else None
-            stored = [
-                self._write_version(
-                    conn,
-                    draft_memory(record, draft, now),
-                    terms,
-                    length,
-                    keep_created=True,
-                    now_us=now_us,
-                    pending=pending,
-                )
-                for draft, (terms, length) in zip(drafts, analysed, strict=True)
-            ]
-            if pending is not None:
-                pending.flush(conn)
+            stored = self._write_batch(
+                conn, [draft_memory(record, d, now) for d in drafts], analysed, True, now
+            )
             self._append_many(conn, [save_event(record, m) for m in stored], now)
             return stored
+
+    def _write_batch(
+        self,
+        conn: sqlite3.Connection,
+        memories: Sequence[Memory],
+        analysed: Sequence[tuple[dict[str, int], int]],
+        keep_created: bool,
+        now: datetime,
+    ) -> list[Memory]:
+        """The versions of a batch (save_many or import) with their index upkeep deferred to one flush."""
+        now_us = to_us(now)
+        pending = PendingIndex() if len(memories) > 1 else None
+        stored = [
+            self._write_version(conn, m, terms, length, keep_created, now_us, pending)
+            for m, (terms, length) in zip(memories, analysed, strict=True)
+        ]
+        if pending is not None:
+            pending.flush(conn)
+        return stored
 
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
         now_us = to_us(now)
@@ -981,6 +1000,7 @@ class SQLiteBackend:
             {**scope.params, **term_params},
         ):
             freqs[term] = df
+        sqlite_deltas.add_pending(conn, freqs, scope.agent_list, scope.params)
         if hidden:
             for term, df in conn.execute(
                 f"SELECT term, count(*) FROM postings WHERE term IN ({term_list}) "
@@ -1055,6 +1075,7 @@ class SQLiteBackend:
             conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
             graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
             sqlite_vectors.forget(conn, ids)
+            sqlite_deltas.fold(conn)  # no term of a purged memory stays in the tail
             self._append(
                 conn,
                 operator_draft(
@@ -1089,28 +1110,17 @@ class SQLiteBackend:
     def import_memories(
         self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
     ) -> int:
-        prepared = []
-        for memory in memories:
-            terms, length = self.analyzer.document_terms(memory.key, memory.content, memory.tags)
-            prepared.append((memory, terms, length))
+        """All of it in one transaction (the batch path of save_many), one audit event per record.
+
+        The turn records of the same export go in the same transaction: all or nothing with the memories.
+        """
+        prepared = list(memories)
+        analysed = [self.analyzer.document_terms(m.key, m.content, m.tags) for m in prepared]
         with self._errors(), self._tx(write=True) as conn:
-            if turns:  # the turn's records of the same export: all or nothing with the memories
+            if turns:
                 self._import_turn_rows(conn, turns, now)
-            pending = PendingIndex()
-            for memory, terms, length in prepared:
-                self._write_version(
-                    conn, memory, terms, length, keep_created=False, now_us=to_us(now), pending=pending
-                )
-            pending.flush(conn)
-            self._append(
-                conn,
-                operator_draft(
-                    "import",
-                    detail={"count": len(prepared)},
-                    levels=tuple(sorted({m.level for m, _, _ in prepared})),
-                ),
-                now,
-            )
+            self._write_batch(conn, prepared, analysed, False, now)
+            self._append_many(conn, import_events(prepared), now)
         return len(prepared)
 
     def console_read(self, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:

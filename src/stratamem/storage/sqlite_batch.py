@@ -1,11 +1,13 @@
-"""Index upkeep deferred to the end of a batch: one sorted insert of postings, one upsert per term.
+"""Index upkeep deferred to the end of a batch: sorted postings, one upsert per term and per partition.
 
 A ``save_many`` of 1,000 memories would otherwise send two small
 ``executemany`` calls per memory (postings, document frequencies), touching
 the same term pages again and again. Collected here, the batch's postings go
 in sorted by term (each B-tree page is visited once) and each (term, agent,
 level) gets one document-frequency update carrying the whole batch's count.
-Same rows, same numbers, same transaction as indexing one by one.
+Partition counts (``part_stats``) are summed per (agent, level) and the
+versions' pending-vector marks sent in one ``executemany``. Same rows, same
+numbers, same transaction as indexing one by one.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 
+from . import sqlite_vectors
+
 INSERT_POSTINGS = "INSERT INTO postings(term, memory_id, tf, agent_id, level, length) VALUES (?,?,?,?,?,?)"
+ADD_PART = (
+    "INSERT INTO part_stats(agent_id, level, n, total_len) VALUES (?,?,?,?) "
+    "ON CONFLICT(agent_id, level) DO UPDATE SET n = n + excluded.n, total_len = total_len + excluded.total_len"
+)
 ADD_DF = (
     "INSERT INTO term_stats(term, agent_id, level, df) VALUES (?,?,?,?) "
     "ON CONFLICT(term, agent_id, level) DO UPDATE SET df = df + excluded.df"
@@ -27,12 +35,21 @@ class PendingIndex:
         self.postings: list[tuple[str, int, int, str, int, int]] = []
         self.df: Counter[tuple[str, str, int]] = Counter()
         self.memories: set[int] = set()
+        self.parts: dict[tuple[str, int], list[int]] = {}
+        self.vectors: list[tuple[int, str, int]] = []
+
+    def count(self, agent: str, level: int, n: int, length: int) -> None:
+        """A change to the (agent, level) partition's document count and total length."""
+        totals = self.parts.setdefault((agent, int(level)), [0, 0])
+        totals[0] += n
+        totals[1] += length
 
     def add(self, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int) -> None:
         level = int(level)
         self.postings.extend((term, mem_id, tf, agent, level, length) for term, tf in terms.items())
         self.df.update((term, agent, level) for term in terms)
         self.memories.add(mem_id)
+        self.vectors.append((mem_id, agent, level))
 
     def holds(self, mem_id: int) -> bool:
         """A row indexed earlier in this batch: flush before touching its postings again."""
@@ -43,4 +60,7 @@ class PendingIndex:
             self.postings.sort()
             conn.executemany(INSERT_POSTINGS, self.postings)
             conn.executemany(ADD_DF, sorted((t, a, lvl, n) for (t, a, lvl), n in self.df.items()))
-        self.postings, self.df, self.memories = [], Counter(), set()
+        if self.parts:
+            conn.executemany(ADD_PART, [(a, lvl, n, length) for (a, lvl), (n, length) in self.parts.items()])
+        sqlite_vectors.mark_pending_many(conn, self.vectors)
+        self.postings, self.df, self.memories, self.parts, self.vectors = [], Counter(), set(), {}, []

@@ -75,11 +75,18 @@ def bump_epoch(conn: sqlite3.Connection) -> None:
 
 def mark_pending(conn: sqlite3.Connection, mem_id: int, agent: str, level: int) -> None:
     """A version was written: its old vector (if any) no longer describes it."""
-    conn.execute(
-        f"INSERT INTO vectors(memory_id, agent_id, level, live, seq) VALUES (?, ?, ?, 1, {_NEXT_SEQ}) "
-        "ON CONFLICT(memory_id) DO UPDATE SET live = 1, model = NULL, scale = NULL, vec = NULL, seq = excluded.seq",
-        (mem_id, agent, int(level)),
-    )
+    mark_pending_many(conn, [(mem_id, agent, level)])
+
+
+def mark_pending_many(conn: sqlite3.Connection, versions: Sequence[tuple[int, str, int]]) -> None:
+    """``mark_pending`` for a batch's versions (memory id, agent, level), in order, in one call."""
+    if versions:
+        conn.executemany(
+            f"INSERT INTO vectors(memory_id, agent_id, level, live, seq) VALUES (?, ?, ?, 1, {_NEXT_SEQ}) "
+            "ON CONFLICT(memory_id) DO UPDATE SET live = 1, model = NULL, scale = NULL, vec = NULL, "
+            "seq = excluded.seq",
+            [(mem_id, agent, int(level)) for mem_id, agent, level in versions],
+        )
 
 
 def mark_dead(conn: sqlite3.Connection, mem_id: int) -> None:

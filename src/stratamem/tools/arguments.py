@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from ..batch import DEFAULT_MAX_BATCH
 from ..errors import ValidationError
 from ..paging import DEFAULT_PAGE_SIZE, decode_cursor, page_size
 from ..policy.scanner import RESERVED_TAG_PREFIX
@@ -83,8 +84,40 @@ CHECKS: dict[str, Callable[[Param, object], Any]] = {
 }
 
 
+def _items(param: Param, value: object, max_batch: int) -> list[dict[str, Any]]:
+    """A batch tool's items: a bounded list of objects, each cut down to the fields its schema declares.
+
+    Other fields (``classification``, ``level``, ``agent_id`` among them) are dropped as a single
+    call's unknown arguments are: the level is always the live taint. Each field's own check
+    (key, content, tags, category) runs in ``batch.check_batch``, which names the bad item's index.
+    """
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ValidationError(f"{param.name} must be a non-empty list of objects with key and content")
+    if len(value) > max_batch:
+        raise ValidationError(
+            f"batch too large: {len(value)} items, the maximum is {max_batch}; split it into several calls"
+        )
+    fields = tuple((param.schema or {}).get("items", {}).get("properties", {}))
+    items: list[dict[str, Any]] = []
+    for index, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise ValidationError(f"item {index}: must be an object with key and content")
+        kept = {name: item[name] for name in fields if item.get(name) is not None}
+        tags = kept.get("tags")
+        if isinstance(tags, (list, tuple)) and any(
+            isinstance(tag, str) and tag.startswith(RESERVED_TAG_PREFIX) for tag in tags
+        ):
+            raise ValidationError(f"item {index}: tags starting with {RESERVED_TAG_PREFIX!r} are reserved")
+        items.append(kept)
+    return items
+
+
 def parse_arguments(
-    spec: ToolSpec, arguments: Mapping[str, Any], *, max_content_bytes: int
+    spec: ToolSpec,
+    arguments: Mapping[str, Any],
+    *,
+    max_content_bytes: int,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> dict[str, Any]:
     """The cleaned arguments of a call to ``spec``, or ``ValidationError``."""
     if not isinstance(arguments, Mapping):
@@ -99,6 +132,8 @@ def parse_arguments(
             continue
         if param.kind == "content":
             cleaned[param.name] = check_content(value, max_content_bytes)
+        elif param.kind == "items":
+            cleaned[param.name] = _items(param, value, max_batch)
         else:
             cleaned[param.name] = CHECKS[param.kind](param, value)
     return cleaned

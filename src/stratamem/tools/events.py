@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 _FOUND = re.compile(r"Found (\d+) memor")
 WRITES = ("memory_save", "memory_store")
+BATCH_WRITES = ("memory_save_many", "memory_store_many")  # one MemoryStore per item; items never in ToolCall
 SEARCHES = ("memory_search", "memory_recall")
 
 
@@ -59,11 +60,16 @@ def emit_tool_events(
     with contextlib.suppress(Exception):
         args = arguments if isinstance(arguments, dict) else {}
         ok = outcome == "ok"
+        batch = spec.name in BATCH_WRITES
+        items = args.get("items") if batch else None
+        shown = {k: v for k, v in args.items() if k != "content" and not (batch and k == "items")}
+        if isinstance(items, list):
+            shown["items"] = len(items)  # a count: the items carry content
         emit(
             bus,
             ToolCall(
                 tool_name=spec.name,
-                arguments={k: v for k, v in args.items() if k != "content"},
+                arguments=shown,
                 success=ok,
                 output_chars=len(text),
                 duration_ms=round(duration_ms, 3),
@@ -71,19 +77,21 @@ def emit_tool_events(
                 error="" if ok else outcome,
             ),
         )
-        if spec.name in WRITES:
+        writes = [args] if spec.name in WRITES else items if isinstance(items, list) else []
+        for write in writes:
+            fields = write if isinstance(write, dict) else {}
             emit(
                 bus,
                 MemoryStore(
-                    key=str(args.get("key", ""))[:256],
-                    category=str(args.get("category") or "core"),
+                    key=str(fields.get("key", ""))[:256],
+                    category=str(fields.get("category") or "core"),
                     success=ok,
                     backend=backend_name(session),
                     origin=origin or "",
                     error="" if ok else outcome,
                 ),
             )
-        elif spec.name in SEARCHES:
+        if spec.name in SEARCHES:
             query = args.get("query")
             emit(
                 bus,

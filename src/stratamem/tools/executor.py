@@ -38,7 +38,7 @@ from ..policy.redact import redact_fields, redact_text
 from ..scope import scoped
 from ..session import Session
 from ..storage.base import SessionRecord
-from . import knowledge, mcp_memory, triggerfish, zeroclaw
+from . import batch_tools, knowledge, mcp_memory, triggerfish, zeroclaw
 from .arguments import parse_arguments
 from .events import emit_tool_events
 from .graph_specs import GraphWrite
@@ -77,6 +77,12 @@ class _Call:
 
     def run(self, record: SessionRecord, arguments: object) -> str:
         prepared = self._before(record, arguments)
+        batch = batch_tools.HANDLERS.get(self.spec.name)
+        if batch is not None:  # each item passes the gate as a single write would (gated_save_many)
+            payload = batch(
+                self.session, prepared.arguments, batch_tools.Gate(self.policy, self.origin, self.channel)
+            )
+            return self._after(record, prepared.facts, payload)
         # Autonomous origins (cron, daemon, subturn) read no conversation memories (scope.py).
         # A ScopedSession stands in for the Session: it narrows reads and forwards everything else.
         session = scoped(self.session, self.origin)
@@ -93,7 +99,9 @@ class _Call:
         action = raw.get("action")
         is_write = spec.writes or (isinstance(action, str) and action in spec.write_actions)
         gate.admit(self.store, record, policy, spec.name, is_write=is_write, detail=detail)
-        cleaned = parse_arguments(spec, raw, max_content_bytes=self.store.max_content_bytes)
+        cleaned = parse_arguments(
+            spec, raw, max_content_bytes=self.store.max_content_bytes, max_batch=self.store.max_batch
+        )
         base = facts_mod.session_facts(
             hook, record, origin=self.origin, channel=self.channel, read_only=policy.read_only
         )

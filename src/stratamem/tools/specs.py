@@ -30,11 +30,11 @@ class Param:
     """One argument. ``kind`` selects both its JSON Schema and its check."""
 
     name: str
-    kind: str  # key | content | tags | query | text | category | count | page | cursor | time | json
+    kind: str  # key | content | tags | query | text | category | count | page | cursor | time | json | items
     description: str
     required: bool = False
     default: Any = None
-    schema: dict[str, Any] | None = None  # kind "json": the JSON Schema, checked by the handler
+    schema: dict[str, Any] | None = None  # kinds "json" and "items": the JSON Schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +79,7 @@ def _kind_schema(param: Param) -> dict[str, Any]:
         return {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR_CHARS}
     if kind == "time":
         return {"type": "string", "format": "date-time"}
-    if kind == "json" and param.schema is not None:
+    if kind in ("json", "items") and param.schema is not None:
         return dict(param.schema)
     raise ValueError(f"unknown parameter kind {kind!r}")
 
@@ -112,6 +112,23 @@ _PAGE = (
     "The next_cursor of the previous page, to continue after it; omit for the first page.",
 )
 _KEY = "Short, descriptive, unique identifier of the memory, e.g. 'user-name' or 'project-deadline'."
+_BATCH_NOTE = (
+    "All or nothing: if any item is invalid or refused, nothing is saved and the error names the item's "
+    "index (0-based). At most the store's batch maximum (10,000 by default) items per call."
+)
+
+
+def batch_items(fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The JSON Schema of a batch tool's ``items``: objects with these fields (key and content required)."""
+    return {
+        "type": "array",
+        "minItems": 1,
+        "items": {"type": "object", "properties": fields, "required": ["key", "content"]},
+    }
+
+
+_KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS}
+_CONTENT_SCHEMA = {"type": "string", "minLength": 1}
 
 TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -128,6 +145,30 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
             Param("content", "content", "The information to remember, as plain text.", required=True),
             Param(
                 "tags", "tags", 'Optional labels for grouping and filtering, e.g. ["personal", "preference"].'
+            ),
+        ),
+        writes=True,
+    ),
+    ToolSpec(
+        "memory_save_many",
+        TRIGGERFISH,
+        "Save several memories at once, in one step (like memory_save for each item; an existing key "
+        "is replaced). " + _LEVEL_NOTE + " Secrets are refused. " + _BATCH_NOTE + " "
+        'Returns {"saved": N, "memories": [{"saved": true, "key", "classification"}]} in the order given. '
+        + _ERRORS,
+        (
+            Param(
+                "items",
+                "items",
+                "The memories to save: objects with key, content and optional tags.",
+                required=True,
+                schema=batch_items(
+                    {
+                        "key": _KEY_SCHEMA,
+                        "content": _CONTENT_SCHEMA,
+                        "tags": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_TAGS},
+                    }
+                ),
             ),
         ),
         writes=True,
@@ -201,6 +242,29 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
                 "Memory category: 'core' (permanent), 'daily' (session), "
                 "'conversation' (chat), or a custom name.",
                 default="core",
+            ),
+        ),
+        writes=True,
+    ),
+    ToolSpec(
+        "memory_store_many",
+        ZEROCLAW,
+        "Store several facts, preferences or notes at once (like memory_store for each item; an "
+        "existing key is replaced). " + _LEVEL_NOTE + " Secrets are refused. " + _BATCH_NOTE + " "
+        "Returns the text 'Stored N memories: <key>, <key>, ...'. " + _ZC_ERRORS,
+        (
+            Param(
+                "items",
+                "items",
+                "The memories to store: objects with key, content and optional category.",
+                required=True,
+                schema=batch_items(
+                    {
+                        "key": _KEY_SCHEMA,
+                        "content": _CONTENT_SCHEMA,
+                        "category": {"type": "string", "minLength": 1, "maxLength": MAX_CATEGORY_CHARS},
+                    }
+                ),
             ),
         ),
         writes=True,
