@@ -1,4 +1,11 @@
-"""A process's in-memory matrix of one model's vectors on SQLite (numpy; see ``sqlite_vectors``)."""
+"""A process's in-memory matrix of one model's vectors on SQLite (numpy; see ``sqlite_vectors``).
+
+Rows hold the int8 codes as float32 (exact dot products, ``search.dense``) and their sign bits
+(the first pass over large views, ``search.dense.prefilter``), with agent, level and scale. The
+cache is only a copy: ``sync`` brings it up to date from the ``vectors`` table inside the search's
+own read transaction (rows whose ``seq`` is newer, or everything after an epoch change), so what
+another process wrote, deleted or purged is seen by the next search here.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..search.dense import cosine
+from ..search import dense
+from ..search.dense import cosine, hamming, nearest_with_ties, sign_bits
 from .vectors import DenseQuery
 
 log = logging.getLogger("stratamem.vectors")
@@ -34,6 +42,8 @@ class VectorCache:
         self.valid = np.zeros(0, dtype=bool)
         self.scales = np.zeros(0, dtype=np.float64)
         self.mat = np.zeros((0, dim), dtype=np.float32)
+        # Sign bits column by column ((words, rows)): see search.dense.hamming.
+        self.bits = np.ascontiguousarray(sign_bits(np.zeros((0, dim), dtype=np.int8)).T)
 
     def _grow(self, need: int) -> None:
         if need <= len(self.ids):
@@ -47,6 +57,9 @@ class VectorCache:
         mat = np.zeros((cap, self.dim), dtype=np.float32)
         mat[: self.n] = self.mat[: self.n]
         self.mat = mat
+        bits = np.zeros((self.bits.shape[0], cap), dtype=np.uint64)
+        bits[:, : self.n] = self.bits[:, : self.n]
+        self.bits = bits
 
     def sync(self, conn: sqlite3.Connection, model: str, dim: int) -> None:
         epoch_row = conn.execute("SELECT value FROM meta WHERE name = 'vectors_epoch'").fetchone()
@@ -63,7 +76,8 @@ class VectorCache:
             return
         self._grow(self.n + len(rows))
         bad = 0
-        for mem_id, agent, level, live, seq, row_model, scale, vec in rows:
+        touched = np.zeros(len(rows), dtype=np.int64)
+        for i, (mem_id, agent, level, live, seq, row_model, scale, vec) in enumerate(rows):
             row = self.row_of.get(mem_id)
             if row is None:
                 row = self.row_of[mem_id] = self.n
@@ -76,6 +90,8 @@ class VectorCache:
             self.scales[row] = scale if ok else 0.0
             self.mat[row] = np.frombuffer(vec, dtype=np.int8) if ok else 0.0
             self.last_seq = max(self.last_seq, seq)
+            touched[i] = row
+        self.bits[:, touched] = sign_bits(self.mat[touched]).T
         if bad:
             log.error(
                 "%d stored vectors do not have %d dimensions; they are ignored (run `stratamem reindex --force`)",
@@ -101,6 +117,11 @@ class VectorCache:
         rows = np.flatnonzero(mask)
         if rows.size == 0:
             return []
+        if rows.size > dense.PREFILTER_ABOVE:
+            # First pass by sign bits; the cut-off is over visible rows only (distances of hidden rows
+            # are computed with the rest but never compared), ties all kept: see search.dense.
+            distances = hamming(self.bits[:, :n], sign_bits(query.codes)[0])[rows]
+            rows = rows[nearest_with_ties(distances, dense.PREFILTER)]
         q = query.codes.astype(np.float32)
         # einsum, not BLAS: one tight loop, no thread pool (OpenBLAS threads contending on a busy 2-core
         # machine made a 10k-row product 30x slower); the integer sums are exact either way.
