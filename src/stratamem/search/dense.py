@@ -29,7 +29,8 @@ MAX_DIM = 1024  # 1024 * 127 * 127 < 2**24: sums stay exact in float32
 # Above this many visible vectors a search ranks by sign bits first, then exactly (see the docstring):
 # an exact float32 scan of 100k x 384 reads 150 MB per query; the sign bits of 100k vectors are 4.8 MB.
 PREFILTER_ABOVE = 20_000
-PREFILTER = 2_000  # rows kept by the sign-bit pass (plus ties), scored exactly
+PREFILTER = 5_000  # rows kept by the sign-bit pass (plus ties), scored exactly
+UNSEEN = np.iinfo(np.int16).max  # the distance given to rows outside the view: above any real one
 _WORD = 64
 _POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
@@ -96,13 +97,12 @@ def hamming(columns: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
     return distances
 
 
-def nearest_with_ties(distances: np.ndarray, keep: int) -> np.ndarray:
-    """Indexes of the ``keep`` smallest distances and of every one tied with the largest kept.
+def nearest_threshold(distances: np.ndarray, keep: int) -> int:
+    """The smallest distance d such that at least ``keep`` of ``distances`` are <= d.
 
-    Ties are all kept so that the result is a function of the set of (row, distance) pairs,
-    never of their order in memory.
+    Every row at the threshold is kept, so the cut depends on the multiset of distances only, never
+    on row order. Distances are small non-negative integers (Hamming), so a histogram finds it in one
+    pass, cheaper than a partition.
     """
-    if distances.size <= keep:
-        return np.arange(distances.size)
-    kth = np.partition(distances, keep - 1)[keep - 1]
-    return np.flatnonzero(distances <= kth)
+    cumulative = np.cumsum(np.bincount(distances))
+    return int(np.searchsorted(cumulative, keep))
