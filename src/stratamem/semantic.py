@@ -109,9 +109,8 @@ class SemanticIndex:
             return None
         try:
             embedder = self._require()
-            self.catch_up(
-                session_id, embedder
-            )  # first: the embedder is never called by two threads at once here
+            # Catch up first: this search never calls the embedder from two threads at once.
+            self.catch_up(session_id, embedder)
             vector = self._query_vector(embedder, session_id, text)
         except EmbedderError as exc:
             if self.failed(exc, mode):
