@@ -34,7 +34,7 @@ DATA = core.DATA = Path(os.environ.get("STRATAMEM_BENCH_DATA") or core.DATA)
 
 from stratamem.embed import shared_minilm
 from stratamem.models import Memory
-from stratamem.search import fusion
+from stratamem.search import dense, fusion
 
 MODES = ("lexical", "semantic", "hybrid")
 
@@ -176,36 +176,82 @@ class RandomVectors:
         return self.embed_documents([text])[0]
 
 
-def latency(n: int, n_queries: int, real_vectors: bool, tmp: str) -> dict:
-    memories = core.synthetic_memories(n)
-    claims = [q for _, q in core.scifact_queries()[0]][:n_queries]
-    path = str(Path(tmp) / f"lat{n}.db")
+def fill(n: int, real_vectors: bool, path: str) -> tuple[float | None, float | None]:
+    """Import n synthetic memories and embed them; (import rate, reindex seconds), None when reused.
+
+    A store already filled at ``path`` (``--keep``: same size, same fill, complete) is reused, so a
+    100k store embedded by the model once can be measured again without the 10-20 minute reindex.
+    """
     model = shared_minilm()
+    done = Path(path + ".filled")
+    if done.exists() and done.read_text() == f"{n} {real_vectors} {model.identity}":
+        return None, None
+    for stale in Path(path).parent.glob(Path(path).name + "*"):
+        stale.unlink()
+    memories = core.synthetic_memories(n)
     with sm.open_store(path, search_mode="lexical", embedder=None) as store:
         t0 = time.perf_counter()
         store.import_memories(memories)
         import_rate = n / (time.perf_counter() - t0)
     filler = model if real_vectors else RandomVectors(model.identity, model.dim)
+    last = [time.perf_counter()]
+
+    def progress(done_: int, total: int) -> None:
+        if time.perf_counter() - last[0] > 30:
+            last[0] = time.perf_counter()
+            print(f"          reindex {done_}/{total} ({done_ / (last[0] - t0):.0f}/s)", flush=True)
+
     with sm.open_store(path, search_mode="hybrid", embedder=filler) as store:
         t0 = time.perf_counter()
-        store.reindex()
+        store.reindex(progress=progress)
         reindex_s = time.perf_counter() - t0
+    done.write_text(f"{n} {real_vectors} {model.identity}")
+    return import_rate, reindex_s
+
+
+def prefilter_recall(store: sm.Store, n: int, queries: list[str]) -> float | None:
+    """Share of the exact semantic top 10 that the two-pass ranking (sign bits, then exact) also returns."""
+    if n <= dense.PREFILTER_ABOVE:
+        return None
+    two_pass = store.session("bench")
+    found = [[h.memory.key for h in two_pass.search(q, max_results=10, mode="semantic")] for q in queries]
+    saved, dense.PREFILTER_ABOVE = dense.PREFILTER_ABOVE, 1 << 62
+    try:
+        exact_s = store.session("bench")
+        exact = [[h.memory.key for h in exact_s.search(q, max_results=10, mode="semantic")] for q in queries]
+    finally:
+        dense.PREFILTER_ABOVE = saved
+    hits = sum(len(set(a) & set(b)) for a, b in zip(found, exact, strict=True))
+    return hits / max(1, sum(len(b) for b in exact))
+
+
+def latency(n: int, n_queries: int, real_vectors: bool, tmp: str) -> dict:
+    claims = [q for _, q in core.scifact_queries()[0]][:n_queries]
+    path = str(Path(tmp) / f"lat{n}-{'model' if real_vectors else 'random'}.db")
+    model = shared_minilm()
+    import_rate, reindex_s = fill(n, real_vectors, path)
     rows = []
     with sm.open_store(path, search_mode="hybrid", embedder="minilm") as store:
-        s = store.session("bench")
+        warm = store.session("bench")
+        # One session per mode: query vectors are cached per session, so no mode reuses another's.
+        sessions = {m: store.session("bench") for m in ("lexical", "hybrid", "semantic")}
         for label, queries in (
             ("claims", claims),
             ("3 words", [core._short(store.analyzer, q, 3) for q in claims]),
         ):
-            for q in queries[:10]:
-                s.search(q, mode="hybrid")
-                s.search(q, mode="lexical")
+            for q in claims[-10:]:
+                warm.search(q, mode="hybrid")
+                warm.search(q, mode="lexical")
             times: dict[str, list[float]] = defaultdict(list)
             for q in queries:
-                for mode in ("lexical", "hybrid", "semantic"):
+                for mode, s in sessions.items():
                     t0 = time.perf_counter()
                     s.search(q, max_results=10, mode=mode)
                     times[mode].append((time.perf_counter() - t0) * 1000)
+            for q in queries:  # the same queries again in the same session: the query vector is cached
+                t0 = time.perf_counter()
+                sessions["hybrid"].search(q, max_results=10, mode="hybrid")
+                times["cached"].append((time.perf_counter() - t0) * 1000)
             t_embed = []
             for q in queries[:50]:
                 t0 = time.perf_counter()
@@ -216,6 +262,7 @@ def latency(n: int, n_queries: int, real_vectors: bool, tmp: str) -> dict:
                     "n": n,
                     "queries": label,
                     "embed_p50": core.pct(t_embed, 50),
+                    "prefilter_recall": prefilter_recall(store, n, queries[:50]),
                     **{f"{m}_p50": core.pct(v, 50) for m, v in times.items()},
                     **{f"{m}_p95": core.pct(v, 95) for m, v in times.items()},
                 }
@@ -236,8 +283,16 @@ def main() -> None:
         default="auto",
         help="vectors for latency stores: the model, random unit vectors, or auto (model up to 10k)",
     )
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep the latency stores in DIR and reuse them on the next run (skips the reindex)",
+    )
+    parser.add_argument(
+        "--fill-only", action="store_true", help="with --keep: build the stores, measure nothing"
+    )
     args = parser.parse_args()
-    print("machine:", core.machine())
+    print("machine:", core.machine(), "| load average:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
     model = shared_minilm()
     print(
         "model:",
@@ -245,7 +300,20 @@ def main() -> None:
         f"(fusion {fusion.DENSE_WEIGHT} dense + {1 - fusion.DENSE_WEIGHT} BM25, "
         f"floor {model.min_similarity})",
     )
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch
+        if args.keep:
+            Path(tmp).mkdir(parents=True, exist_ok=True)
+        if args.fill_only:
+            for n in [int(x) for x in (args.sizes or "10000,100000").split(",")]:
+                real = args.fill == "model" or (args.fill == "auto" and n <= 10_000)
+                path = str(Path(tmp) / f"lat{n}-{'model' if real else 'random'}.db")
+                import_rate, reindex_s = fill(n, real, path)
+                if reindex_s is not None:
+                    print(
+                        f"{n}: import {import_rate:.0f}/s, reindex {reindex_s:.1f} s ({n / reindex_s:.0f}/s)"
+                    )
+            return
         if not args.skip_quality:
             loc = Locomo(tmp)
             print(f"\nLoCoMo dev ({len(loc.questions)} questions), embedding {loc.embed_rate:.0f} turns/s")
@@ -266,25 +334,33 @@ def main() -> None:
             if args.quick
             else [10_000, 100_000]
         )
-        print("\nsearch latency, one agent, top 10, ms (hybrid includes embedding the query)")
+        print(
+            "\nsearch latency, one agent, top 10, ms (hybrid and semantic include embedding the query; "
+            "'cached': hybrid again with the query vector cached)"
+        )
         print(
             f"{'memories':>9} {'queries':>8} {'embed':>6} {'lexical':>8} {'hybrid':>7} {'semantic':>9} "
-            f"{'hyb p95':>8} {'ratio':>6}"
+            f"{'hyb p95':>8} {'cached':>7} {'hyb/lex':>8} {'2-pass r@10':>12}"
         )
         for n in sizes:
             real = args.fill == "model" or (args.fill == "auto" and n <= 10_000)
             result = latency(n, args.queries, real_vectors=real, tmp=tmp)
             for r in result["rows"]:
+                recall = "exact" if r["prefilter_recall"] is None else f"{r['prefilter_recall']:.3f}"
                 print(
                     f"{r['n']:>9} {r['queries']:>8} {r['embed_p50']:6.2f} {r['lexical_p50']:8.2f} "
                     f"{r['hybrid_p50']:7.2f} {r['semantic_p50']:9.2f} {r['hybrid_p95']:8.2f} "
-                    f"{r['hybrid_p50'] / r['lexical_p50']:5.2f}x"
+                    f"{r['cached_p50']:7.2f} {r['hybrid_p50'] / r['lexical_p50']:7.2f}x {recall:>12}"
                 )
+            print("          load average now:", " ".join(f"{x:.2f}" for x in os.getloadavg()))
             what = "model" if result["real"] else "random vectors (no model)"
-            print(
-                f"          import {result['import_rate']:.0f} memories/s; reindex with {what}: "
-                f"{result['reindex_s']:.1f} s ({n / result['reindex_s']:.0f}/s)"
-            )
+            if result["reindex_s"] is None:
+                print(f"          store with {what} vectors reused from --keep {tmp}")
+            else:
+                print(
+                    f"          import {result['import_rate']:.0f} memories/s; reindex with {what}: "
+                    f"{result['reindex_s']:.1f} s ({n / result['reindex_s']:.0f}/s)"
+                )
 
 
 if __name__ == "__main__":

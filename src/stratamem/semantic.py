@@ -12,26 +12,51 @@ extra, English stores), else ``lexical``. If the default embedder fails to
 load (missing or corrupt model file) a store whose mode was not chosen
 explicitly logs the error once and answers lexically; a store or call that
 asked for ``semantic``/``hybrid`` gets the ``EmbedderError``.
+
+Latency: the query is embedded in a small persistent worker pool while the
+backend ranks the lexical side (onnxruntime and SQLite both release the
+GIL); the backend waits for the vector only when it needs it
+(``storage.vectors.resolve``). Query vectors are kept in a small LRU per
+store keyed by (session, embedder identity, text): a vector depends on the
+text alone, never on stored records, and keying by session means one
+session's timing never tells whether another asked the same thing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from .audit import AuditDraft
 from .embed import Embedder, EmbedderError, resolve, semantic_available
 from .errors import ValidationError
 from .search import check_mode
-from .storage.vectors import CATCH_UP, DenseQuery, Pending
+from .storage.vectors import CATCH_UP, DenseQuery, Pending, QueryVector
 
 if TYPE_CHECKING:
     from .store import Store
 
 log = logging.getLogger("stratamem.semantic")
 REINDEX_BATCH = 256
+QUERY_CACHE = 256  # query vectors kept per store (about 2 KB each)
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The process's query-embedding workers (made again in a forked child: threads do not survive fork)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[0] != os.getpid():
+            workers = max(2, os.cpu_count() or 1)
+            _POOL = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix="stratamem-embed"))
+        return _POOL[1]
 
 
 class SemanticIndex:
@@ -40,6 +65,8 @@ class SemanticIndex:
         self._spec = embedder
         self._embedder: Embedder | None = None
         self._loaded = False
+        self._queries: OrderedDict[tuple[str, str, str], DenseQuery] = OrderedDict()
+        self._queries_lock = threading.Lock()
         mode = mode if mode is not None else (os.environ.get("STRATAMEM_SEARCH_MODE") or None)
         self._explicit = mode is not None
         langs = store.analyzer.languages
@@ -70,25 +97,61 @@ class SemanticIndex:
             raise ValidationError("semantic search needs an embedder: install 'stratamem[semantic]'")
         return embedder
 
-    def prepare(self, session_id: str, text: str, mode: str | None) -> tuple[str, DenseQuery] | None:
-        """For a semantic or hybrid search: catch up the session's pending vectors and embed the query.
+    def prepare(self, session_id: str, text: str, mode: str | None) -> tuple[str, QueryVector] | None:
+        """For a semantic or hybrid search: catch up the session's pending vectors, start embedding the query.
 
         None means "search lexically" (lexical mode, or a defaulted mode whose model cannot load).
+        The query vector may still be computing (a ``Future``); an error it raises later is
+        handled by ``failed``.
         """
         chosen = self.mode if mode is None else check_mode(mode)
         if chosen == "lexical":
             return None
         try:
             embedder = self._require()
+            # Catch up first: this search never calls the embedder from two threads at once.
             self.catch_up(session_id, embedder)
-            vector = embedder.embed_query(text)
+            vector = self._query_vector(embedder, session_id, text)
         except EmbedderError as exc:
-            if mode is None and not self._explicit:
-                log.error("search by meaning is unavailable, answering lexically: %s", exc.message)
-                self.mode = "lexical"
+            if self.failed(exc, mode):
                 return None
             raise
-        return chosen, DenseQuery.make(embedder.identity, vector, getattr(embedder, "min_similarity", 0.0))
+        return chosen, vector
+
+    def failed(self, exc: EmbedderError, mode: str | None) -> bool:
+        """True when a search whose model failed should be answered lexically (the mode was defaulted)."""
+        if mode is None and not self._explicit:
+            log.error("search by meaning is unavailable, answering lexically: %s", exc.message)
+            self.mode = "lexical"
+            return True
+        return False
+
+    def _query_vector(self, embedder: Embedder, session_id: str, text: str) -> QueryVector:
+        key = (session_id, embedder.identity, text)
+        with self._queries_lock:
+            hit = self._queries.get(key)
+            if hit is not None:
+                self._queries.move_to_end(key)
+                return hit
+        floor = float(getattr(embedder, "min_similarity", 0.0))
+
+        def embed() -> DenseQuery:
+            vector = embedder.embed_query(text)
+            if getattr(vector, "shape", None) != (embedder.dim,):
+                raise EmbedderError(
+                    f"the embedder returned a query vector of shape {getattr(vector, 'shape', None)}, "
+                    f"expected ({embedder.dim},): dimension mismatch"
+                )
+            query = DenseQuery.make(embedder.identity, vector, floor)
+            query.codes.setflags(write=False)
+            with self._queries_lock:
+                self._queries[key] = query
+                while len(self._queries) > QUERY_CACHE:
+                    self._queries.popitem(last=False)
+            return query
+
+        future: Future[DenseQuery] = _pool().submit(embed)
+        return future
 
     def catch_up(self, session_id: str, embedder: Embedder) -> int:
         backend = self._store.backend

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .batch import check_batch
+from .embed import EmbedderError
 from .errors import ValidationError
 from .levels import Level
 from .models import Hit, Memory, TaintEvent
@@ -217,12 +218,17 @@ class Session:
         # None asks for the most recent memories; an empty list (only punctuation) matches nothing.
         terms = None if text.strip() in ("", "*") else self._store.analyzer.query_terms(text)
         if terms is not None:
-            dense = self._store.semantic.prepare(self.id, text, mode)
+            semantic = self._store.semantic
+            dense = semantic.prepare(self.id, text, mode)
             if dense is not None:
                 chosen, vector = dense
-                return self._backend.search(
-                    self.id, terms, limit, self._store.now(), mode=chosen, query=vector
-                )
+                try:
+                    return self._backend.search(
+                        self.id, terms, limit, self._store.now(), mode=chosen, query=vector
+                    )
+                except EmbedderError as exc:  # the query's embedding ran while the backend searched
+                    if not semantic.failed(exc, mode):
+                        raise
         return self._backend.search(self.id, terms, limit, self._store.now())
 
     def delete(self, key: str) -> Memory:

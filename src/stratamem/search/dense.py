@@ -10,6 +10,13 @@ memory's score is therefore a function of its own vector and the query only —
 bit-identical across runs, batch sizes, which other rows are in the matrix,
 and between SQLite (numpy) and PostgreSQL (pgvector) — which is what lets the
 noninterference property hold for semantic and hybrid search.
+
+Large views are ranked in two passes (``prefilter``): the sign bits of each
+vector (``dim`` bits) give a Hamming distance that is cheap to compute over
+100k rows; the ``PREFILTER`` nearest (and every row tied with the last) are
+then scored exactly as above. The cut-off is taken over the caller's rows
+only — the session's visible vectors — so which rows survive it, like the
+scores, never depends on a record the session cannot see.
 """
 
 from __future__ import annotations
@@ -19,6 +26,13 @@ import numpy as np
 from ..errors import ValidationError
 
 MAX_DIM = 1024  # 1024 * 127 * 127 < 2**24: sums stay exact in float32
+# Above this many visible vectors a search ranks by sign bits first, then exactly (see the docstring):
+# an exact float32 scan of 100k x 384 reads 150 MB per query; the sign bits of 100k vectors are 4.8 MB.
+PREFILTER_ABOVE = 20_000
+PREFILTER = 5_000  # rows kept by the sign-bit pass (plus ties), scored exactly
+UNSEEN = np.iinfo(np.int16).max  # the distance given to rows outside the view: above any real one
+_WORD = 64
+_POPCOUNT8 = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
 def quantise(vector: np.ndarray) -> tuple[np.ndarray, float]:
@@ -52,3 +66,43 @@ def cosine(dots: np.ndarray, scales: np.ndarray, query_scale: float) -> np.ndarr
 def score_one(dot: float, scale: float, query_scale: float) -> float:
     """The same arithmetic as ``cosine`` for one row (PostgreSQL returns the dots one by one)."""
     return (float(dot) * float(scale)) * float(query_scale)
+
+
+def sign_bits(codes: np.ndarray) -> np.ndarray:
+    """Rows of int8 codes -> their sign bits (1 = positive), packed into uint64 words per row."""
+    codes = np.atleast_2d(np.asarray(codes))
+    dim = codes.shape[1]
+    words = -(-dim // _WORD) if dim else 0
+    padded = np.zeros((codes.shape[0], words * _WORD), dtype=bool)
+    padded[:, :dim] = codes > 0
+    return np.packbits(padded, axis=1).view(np.uint64).reshape(codes.shape[0], words)
+
+
+def hamming(columns: np.ndarray, query_bits: np.ndarray) -> np.ndarray:
+    """Bits that differ from ``query_bits``, per row, with the rows' words held column by column.
+
+    ``columns`` is (words, rows) — ``sign_bits(...).T`` made contiguous — so each step is one
+    vectorised pass over a contiguous array (measured 0.4 ms for 100k x 384 bits, against 3 ms
+    for a row-major reduction and 16 ms for the exact float32 scan).
+    """
+    count = getattr(np, "bitwise_count", None)  # numpy >= 2.0; a byte table otherwise
+    distances = np.zeros(columns.shape[1], dtype=np.int16)
+    for word, query_word in zip(columns, np.asarray(query_bits, dtype=np.uint64), strict=True):
+        diff = np.bitwise_xor(word, query_word)
+        distances += (
+            count(diff)
+            if count is not None
+            else _POPCOUNT8[diff.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int16)
+        )
+    return distances
+
+
+def nearest_threshold(distances: np.ndarray, keep: int) -> int:
+    """The smallest distance d such that at least ``keep`` of ``distances`` are <= d.
+
+    Every row at the threshold is kept, so the cut depends on the multiset of distances only, never
+    on row order. Distances are small non-negative integers (Hamming), so a histogram finds it in one
+    pass, cheaper than a partition.
+    """
+    cumulative = np.cumsum(np.bincount(distances))
+    return int(np.searchsorted(cumulative, keep))

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from .console_sql import Dialect, Runner
     from .graph_sql import GraphConn
-    from .vectors import DenseQuery, Pending, VectorItem
+    from .vectors import Pending, QueryVector, VectorItem
 
 T = TypeVar("T")
 
@@ -145,7 +145,7 @@ class Backend(Protocol):
         limit: int,
         now: datetime,
         mode: str = "lexical",
-        query: DenseQuery | None = None,
+        query: QueryVector | None = None,
     ) -> builtins.list[Hit]: ...
     def delete(self, session_id: str, key: str, now: datetime) -> Memory: ...
 

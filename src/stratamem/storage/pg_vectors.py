@@ -28,7 +28,7 @@ from ..search.fusion import CANDIDATES
 from .pg_rows import dec, row_to_memory
 from .pg_search import D_COLUMNS, Scope
 from .rows import one_row
-from .vectors import DenseQuery, Pending, combine, embed_text, order_hits
+from .vectors import Pending, QueryVector, combine, embed_text, order_hits, resolve
 
 _READ = (
     "((SELECT sm_operator()) OR (level <= (SELECT sm_taint()) "
@@ -203,9 +203,12 @@ def search(
     terms: Sequence[str] | None,
     limit: int,
     mode: str,
-    query: DenseQuery,
+    query: QueryVector,
 ) -> list[Hit]:
-    """Semantic or hybrid ranking over the session's visible view, in the reader's snapshot."""
+    """Semantic or hybrid ranking over the session's visible view, in the reader's snapshot.
+
+    The lexical side is ranked first, while the query may still be embedding (``vectors.resolve``).
+    """
     from . import pg_search
 
     if (
@@ -217,18 +220,20 @@ def search(
         ).fetchone()
     ):
         mode = "hybrid"  # visible records still wait for vectors: the lexical side covers them
+    lexical = pg_search.ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
+    vector = resolve(query)
     if vtype:
         dot = f"(-(v.vec OPERATOR({vtype.rsplit('.', 1)[0]}.<#>) %(q)s::{vtype}))"
-        q: str | list[float] = _literal(query.codes)
+        q: str | list[float] = _literal(vector.codes)
     else:
         dot = "(SELECT sum(a * b) FROM unnest(v.vec, %(q)s::real[]) AS t(a, b))::float8"
-        q = [float(c) for c in query.codes]
+        q = [float(c) for c in vector.codes]
     params = {
         **scope.params,
         "q": q,
-        "model": query.model,
-        "qs": float(query.scale),
-        "floor": query.floor,
+        "model": vector.model,
+        "qs": float(vector.scale),
+        "floor": vector.floor,
         "skip": CANDIDATES - 1,
     }
     rows = conn.execute(
@@ -243,5 +248,4 @@ def search(
         params,
     ).fetchall()
     dense = order_hits([Hit(row_to_memory(r[:-1]), float(r[-1])) for r in rows], scope.agents, CANDIDATES)
-    lexical = pg_search.ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
     return combine(mode, lexical, dense, scope.agents, limit)

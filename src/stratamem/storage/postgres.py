@@ -83,7 +83,7 @@ from .pg_schema import migrate_schema
 from .rows import event_to_row, from_us, one_row, to_us
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
-from .vectors import DenseQuery, Pending
+from .vectors import Pending, QueryVector
 
 if TYPE_CHECKING:
     from . import console_sql
@@ -514,7 +514,7 @@ class PostgresBackend:
         limit: int,
         now: datetime,
         mode: str = "lexical",
-        query: DenseQuery | None = None,
+        query: QueryVector | None = None,
     ) -> HitList:
         def reader(conn: psycopg.Connection, scope: pg_search.Scope) -> HitList:
             if terms is None:

@@ -59,7 +59,7 @@ from .sqlite_batch import PendingIndex
 from .sqlite_readers import ReadConnections
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
-from .vectors import DenseQuery, Pending
+from .vectors import Pending, QueryVector
 
 if TYPE_CHECKING:
     from . import console_sql
@@ -836,7 +836,7 @@ class SQLiteBackend:
         limit: int,
         now: datetime,
         mode: str = "lexical",
-        query: DenseQuery | None = None,
+        query: QueryVector | None = None,
     ) -> builtins.list[Hit]:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ..models import Hit
 from ..search.fusion import CANDIDATES
 from .rows import MEMORY_COLUMNS, row_to_memory
-from .vectors import DenseQuery, Pending, combine, embed_text, order_hits
+from .vectors import Pending, QueryVector, combine, embed_text, order_hits, resolve
 
 if TYPE_CHECKING:
     from .sqlite import SQLiteBackend, _Scope
@@ -184,9 +184,17 @@ def search(
     terms: Sequence[str] | None,
     limit: int,
     mode: str,
-    query: DenseQuery,
+    query: QueryVector,
 ) -> list[Hit]:
-    """Semantic or hybrid ranking for one session inside its read transaction."""
+    """Semantic or hybrid ranking for one session inside its read transaction.
+
+    The lexical side is ranked first, while the query may still be embedding (``vectors.resolve``).
+    """
+    if mode == "semantic" and pending(conn, scope, 1):
+        log.info("visible records still wait for vectors; answering this semantic search as hybrid")
+        mode = "hybrid"
+    lexical = backend._ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
+    dense_query = resolve(query)
     if backend._vector_cache is None:
         from .vector_cache import VectorCache
 
@@ -195,12 +203,9 @@ def search(
     # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is
     # brought up to date and scored by one of them at a time.
     with backend._vector_lock:
-        cache.sync(conn, query.model, query.dim)
+        cache.sync(conn, dense_query.model, dense_query.dim)
         _, _, hidden = backend._visible_stats(conn, scope)
-        if mode == "semantic" and pending(conn, scope, 1):
-            log.info("visible records still wait for vectors; answering this semantic search as hybrid")
-            mode = "hybrid"
-        top = cache.top(scope.agents, int(scope.record.taint), hidden, query, CANDIDATES)
+        top = cache.top(scope.agents, int(scope.record.taint), hidden, dense_query, CANDIDATES)
     dense: list[Hit] = []
     if top:
         scores = dict(top)
@@ -210,5 +215,4 @@ def search(
         ).fetchall()
         dense = [Hit(row_to_memory(r), scores[r[0]]) for r in rows]
         dense = order_hits(dense, scope.agents, CANDIDATES)
-    lexical = backend._ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
     return combine(mode, lexical, dense, scope.agents, limit)

@@ -13,6 +13,7 @@ search with leftovers is answered as hybrid so nothing visible is missed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,19 @@ class DenseQuery:
 
         codes, scale = quantise(vector)
         return cls(model, int(codes.size), codes, scale, float(floor))
+
+
+QueryVector = DenseQuery | Future[DenseQuery]
+"""What a backend's dense search receives: the query, or its embedding still running (``semantic``)."""
+
+
+def resolve(query: QueryVector) -> DenseQuery:
+    """The query vector, waiting for it if it is still being embedded.
+
+    Backends call this only after their lexical candidates are ranked, so the model runs (in
+    ``semantic``'s worker thread, outside the GIL) while SQL does; an embedding error is raised here.
+    """
+    return query.result() if isinstance(query, Future) else query
 
 
 @dataclass(frozen=True, slots=True)
