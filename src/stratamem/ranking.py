@@ -12,7 +12,14 @@ from __future__ import annotations
 import math
 
 K1 = 1.2
-B = 0.75
+# Length normalisation. 0.75 is the classic value, tuned on long news articles;
+# memories are short (a sentence to a paragraph) and a longer one usually holds
+# more of the facts asked about, not padding, so full normalisation buries it.
+# 0.3 (lighter normalisation, as for short texts such as microblogs) raised
+# LoCoMo dev recall@10 from 0.625 to 0.654 lexical and 0.673 to 0.707 hybrid
+# (multi-hop 0.357 to 0.404) and left SciFact abstracts unchanged (BM25
+# nDCG@10 0.703 vs 0.702). Any value in 0.1-0.3 measured within 0.005.
+B = 0.3
 # Scores are summed as integers in units of 1e-9, so a sum does not depend on row order.
 SCORE_SCALE = 1_000_000_000
 # Extra ranked rows fetched so ties at the cut can be ordered by key, never by row id.
