@@ -1,7 +1,8 @@
 """Search by meaning: retrieval quality per mode, hybrid latency against lexical, embedding throughput.
 
-Run: ``python bench/bench_semantic.py`` (``--quick``: quality and 10k latency only; ``--tune``: sweep
-the fusion weight and the dense similarity floor on LoCoMo dev). Needs ``stratamem[semantic]``.
+Run: ``python bench/bench_semantic.py`` (``--quick``: quality and 10k latency only; ``--quality-only``:
+no latency; ``--tune``: sweep the fusion weight and the dense similarity floor on LoCoMo dev). Needs
+``stratamem[semantic]``.
 Data from ../shared/data (see bench_core); nothing here asserts on time.
 
 Protocol as bench_core: one memory per LoCoMo turn (``speaker: text`` plus the image caption), one
@@ -276,6 +277,7 @@ def main() -> None:
     parser.add_argument("--tune", action="store_true", help="sweep fusion weight and similarity floor (dev)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument("--quality-only", action="store_true", help="LoCoMo and SciFact quality, no latency")
     parser.add_argument("--sizes", help="comma-separated store sizes for latency (default 10000,100000)")
     parser.add_argument(
         "--fill",
@@ -327,6 +329,8 @@ def main() -> None:
                 + "  ".join(f"{k} {v:.3f}" for k, v in sf["ndcg"].items())
                 + f"   (embedding {sf['embed_rate']:.0f} abstracts/s)"
             )
+        if args.quality_only:
+            return
         sizes = (
             [int(x) for x in args.sizes.split(",")]
             if args.sizes

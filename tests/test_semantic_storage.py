@@ -90,7 +90,10 @@ def test_semantic_without_an_embedder_is_a_clear_error(make_store):
 
 
 def test_non_english_stores_get_no_english_model_by_default(monkeypatch):
+    import stratamem.embed as embed
+
     monkeypatch.delenv("STRATAMEM_SEARCH_MODE")
+    monkeypatch.setattr(embed, "multilingual_available", lambda: False)  # see test_semantic_languages
     store = sm.open_store(":memory:", languages=("spanish",))
     assert store.search_mode == "lexical"
 

@@ -7,8 +7,10 @@ session's own visible pending records just before it ranks, and (b) by
 ``Store.reindex`` / ``stratamem reindex`` in bulk, e.g. after an import or a
 model change. Records still pending are found by the lexical side meanwhile.
 
-Default mode: ``hybrid`` when an embedder is available (the ``semantic``
-extra, English stores), else ``lexical``. If the default embedder fails to
+Default mode: ``hybrid`` when the store's languages have an embedder
+installed (``semantic`` extra for English-only stores, ``multilingual`` for
+any other language; ``embed.default_name``), else ``lexical``, and a
+non-English store without the multilingual extra logs that it is lexical. If the default embedder fails to
 load (missing or corrupt model file) a store whose mode was not chosen
 explicitly logs the error once and answers lexically; a store or call that
 asked for ``semantic``/``hybrid`` gets the ``EmbedderError``.
@@ -32,8 +34,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
+from . import embed
 from .audit import AuditDraft
-from .embed import Embedder, EmbedderError, resolve, semantic_available
+from .embed import Embedder, EmbedderError, resolve
 from .errors import ValidationError
 from .search import check_mode
 from .storage.vectors import CATCH_UP, DenseQuery, Pending, QueryVector
@@ -71,14 +74,20 @@ class SemanticIndex:
         self._explicit = mode is not None
         langs = store.analyzer.languages
         if embedder == "default":
-            likely = set(langs) == {"english"} and semantic_available()
+            likely = embed.default_name(langs) is not None
+            if not likely and not embed.english_only(langs):
+                log.info(
+                    "no multilingual embedder for languages %s: search is lexical; %s",
+                    ", ".join(langs),
+                    embed.missing_extra(langs),
+                )
         else:
             likely = embedder not in (None, "none")
         self.mode = check_mode(mode) if mode is not None else ("hybrid" if likely else "lexical")
         if self.mode != "lexical" and not likely:
             raise ValidationError(
-                f"search_mode={self.mode!r} needs an embedder: install 'stratamem[semantic]' (English) or pass "
-                "embedder='e5' with 'stratamem[multilingual]'"
+                f"search_mode={self.mode!r} needs an embedder: {embed.missing_extra(langs)}, or pass embedder= "
+                "('minilm', 'e5' or an Embedder)"
             )
 
     @property
@@ -94,7 +103,9 @@ class SemanticIndex:
     def _require(self) -> Embedder:
         embedder = self.embedder
         if embedder is None:
-            raise ValidationError("semantic search needs an embedder: install 'stratamem[semantic]'")
+            raise ValidationError(
+                f"semantic search needs an embedder: {embed.missing_extra(self._store.analyzer.languages)}"
+            )
         return embedder
 
     def prepare(self, session_id: str, text: str, mode: str | None) -> tuple[str, QueryVector] | None:

