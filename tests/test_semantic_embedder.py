@@ -82,13 +82,16 @@ def test_hash_embedder_is_deterministic_and_relates_shared_words():
     assert v[0] @ q > 0 and v[1] @ q > 0 and v[2] @ q <= 0.01
 
 
-def test_unknown_embedder_names_are_rejected():
+def test_unknown_embedder_names_are_rejected(monkeypatch):
+    import stratamem.embed as embed
     from stratamem.errors import ValidationError
+
+    monkeypatch.setattr(embed, "multilingual_available", lambda: False)  # see test_semantic_languages
 
     with pytest.raises(ValidationError):
         resolve("gpt", ("english",))
     assert resolve("none", ("english",)) is None
-    assert resolve("default", ("spanish",)) is None  # MiniLM is English-only: say so by giving none
+    assert resolve("default", ("spanish",)) is None  # MiniLM is English-only; without e5 there is none
 
 
 @settings(max_examples=200, deadline=None)
