@@ -56,6 +56,7 @@ from .rows import (
     to_us,
 )
 from .sqlite_batch import PendingIndex
+from .audit_group import GroupAppender
 from .sqlite_readers import ReadConnections
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
@@ -205,6 +206,7 @@ class SQLiteBackend:
         self._vector_cache: VectorCache | None = None  # made on the first dense search
         self._vector_lock = threading.Lock()  # the cache is shared by the threads' read connections
         self._readers: ReadConnections | None = None
+        self._audit_group = GroupAppender(self._append_group)
         try:
             if path != ":memory:" and not os.path.exists(path):
                 create_private_file(path)  # 0600 before SQLite opens it; its -wal/-shm/-journal inherit that
@@ -355,8 +357,12 @@ class SQLiteBackend:
         return events
 
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
+        """Committed before it returns; concurrent appends share a transaction (``audit_group``)."""
+        return self._audit_group.append(draft, now)
+
+    def _append_group(self, items: Sequence[tuple[AuditDraft, datetime]]) -> list[AuditEvent]:
         with self._errors(), self._tx(write=True) as conn:
-            return self._append(conn, draft, now)
+            return [self._append(conn, draft, now) for draft, now in items]
 
     def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
         where, params = audit_sql(
