@@ -233,7 +233,7 @@ def corpus(n: int, requests: int) -> tuple[list[sm.Memory], list[str], str]:
 
 
 def load() -> str:
-    return "load %.2f %.2f %.2f" % os.getloadavg()
+    return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def bench_backend(db: str, label: str, queries: list[str], clients: int, mcp: bool, tmp: Path) -> list[dict]:

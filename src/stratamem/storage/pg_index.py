@@ -3,8 +3,10 @@
 The same derived state as the SQLite backend (see ARCHITECTURE.md), written
 set-at-a-time: a batch of versions costs a handful of statements whatever its
 size (arrays through ``unnest``; COPY is not allowed on tables with row-level
-security). A save is simply a batch of one. Callers hold the locks that make
-the batch safe (``PostgresBackend._lock_keys``).
+security). Imports, restores and rebuilds write through here; a session's
+saves run the same upkeep inside the server (``pg_save``), and both record
+each live version's terms (``memories.terms``). Callers hold the locks that
+make the batch safe (``PostgresBackend._lock_keys``).
 """
 
 from __future__ import annotations

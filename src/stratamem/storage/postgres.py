@@ -20,9 +20,11 @@ that reads the session row FOR SHARE (a concurrent escalation waits for it or
 is seen by it), takes an advisory lock on its (agent, key) — under a shared
 store-wide lock that bulk operator actions take exclusively — and appends its
 audit event last, after locking the one-row audit head, so the hash chain is
-strictly linear however many processes append. Reads run in one REPEATABLE
-READ snapshot, then append their audit event in a short transaction of their
-own (as on SQLite). Deadlocks and serialization failures are retried whole.
+strictly linear however many processes append. A save or a batch does all of
+that in one statement, the server-side ``sm_save`` (``pg_save``). Reads run in
+one REPEATABLE READ snapshot, then append their audit event in a short
+transaction shared with the other appends queued at that moment
+(``audit_group``). Deadlocks and serialization failures are retried whole.
 
 Defence in depth: every transaction is bound to its session and row-level
 security enforces the lattice in the database as well (``pg_schema``).
