@@ -45,6 +45,7 @@ from . import (
     sqlite_turns,
     sqlite_vectors,
 )
+from .audit_group import GroupAppender
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, import_events, save_event
 from .rows import (
@@ -56,7 +57,6 @@ from .rows import (
     to_us,
 )
 from .sqlite_batch import PendingIndex
-from .audit_group import GroupAppender
 from .sqlite_readers import ReadConnections
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
