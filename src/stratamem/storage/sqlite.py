@@ -358,6 +358,8 @@ class SQLiteBackend:
 
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
         """Committed before it returns; concurrent appends share a transaction (``audit_group``)."""
+        if self._in_write():  # inside this thread's own write: a group's leader would wait for it forever
+            return self._append_group([(draft, now)])[0]
         return self._audit_group.append(draft, now)
 
     def _append_group(self, items: Sequence[tuple[AuditDraft, datetime]]) -> list[AuditEvent]:
