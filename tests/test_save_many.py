@@ -104,6 +104,10 @@ def test_empty_batch_writes_nothing(store):
 
 def test_failure_inside_the_transaction_rolls_back_the_whole_batch(store, monkeypatch):
     """A storage failure after half the batch is written leaves nothing of it, and the chain intact."""
+    if store.backend.__class__.__name__ == "PostgresBackend":
+        pytest.skip(
+            "a save there is one server-side statement: tests/postgres/test_pg_save.py fails it inside"
+        )
     s = store.session("a")
     s.save("kept", "written before the batch")
     before = store.backend.audit_tip()

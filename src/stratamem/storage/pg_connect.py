@@ -189,6 +189,25 @@ def run_on(
         raise
 
 
+def run_autocommit(pool: ConnectionPool, body: Callable[[psycopg.Connection], T]) -> T:
+    """Run ``body``'s one statement as its own transaction (one round trip), retried as ``run`` retries.
+
+    In autocommit mode the statement commits before its answer is sent, so
+    what ``body`` returns has been committed. A deadlock or serialization
+    failure aborted it whole, so it is retried; a connection lost while it
+    ran is not (it may have committed): that fails with the error.
+    """
+    for attempt in range(_ATTEMPTS):
+        try:
+            with pool.connection() as conn:
+                return body(conn)
+        except _RETRYABLE:
+            if attempt == _ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0.001, 0.01) * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 def run(pool: ConnectionPool, body: Callable[[psycopg.Connection], T], *, read_only: bool = False) -> T:
     """Run ``body`` in one transaction, retried from scratch on deadlock or serialization failure.
 

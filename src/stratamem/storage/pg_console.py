@@ -78,7 +78,10 @@ def restore(backend: PostgresBackend, ref: int, clearance: Level, actor: str, no
         elif holder is not None:
             raise ValidationError(f"a live version of {key!r} exists at {Level(level).name}; delete it first")
         terms, length = backend.analyzer.document_terms(key, dec(content), json.loads(tags))
-        conn.execute("UPDATE memories SET deleted_us = NULL, length = %s WHERE id = %s", (length, mem_id))
+        conn.execute(
+            "UPDATE memories SET deleted_us = NULL, length = %s, terms = %s WHERE id = %s",
+            (length, " ".join(terms), mem_id),
+        )
         counts, stats = pg_index.TermDelta(), pg_index.StatsDelta()
         stats.add(agent, level, 1, length)
         postings = pg_index.postings_statements([(mem_id, agent, level, terms, length)], counts)

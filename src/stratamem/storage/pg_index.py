@@ -3,8 +3,10 @@
 The same derived state as the SQLite backend (see ARCHITECTURE.md), written
 set-at-a-time: a batch of versions costs a handful of statements whatever its
 size (arrays through ``unnest``; COPY is not allowed on tables with row-level
-security). A save is simply a batch of one. Callers hold the locks that make
-the batch safe (``PostgresBackend._lock_keys``).
+security). Imports, restores and rebuilds write through here; a session's
+saves run the same upkeep inside the server (``pg_save``), and both record
+each live version's terms (``memories.terms``). Callers hold the locks that
+make the batch safe (``PostgresBackend._lock_keys``).
 """
 
 from __future__ import annotations
@@ -240,7 +242,7 @@ def _write_chunk(
         # Retired as if deleted when they expired (purge treats them as before); the unique live index
         # needs this before the fresh rows are inserted.
         conn.execute(
-            "UPDATE memories m SET deleted_us = m.expires_us, shadowable = false "
+            "UPDATE memories m SET deleted_us = m.expires_us, shadowable = false, terms = NULL "
             "WHERE m.id = ANY(%s::bigint[])",
             ([r[0] for r in expired],),
         )
@@ -270,6 +272,7 @@ def _write_chunk(
                     lineage,
                     expires,
                     length,
+                    " ".join(analysed[key][0]),
                 )
             )
         else:
@@ -288,6 +291,7 @@ def _write_chunk(
                     m.lineage_id,
                     expires,
                     length,
+                    " ".join(analysed[key][0]),
                 )
             )
     rows: list[Sequence[Any]] = []
@@ -295,21 +299,21 @@ def _write_chunk(
         rows += conn.execute(
             "UPDATE memories m SET content = u.content, tags = u.tags, category = u.category, "
             "session_id = u.session_id, created_us = u.created_us, updated_us = u.updated_us, "
-            "lineage_id = u.lineage_id, expires_us = u.expires_us, length = u.length "
+            "lineage_id = u.lineage_id, expires_us = u.expires_us, length = u.length, terms = u.terms "
             "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::bigint[], "
-            "%s::text[], %s::bigint[], %s::int[]) AS u(id, content, tags, category, session_id, created_us, "
-            "updated_us, lineage_id, expires_us, length) "
+            "%s::text[], %s::bigint[], %s::int[], %s::text[]) AS u(id, content, tags, category, session_id, "
+            "created_us, updated_us, lineage_id, expires_us, length, terms) "
             f"WHERE m.id = u.id RETURNING {', '.join('m.' + c for c in MEMORY_COLUMNS.split(', '))}",
-            _columns(updates, 10),
+            _columns(updates, 11),
         ).fetchall()
     if inserts:
         rows += conn.execute(
             "INSERT INTO memories (agent_id, key, level, content, tags, category, session_id, created_us, "
-            "updated_us, lineage_id, expires_us, length) "
+            "updated_us, lineage_id, expires_us, length, terms) "
             "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::text[], %s::text[], %s::text[], "
-            "%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::int[]) "
+            "%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::int[], %s::text[]) "
             f"RETURNING {MEMORY_COLUMNS}",
-            _columns(inserts, 12),
+            _columns(inserts, 13),
         ).fetchall()
     out: dict[tuple[str, str, int], Memory] = {}
     entries = []
@@ -341,7 +345,7 @@ def remove_live(
     pg_vectors.mark_dead(conn, [r[0] for r in rows])
     if deleted_us is not None:
         conn.execute(
-            "UPDATE memories SET deleted_us = %s, shadowable = false WHERE id = ANY(%s::bigint[])",
+            "UPDATE memories SET deleted_us = %s, shadowable = false, terms = NULL WHERE id = ANY(%s::bigint[])",
             (deleted_us, [r[0] for r in rows]),
         )
         refresh = refresh_statement((r[1], r[2]) for r in rows)
@@ -375,9 +379,10 @@ def reindex(conn: psycopg.Connection, analyzer: Analyzer) -> None:
             entries.append((mem_id, agent, level, terms, length))
             stats.add(agent, level, 1, length)
         conn.execute(
-            "UPDATE memories m SET length = u.length FROM unnest(%s::bigint[], %s::int[]) AS u(id, length) "
-            "WHERE m.id = u.id AND m.length IS DISTINCT FROM u.length",
-            ([e[0] for e in entries], [e[4] for e in entries]),
+            "UPDATE memories m SET length = u.length, terms = u.terms "
+            "FROM unnest(%s::bigint[], %s::int[], %s::text[]) AS u(id, length, terms) "
+            "WHERE m.id = u.id AND (m.length, m.terms) IS DISTINCT FROM (u.length, u.terms)",
+            ([e[0] for e in entries], [e[4] for e in entries], [" ".join(e[3]) for e in entries]),
         )
         together(conn, postings_statements(entries, None))
     together(conn, [stats.statement()])

@@ -45,7 +45,7 @@ from psycopg import sql
 
 from ..audit import GENESIS
 from ..errors import StorageError
-from . import pg_graph, pg_vectors
+from . import pg_graph, pg_save, pg_vectors
 from .rows import one_row
 
 DEFAULT_SCHEMA = "stratamem"
@@ -300,7 +300,7 @@ V4 = [
 
 # Version 5: the knowledge graph (pg_graph); version 6: vectors per memory version for search by meaning
 # (pg_vectors); version 7: the operator console pages one agent's versions by (key, level) across every
-# status, live and soft-deleted.
+# status, live and soft-deleted; version 8: a save in one statement, the server-side ``sm_save`` (pg_save).
 V7 = ["CREATE INDEX IF NOT EXISTS memories_console ON memories (agent_id, key, level DESC, id)"]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -311,6 +311,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (5, pg_graph.V5),
     (6, pg_vectors.MIGRATION),
     (7, V7),
+    (8, pg_save.MIGRATION),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -20,9 +20,11 @@ that reads the session row FOR SHARE (a concurrent escalation waits for it or
 is seen by it), takes an advisory lock on its (agent, key) — under a shared
 store-wide lock that bulk operator actions take exclusively — and appends its
 audit event last, after locking the one-row audit head, so the hash chain is
-strictly linear however many processes append. Reads run in one REPEATABLE
-READ snapshot, then append their audit event in a short transaction of their
-own (as on SQLite). Deadlocks and serialization failures are retried whole.
+strictly linear however many processes append. A save or a batch does all of
+that in one statement, the server-side ``sm_save`` (``pg_save``). Reads run in
+one REPEATABLE READ snapshot, then append their audit event in a short
+transaction shared with the other appends queued at that moment
+(``audit_group``). Deadlocks and serialization failures are retried whole.
 
 Defence in depth: every transaction is bound to its session and row-level
 security enforces the lattice in the database as well (``pg_schema``).
@@ -62,13 +64,15 @@ from . import (
     pg_console,
     pg_graph,
     pg_index,
+    pg_save,
     pg_search,
     pg_sessions,
     pg_turns,
     pg_vectors,
 )
+from .audit_group import GroupAppender
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, import_events, save_event
+from .base import GraphBody, MemoryDraft, SessionRecord, T, import_events
 from .pg_connect import (
     bind,
     bind_operator,
@@ -76,6 +80,7 @@ from .pg_connect import (
     open_pool,
     parse_url,
     run,
+    run_autocommit,
     run_on,
 )
 from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_event, row_to_memory
@@ -149,6 +154,7 @@ class PostgresBackend:
                 self._vtype = pg_vectors.vector_type(conn)
                 run_on(conn, self._check_languages)
             self._pool = open_pool(self.config)
+            self._audit_group = GroupAppender(self._append_group)
         except psycopg.Error as exc:
             raise StorageError(
                 f"cannot open the PostgreSQL store (schema {self.config.schema!r}): {exc}"
@@ -268,8 +274,15 @@ class PostgresBackend:
         return events
 
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
-        """Runtime and operator records (policy decisions, ...): not reachable from a session's tools."""
-        return self._operator(lambda conn: self._append(conn, draft, now))
+        """Runtime and operator records (policy decisions, reads, ...): not reachable from a session's tools.
+
+        Committed before it returns; concurrent appends share one transaction and one WAL flush
+        (``audit_group``).
+        """
+        return self._audit_group.append(draft, now)
+
+    def _append_group(self, items: Sequence[tuple[AuditDraft, datetime]]) -> list[AuditEvent]:
+        return self._operator(lambda conn: [self._append(conn, draft, now) for draft, now in items])
 
     def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
         where, params = audit_sql(query, "%s", "a.lineage::jsonb @> jsonb_build_array({ph}::text)")
@@ -435,19 +448,16 @@ class PostgresBackend:
         return self.save_many(session_id, [draft], now)[0]
 
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
-        """Every draft at the live taint read inside the one transaction; one audit event per record."""
+        """Every draft at the live taint read inside the one transaction; one audit event per record.
 
-        def body(conn: psycopg.Connection) -> list[Memory]:
-            record = self._bound_session(conn, session_id, "FOR SHARE")
-            self._lock_keys(conn, [(record.agent_id, d.key) for d in drafts])
-            candidates = [draft_memory(record, d, now) for d in drafts]
-            stored = pg_index.write_versions(
-                conn, self.analyzer, candidates, keep_created=True, now_us=to_us(now)
+        One statement, the server-side ``sm_save`` (``pg_save``), in its own transaction.
+        """
+        locks = (self._store_lock, self._key_space)
+        with self._errors():
+            return run_autocommit(
+                self._pool,
+                lambda conn: pg_save.save_many(conn, self.analyzer, locks, session_id, drafts, now),
             )
-            self._append_many(conn, [save_event(record, m) for m in stored], now)
-            return stored
-
-        return self._write(body)
 
     def _observe(
         self,
@@ -458,34 +468,34 @@ class PostgresBackend:
         returned: Callable[[T], list[Memory]],
         detail: Callable[[T], dict[str, Any]],
     ) -> T:
-        """Run ``reader`` over the session's visible view, then append its audit event, in one transaction.
+        """Run ``reader`` over the session's visible view, then append its audit event.
 
-        Each reader is a single statement, so it sees one snapshot; the audit
-        head is locked only after it, for the few statements up to COMMIT, and
-        no result leaves the backend unless its audit event is committed.
+        Each reader is a single statement in a read-only snapshot bound to the
+        session; its event is then appended with the other appends queued at
+        that moment (``audit_group``), and no result leaves the backend
+        before that event is committed. Readers never hold the audit head.
         """
 
-        def body(conn: psycopg.Connection) -> T:
+        def body(conn: psycopg.Connection) -> tuple[SessionRecord, T]:
             record = self._bound_session(conn, session_id)
-            result = reader(conn, pg_search.Scope(record, to_us(now)))
-            memories = returned(result)
-            self._append(
-                conn,
-                AuditDraft(
-                    op,
-                    record.id,
-                    record.agent_id,
-                    record.taint,
-                    tuple(m.key for m in memories),
-                    tuple(m.level for m in memories),
-                    tuple(m.lineage_id for m in memories),
-                    detail=detail(result),
-                ),
-                now,
-            )
-            return result
+            return record, reader(conn, pg_search.Scope(record, to_us(now)))
 
-        return self._write(body)
+        record, result = self._read(body)
+        memories = returned(result)
+        self.append_audit(
+            AuditDraft(
+                op,
+                record.id,
+                record.agent_id,
+                record.taint,
+                tuple(m.key for m in memories),
+                tuple(m.level for m in memories),
+                tuple(m.lineage_id for m in memories),
+                detail=detail(result),
+            ),
+            now,
+        )
+        return result
 
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
         return self._observe(

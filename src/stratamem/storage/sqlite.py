@@ -45,6 +45,7 @@ from . import (
     sqlite_turns,
     sqlite_vectors,
 )
+from .audit_group import GroupAppender
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, import_events, save_event
 from .rows import (
@@ -205,6 +206,7 @@ class SQLiteBackend:
         self._vector_cache: VectorCache | None = None  # made on the first dense search
         self._vector_lock = threading.Lock()  # the cache is shared by the threads' read connections
         self._readers: ReadConnections | None = None
+        self._audit_group = GroupAppender(self._append_group)
         try:
             if path != ":memory:" and not os.path.exists(path):
                 create_private_file(path)  # 0600 before SQLite opens it; its -wal/-shm/-journal inherit that
@@ -355,8 +357,14 @@ class SQLiteBackend:
         return events
 
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
+        """Committed before it returns; concurrent appends share a transaction (``audit_group``)."""
+        if self._in_write():  # inside this thread's own write: a group's leader would wait for it forever
+            return self._append_group([(draft, now)])[0]
+        return self._audit_group.append(draft, now)
+
+    def _append_group(self, items: Sequence[tuple[AuditDraft, datetime]]) -> list[AuditEvent]:
         with self._errors(), self._tx(write=True) as conn:
-            return self._append(conn, draft, now)
+            return [self._append(conn, draft, now) for draft, now in items]
 
     def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
         where, params = audit_sql(

@@ -16,6 +16,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 
+MMAP_BYTES = 1 << 30
+
 
 class ReadConnections:
     """Lazily opened, thread-local read connections to one database file; all closed together."""
@@ -39,6 +41,9 @@ class ReadConnections:
                 "query_only = ON",
                 "temp_store = MEMORY",
                 "cache_size = -16384",
+                # Pages read through a shared memory map: a server's many worker threads each have a
+                # connection, and each would otherwise warm a private page cache of its own.
+                f"mmap_size = {MMAP_BYTES}",
             ):
                 conn.execute(f"PRAGMA {pragma}")
             with self._guard:

