@@ -161,9 +161,8 @@ def scan(text: str) -> tuple[str, ...]:
 def scan_all(texts: Iterable[object]) -> tuple[str, ...]:
     """Kinds found in any of the strings (non-strings are skipped: validation reports those)."""
     found: set[str] = set()
-    for text in texts:
-        if isinstance(text, str):
-            found.update(scan(text))
+    for text in dict.fromkeys(t for t in texts if isinstance(t, str)):  # a batch repeats names and types
+        found.update(scan(text))
     return tuple(kind for kind in KINDS if kind in found)
 
 
