@@ -9,7 +9,7 @@ comparison, ``--bulk-batch 1000`` for the large-graph build). What each row meas
   ``create_relations`` calls of 3 relations, each timed (p50/p95 per call) — the size a model sends.
   The official server reads and rewrites its whole JSON Lines file on every call, so its cost per call
   grows with the graph, not with the call; per-call size is what decides which of the two rows matters.
-- ``search_nodes`` (200 two-word queries), ``open_nodes`` (200 calls of 3 names): p50/p95 per call, with
+- ``search_nodes`` (200 two-word queries; ``search_nodes_1word``: 200 one-word queries), ``open_nodes`` (200 calls of 3 names): p50/p95 per call, with
   the mean number of entities answered (stratamem ranks any-word matches and answers at most 100 with
   their relations; the official server answers every entity containing the query string).
 - ``neighbors`` depth 2 (in process only; the official server has no such call), limit 100.
@@ -110,6 +110,7 @@ class Workload:
             for c in range(AGENT_CALLS)
         ]
         self.queries = [" ".join(rng.sample(words[:2000], 2)) for _ in range(200)]
+        self.words = rng.sample(words[:2000], 200)
         self.opens = [rng.sample(names, 3) for _ in range(200)]
         self.starts = rng.sample(names, 200)
 
@@ -143,32 +144,38 @@ Call = Callable[[str, dict], Awaitable[str]]
 
 
 async def scenario(
-    call: Call, w: Workload, entity_batch: int, relation_batch: int, in_process: bool = False
+    call: Call, w: Workload, entity_batch: int, relation_batch: int, clock: Callable[[], float] | None = None
 ) -> dict:
-    """The same calls, in the same order, whichever server answers them."""
-    cpu: dict[str, list[float]] = {}
+    """The same calls, in the same order, whichever server answers them.
 
-    async def timed(name: str, argument_list: list[dict]) -> tuple[list[float], list[int]]:
+    ``clock`` reads the CPU seconds the server has used (this process in process, the server's processes
+    over stdio): CPU time per call is far less inflated than wall time when the machine is shared.
+    """
+    cpu: dict[str, list[float]] = {}
+    cpu_now = clock or (lambda: 0.0)
+
+    async def timed(name: str, argument_list: list[dict], tag: str = "") -> tuple[list[float], list[int]]:
         samples, sizes = [], []
-        cpu[name] = []
+        cpu[name + tag] = []
         for arguments in argument_list:
-            start, start_cpu = time.perf_counter(), time.process_time()
+            start, start_cpu = time.perf_counter(), cpu_now()
             text = await call(name, arguments)
             samples.append(time.perf_counter() - start)
-            cpu[name].append(time.process_time() - start_cpu)
+            cpu[name + tag].append(cpu_now() - start_cpu)
             sizes.append(entity_count(text))
         return samples, sizes
 
     def with_cpu(name: str, row: dict) -> dict:
-        """In process, also the CPU time of the call (less inflated than wall time on a shared machine)."""
-        return {**row, "cpu_p50_ms": pct(cpu[name], 0.5)} if in_process else row
+        """Mean CPU per call over the phase (a server's CPU clock ticks in 10 ms steps: no percentiles)."""
+        mean = sum(cpu[name]) / len(cpu[name]) * 1000
+        return {**row, "cpu_mean_ms": round(mean, 2)} if clock is not None else row
 
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), cpu_now()
     for chunk in batches(w.entities, entity_batch):
         entity_count(await call("create_entities", {"entities": chunk}))
     for chunk in batches(w.relations, relation_batch):
         entity_count(await call("create_relations", {"relations": chunk}))
-    elapsed = time.perf_counter() - start
+    elapsed, elapsed_cpu = time.perf_counter() - start, cpu_now() - start_cpu
     out: dict = {
         "nodes": len(w.entities),
         "edges": len(w.relations),
@@ -179,6 +186,9 @@ async def scenario(
             "writes_per_s": round((len(w.entities) + len(w.relations)) / elapsed),
         },
     }
+    if clock is not None:
+        out["bulk"]["cpu_s"] = round(elapsed_cpu, 1)
+        out["bulk"]["writes_per_cpu_s"] = round((len(w.entities) + len(w.relations)) / elapsed_cpu)
     made, _ = await timed("create_entities", [{"entities": c} for c in w.agent_entities])
     related, _ = await timed("create_relations", [{"relations": c} for c in w.agent_relations])
     out["agent"] = {
@@ -189,6 +199,9 @@ async def scenario(
     }
     out["search_nodes"] = with_cpu(
         "search_nodes", summary(*await timed("search_nodes", [{"query": q} for q in w.queries]))
+    )
+    out["search_nodes_1word"] = with_cpu(
+        "search_nodes_1word", summary(*await timed("search_nodes", [{"query": q} for q in w.words], "_1word"))
     )
     out["open_nodes"] = with_cpu(
         "open_nodes", summary(*await timed("open_nodes", [{"names": o} for o in w.opens]))
@@ -207,7 +220,7 @@ def run_inprocess(n: int, directory: str, entity_batch: int, relation_batch: int
         return execute(session, name, arguments) or ""
 
     async def run() -> dict:
-        return await scenario(call, w, entity_batch, relation_batch, in_process=True)
+        return await scenario(call, w, entity_batch, relation_batch, time.process_time)
 
     result = anyio.run(run)
     samples, cpu = [], []
@@ -224,6 +237,27 @@ def run_inprocess(n: int, directory: str, entity_batch: int, relation_batch: int
     }
     store.close()
     return result
+
+
+def server_cpu() -> Callable[[], float] | None:
+    """CPU seconds used so far by this process's children (the stdio server and what it spawned)."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    me = psutil.Process()
+
+    def used() -> float:
+        total = 0.0
+        for child in me.children(recursive=True):
+            try:
+                times = child.cpu_times()
+                total += times.user + times.system
+            except psutil.Error:
+                continue
+        return total
+
+    return used
 
 
 def run_stdio(command: str, args: list[str], env: dict[str, str], n: int) -> dict:
@@ -243,21 +277,36 @@ def run_stdio(command: str, args: list[str], env: dict[str, str], n: int) -> dic
                     raise RuntimeError(result.content[0].text[:300])
                 return result.content[0].text
 
-            return await scenario(call, w, ENTITY_BATCH, RELATION_BATCH)
+            return await scenario(call, w, ENTITY_BATCH, RELATION_BATCH, server_cpu())
 
     return anyio.run(run)
 
 
 def ratio(theirs: dict, ours: dict) -> dict[str, float]:
+    """How many times faster stratamem is (wall time; CPU time too when both were measured)."""
+
     def faster(key: str, sub: str = "p50_ms") -> float:
         return round(theirs[key][sub] / max(ours[key][sub], 1e-6), 1)
 
-    return {
+    def agent_cpu(row: dict) -> float:
+        return (
+            row["agent"]["create_entities"]["cpu_mean_ms"] + row["agent"]["create_relations"]["cpu_mean_ms"]
+        )
+
+    out = {
         "bulk_writes": round(ours["bulk"]["writes_per_s"] / theirs["bulk"]["writes_per_s"], 1),
         "agent_writes": round(ours["agent"]["writes_per_s"] / theirs["agent"]["writes_per_s"], 1),
         "search_nodes_p50": faster("search_nodes"),
+        "search_nodes_1word_p50": faster("search_nodes_1word"),
         "open_nodes_p50": faster("open_nodes"),
     }
+    if "cpu_s" in theirs["bulk"] and "cpu_s" in ours["bulk"]:
+        out["bulk_writes_cpu"] = round(theirs["bulk"]["cpu_s"] / max(ours["bulk"]["cpu_s"], 1e-6), 1)
+        out["agent_writes_cpu"] = round(agent_cpu(theirs) / max(agent_cpu(ours), 1e-6), 1)
+        out["search_nodes_cpu"] = faster("search_nodes", "cpu_mean_ms")
+        out["search_nodes_1word_cpu"] = faster("search_nodes_1word", "cpu_mean_ms")
+        out["open_nodes_cpu"] = faster("open_nodes", "cpu_mean_ms")
+    return out
 
 
 def main() -> None:
