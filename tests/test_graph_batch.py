@@ -12,10 +12,10 @@ import json
 import pytest
 
 import stratamem as sm
-from stratamem.turn import EventLog, ToolCall
 from stratamem import Level, NotFound, ValidationError
 from stratamem.graph.checks import MAX_OBSERVATIONS_PER_NODE
 from stratamem.tools import execute
+from stratamem.turn import EventLog, ToolCall
 
 
 def entity(name: str, *observations: str, type_: str = "thing") -> dict:
