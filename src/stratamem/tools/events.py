@@ -49,10 +49,10 @@ def _count(text: str) -> int:
 def event_arguments(spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
     """What a ``ToolCall`` event shows of the arguments: never what the call stores.
 
-    Memory tools leave out ``content`` (a batch write's ``items`` show as their count). For graph tools the names, observations and notes are the stored
-    content, so list and object arguments (entities, relations, observations...) show as their length and
-    ``content``/``note`` are left out; scalar arguments (action, name, query, limit) stay, as ``key`` and
-    ``query`` do for memory tools.
+    Memory tools leave out ``content`` (a batch write's ``items`` show as their count). For graph tools
+    the names, observations and notes are the stored content, so list and object arguments (entities,
+    relations, observations...) show as their length and ``content``/``note`` are left out; scalar
+    arguments (action, name, query, limit) stay, as ``key`` and ``query`` do for memory tools.
     """
     if spec.texts is None and spec.profile != MCP_MEMORY:
         batch = spec.name in BATCH_WRITES
