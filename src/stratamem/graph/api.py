@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft
 from ..errors import ValidationError
+from ..storage import graph_batch as b
 from ..storage import graph_sql as q
 from ..storage import graph_write as w
 from ..storage.base import GraphBody, SessionRecord, T
@@ -107,7 +108,7 @@ class GraphSession:
 
     def write_nodes(self, drafts: Sequence[NodeDraft], merge: bool) -> list[tuple[Node, bool]]:
         analyzer = self._store.analyzer
-        return self._write(lambda gc, rec: w.write_nodes(gc, analyzer, rec, drafts, rec_now(self), merge))
+        return self._write(lambda gc, rec: b.write_nodes(gc, analyzer, rec, drafts, rec_now(self), merge))
 
     def add_observations(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, list[str]]]:
         checked = [(checks.check_name(n, "entityName"), checks.check_observations(t)) for n, t in items]
@@ -118,7 +119,7 @@ class GraphSession:
         return self.relate_many([checks.edge_draft(source, target, relation, note)])[0][0]
 
     def relate_many(self, drafts: Sequence[EdgeDraft]) -> list[tuple[Edge, bool]]:
-        return self._write(lambda gc, rec: w.relate(gc, rec, drafts, rec_now(self)))
+        return self._write(lambda gc, rec: b.relate(gc, rec, drafts, rec_now(self)))
 
     def delete_nodes(self, names: Sequence[str]) -> list[str]:
         """Soft-deletes the own versions at exactly the taint; names not there are skipped (returns those deleted)."""

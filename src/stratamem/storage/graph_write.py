@@ -18,28 +18,39 @@ from typing import Any
 from ..audit import AuditDraft, operator_draft
 from ..errors import ValidationError
 from ..graph.checks import DEFAULT_TYPE, MAX_OBSERVATIONS_PER_NODE
-from ..graph.model import Edge, EdgeDraft, Node, NodeDraft, Observation
+from ..graph.model import Edge, EdgeDraft, Node, NodeDraft
 from ..levels import Level
 from ..text import Analyzer
 from .base import SessionRecord
 from .graph_sql import (
     COPIED_TABLES,
-    EDGE_COLUMNS,
     GraphConn,
     Scope,
     _chunks,
-    _edge,
     _in,
     _node,
     load_nodes,
     not_found,
     visible_version,
 )
-from .rows import from_us, to_us
+from .rows import to_us
 
 # ---------------------------------------------------------------------------------- index upkeep
 
 
+INSERT_NODE = (
+    "INSERT INTO graph_nodes (id, agent_id, name, level, type, content, tags, source, session_id, created_us, "
+    "updated_us, length) VALUES (:id, :agent, :name, :level, :type, :content, :tags, :source, :session, "
+    ":created, :now, :len)"
+)
+INSERT_OBSERVATION = (
+    "INSERT INTO graph_observations (id, agent_id, name, level, text, session_id, created_us, pos, "
+    "length) VALUES (:id, :agent, :name, :level, :text, :session, :now, :pos, :len)"
+)
+INSERT_EDGE = (
+    "INSERT INTO graph_edges (id, agent_id, source, target, relation, level, note, session_id, created_us, "
+    "updated_us) VALUES (:id, :ag, :s, :t, :r, :level, :note, :session, :now, :now)"
+)
 INSERT_POSTING = (
     "INSERT INTO graph_postings (term, unit_id, kind, agent_id, name, level, tf) "
     "VALUES (:term, :unit, :kind, :agent, :name, :level, :tf)"
@@ -156,9 +167,7 @@ def _insert_node(
     unit = str(uuid.uuid4())
     terms, length = _node_terms(analyzer, draft.name, draft.type, draft.content, draft.tags)
     gc.run(
-        "INSERT INTO graph_nodes (id, agent_id, name, level, type, content, tags, source, session_id, created_us, "
-        "updated_us, length) VALUES (:id, :agent, :name, :level, :type, :content, :tags, :source, :session, "
-        ":created, :now, :len)",
+        INSERT_NODE,
         {
             "id": unit,
             "agent": agent,
@@ -244,97 +253,66 @@ def _add_observations(
             }
         )
         postings += _postings(unit, "o", agent, name, level, terms)
-    gc.many(
-        "INSERT INTO graph_observations (id, agent_id, name, level, text, session_id, created_us, pos, "
-        "length) VALUES (:id, :agent, :name, :level, :text, :session, :now, :pos, :len)",
-        rows,
-    )
+    gc.many(INSERT_OBSERVATION, rows)
     gc.many(INSERT_POSTING, postings)
     if rows:
         _stats_add(gc, agent, level, obs_len=sum(r["len"] for r in rows))
     return added, len(existing)
 
 
-def write_nodes(
+def write_one_node(
     gc: GraphConn,
     analyzer: Analyzer,
+    scope: Scope,
     record: SessionRecord,
-    drafts: Sequence[NodeDraft],
-    now: datetime,
+    draft: NodeDraft,
+    now_us: int,
     merge: bool,
-) -> tuple[list[tuple[Node, bool]], AuditDraft]:
-    """Create (or, with ``merge``, update) the own agent's nodes at the live taint.
+) -> tuple[Node, bool]:
+    """One node, row by row (``graph_batch.write_nodes`` sends here what it cannot insert as a set).
 
-    Without ``merge`` a name the session already sees is left as it is (the
-    MCP memory server's create_entities). With ``merge`` a version at the
-    taint is updated in place (fields left empty keep their value) and a
-    visible lower version gets a new version at the taint that starts from it.
+    Without ``merge`` a name the session already sees is left as it is. With ``merge`` a version at the
+    taint is updated in place (fields left empty keep their value) and a visible lower version gets a new
+    version at the taint that starts from it.
     """
-    scope, now_us, level, agent = Scope(record), to_us(now), int(record.taint), record.agent_id
-    out: list[tuple[Node, bool]] = []
-    for draft in drafts:
-        row = visible_version(gc, scope, agent, draft.name)
-        if row is not None and not merge:
-            out.append((_node(row), False))
-            continue
-        if row is not None:
-            draft = NodeDraft(
-                draft.name,
-                draft.type or row[3],
-                draft.content or row[4],
-                draft.tags or tuple(json.loads(row[5])),
-                draft.observations,
-                draft.source or row[7],
-            )
-            if row[6] == level:
-                _update_node(gc, analyzer, row, draft, now_us)
-            else:
-                _insert_node(gc, analyzer, agent, level, draft, record.id, now_us)
+    level, agent = int(record.taint), record.agent_id
+    row = visible_version(gc, scope, agent, draft.name)
+    if row is not None and not merge:
+        return _node(row), False
+    if row is not None:
+        draft = NodeDraft(
+            draft.name,
+            draft.type or row[3],
+            draft.content or row[4],
+            draft.tags or tuple(json.loads(row[5])),
+            draft.observations,
+            draft.source or row[7],
+        )
+        if row[6] == level:
+            _update_node(gc, analyzer, row, draft, now_us)
         else:
-            draft = NodeDraft(
-                draft.name,
-                draft.type or DEFAULT_TYPE,
-                draft.content,
-                draft.tags,
-                draft.observations,
-                draft.source,
-            )
-            unit = _insert_node(gc, analyzer, agent, level, draft, record.id, now_us)
-            added, older = _add_observations(
-                gc, analyzer, scope, agent, level, draft.name, draft.observations, record.id, now_us
-            )
-            if not older:  # nothing else attached to the name: the stored node is exactly the draft
-                moment = from_us(now_us)
-                out.append(
-                    (
-                        Node(
-                            unit,
-                            agent,
-                            draft.name,
-                            draft.type,
-                            draft.content,
-                            draft.tags,
-                            record.taint,
-                            draft.source,
-                            record.id,
-                            moment,
-                            moment,
-                            tuple(Observation(t, record.taint, moment) for t in added),
-                        ),
-                        True,
-                    )
-                )
-                continue
-        if row is not None:
-            _add_observations(
-                gc, analyzer, scope, agent, level, draft.name, draft.observations, record.id, now_us
-            )
-        out.append((load_nodes(gc, scope, [(agent, draft.name)])[(agent, draft.name)], True))
+            _insert_node(gc, analyzer, agent, level, draft, record.id, now_us)
+    else:
+        draft = NodeDraft(
+            draft.name,
+            draft.type or DEFAULT_TYPE,
+            draft.content,
+            draft.tags,
+            draft.observations,
+            draft.source,
+        )
+        _insert_node(gc, analyzer, agent, level, draft, record.id, now_us)
+    _add_observations(gc, analyzer, scope, agent, level, draft.name, draft.observations, record.id, now_us)
+    return load_nodes(gc, scope, [(agent, draft.name)])[(agent, draft.name)], True
+
+
+def write_draft(record: SessionRecord, out: Sequence[tuple[Node, bool]]) -> AuditDraft:
+    """The audit event of a node write: names, levels and ids of the nodes written (never content)."""
     written = [n for n, created in out if created]
-    return out, AuditDraft(
+    return AuditDraft(
         "graph.write",
         record.id,
-        agent,
+        record.agent_id,
         record.taint,
         tuple(n.name for n in written),
         tuple(n.level for n in written),
@@ -375,63 +353,12 @@ def add_observations(
     )
 
 
-def relate(
-    gc: GraphConn, record: SessionRecord, drafts: Sequence[EdgeDraft], now: datetime
-) -> tuple[list[tuple[Edge, bool]], AuditDraft]:
-    """Typed, directed edges between the own agent's visible nodes, at the live taint.
-
-    An edge the session already sees (same from, to and relation) is not
-    duplicated; at the session's own level a new note replaces the old one.
-    Self-loops are allowed.
-    """
-    scope, now_us, level, agent = Scope(record), to_us(now), int(record.taint), record.agent_id
-    out: list[tuple[Edge, bool]] = []
-    for draft in drafts:
-        for name in (draft.source, draft.target):
-            if visible_version(gc, scope, agent, name) is None:
-                raise not_found(name)
-        params = {**scope.params, "ag": agent, "s": draft.source, "t": draft.target, "r": draft.relation}
-        row = gc.one(
-            f"SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.agent_id = :ag AND e.source = :s "
-            "AND e.target = :t AND e.relation = :r AND e.level <= :lvl AND e.deleted_us IS NULL "
-            "ORDER BY e.level DESC LIMIT 1",
-            params,
-        )
-        if row is not None:
-            if row[6] == level and draft.note is not None and draft.note != row[5]:
-                gc.run(
-                    "UPDATE graph_edges SET note = :note, updated_us = :now WHERE id = :id",
-                    {"note": draft.note, "now": now_us, "id": row[0]},
-                )
-                row = (*row[:5], draft.note, *row[6:])
-            out.append((_edge(row), False))
-            continue
-        unit = str(uuid.uuid4())
-        gc.run(
-            "INSERT INTO graph_edges (id, agent_id, source, target, relation, level, note, session_id, created_us, "
-            "updated_us) VALUES (:id, :ag, :s, :t, :r, :level, :note, :session, :now, :now)",
-            {**params, "id": unit, "level": level, "note": draft.note, "session": record.id, "now": now_us},
-        )
-        out.append(
-            (
-                Edge(
-                    unit,
-                    agent,
-                    draft.source,
-                    draft.target,
-                    draft.relation,
-                    draft.note,
-                    record.taint,
-                    from_us(now_us),
-                ),
-                True,
-            )
-        )
-    made = [e for e, created in out if created]
-    return out, AuditDraft(
+def relate_draft(record: SessionRecord, made: Sequence[Edge]) -> AuditDraft:
+    """The audit event of an edge write: the names it links and the new edges' ids (never notes)."""
+    return AuditDraft(
         "graph.relate",
         record.id,
-        agent,
+        record.agent_id,
         record.taint,
         tuple(dict.fromkeys(n for e in made for n in (e.source, e.target))),
         (record.taint,),
@@ -635,16 +562,16 @@ def import_graph(
         )
         if exists is None:
             gc.run(
-                "INSERT INTO graph_edges (id, agent_id, source, target, relation, level, note, session_id, "
-                "created_us, updated_us) VALUES (:id, :ag, :s, :t, :r, :lvl, :note, NULL, :now, :now)",
+                INSERT_EDGE,
                 {
                     "id": str(uuid.uuid4()),
                     "ag": agent,
                     "s": relation.source,
                     "t": relation.target,
                     "r": relation.relation,
-                    "lvl": int(level),
+                    "level": int(level),
                     "note": relation.note,
+                    "session": None,
                     "now": now_us,
                 },
             )

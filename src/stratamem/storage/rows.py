@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from ..errors import StorageError
@@ -35,6 +36,7 @@ def to_us(moment: datetime) -> int:
     return round(moment.timestamp() * 1_000_000)
 
 
+@lru_cache(maxsize=4096)  # rows written by one call share one timestamp; datetimes are immutable
 def from_us(micros: int) -> datetime:
     return datetime.fromtimestamp(micros / 1_000_000, UTC)
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..turn.observe import MemoryRecall, MemoryStore, ToolCall, emit
 from ..turn.recall import summarize_query
+from .specs import MCP_MEMORY
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -45,6 +46,28 @@ def _count(text: str) -> int:
     return int(found.group(1)) if found else 0
 
 
+def event_arguments(spec: ToolSpec, args: dict[str, Any]) -> dict[str, Any]:
+    """What a ``ToolCall`` event shows of the arguments: never what the call stores.
+
+    Memory tools leave out ``content`` (a batch write's ``items`` show as their count). For graph tools
+    the names, observations and notes are the stored content, so list and object arguments (entities,
+    relations, observations...) show as their length and ``content``/``note`` are left out; scalar
+    arguments (action, name, query, limit) stay, as ``key`` and ``query`` do for memory tools.
+    """
+    if spec.texts is None and spec.profile != MCP_MEMORY:
+        batch = spec.name in BATCH_WRITES
+        shown = {k: v for k, v in args.items() if k != "content" and not (batch and k == "items")}
+        items = args.get("items") if batch else None
+        if isinstance(items, list):
+            shown["items"] = len(items)  # a count: the items carry content
+        return shown
+    return {
+        k: len(v) if isinstance(v, list | tuple | dict) else v
+        for k, v in args.items()
+        if k not in ("content", "note")
+    }
+
+
 def emit_tool_events(
     session: Session,
     spec: ToolSpec,
@@ -60,16 +83,12 @@ def emit_tool_events(
     with contextlib.suppress(Exception):
         args = arguments if isinstance(arguments, dict) else {}
         ok = outcome == "ok"
-        batch = spec.name in BATCH_WRITES
-        items = args.get("items") if batch else None
-        shown = {k: v for k, v in args.items() if k != "content" and not (batch and k == "items")}
-        if isinstance(items, list):
-            shown["items"] = len(items)  # a count: the items carry content
+        items = args.get("items") if spec.name in BATCH_WRITES else None
         emit(
             bus,
             ToolCall(
                 tool_name=spec.name,
-                arguments=shown,
+                arguments=event_arguments(spec, args),
                 success=ok,
                 output_chars=len(text),
                 duration_ms=round(duration_ms, 3),

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from .scrub import DEFAULT_MAX_CHARS, bound_text, scrub_value
+from .scrub import DEFAULT_MAX_CHARS, bound_text, scrub_within
 
 __all__ = [
     "Event",
@@ -55,7 +55,7 @@ class Event:
 
 
 def _safe_text(value: str | Mapping[str, Any] | Sequence[Any], max_chars: int) -> str:
-    scrubbed = scrub_value(value)
+    scrubbed = scrub_within(value, max_chars)
     text = scrubbed if isinstance(scrubbed, str) else json.dumps(scrubbed, ensure_ascii=False, default=str)
     return bound_text(text, max_chars)
 

@@ -28,6 +28,7 @@ __all__ = [
     "mask_secret",
     "scrub_text",
     "scrub_value",
+    "scrub_within",
 ]
 
 DEFAULT_MAX_CHARS = 1024
@@ -84,6 +85,44 @@ def scrub_value(value: Any, *, _depth: int = 0) -> Any:
     if value is None or isinstance(value, bool | int | float):
         return value
     return scrub_text(repr(value))
+
+
+def scrub_within(value: Any, max_chars: int) -> Any:
+    """``scrub_value`` of the part of ``value`` that can show in its first ``max_chars`` characters of JSON.
+
+    An event field is cut to ``max_chars`` after scrubbing, so scrubbing what the cut drops is wasted
+    work (a 100-entity tool call would otherwise scrub hundreds of strings to keep one kilobyte). Items
+    are taken in order until the keys and scrubbed strings kept add up to ``max_chars``; every string
+    kept is scrubbed whole, so the cut text is exactly that of ``scrub_value`` on everything.
+    """
+    if max_chars <= 0 or not isinstance(value, Mapping | list | tuple):
+        return scrub_value(value)
+    budget = [max_chars]
+
+    def walk(item: Any, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            return REDACTED
+        if isinstance(item, Mapping):
+            out: dict[str, Any] = {}
+            for k, v in item.items():
+                if budget[0] <= 0:
+                    break
+                key = str(k)
+                budget[0] -= len(key)
+                out[key] = REDACTED if is_secret_key(key) else walk(v, depth + 1)
+            return out
+        if isinstance(item, list | tuple):
+            kept: list[Any] = []
+            for v in item:
+                if budget[0] <= 0:
+                    break
+                kept.append(walk(v, depth + 1))
+            return kept
+        scrubbed = scrub_value(item, _depth=depth)
+        budget[0] -= len(scrubbed) if isinstance(scrubbed, str) else 0
+        return scrubbed
+
+    return walk(value, 0)
 
 
 def _parse_json_container(text: str) -> dict[str, Any] | list[Any] | None:
