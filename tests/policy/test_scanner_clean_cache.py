@@ -1,4 +1,8 @@
-"""Remembering clean short texts changes no verdict: ``scan_all`` answers as scanning each text would."""
+"""``scan_all`` scans each distinct text of a call once, and remembers nothing across calls.
+
+A verdict remembered across calls would be a timing channel between sessions: a write of a text some other
+session (perhaps above this one's level) wrote before would answer measurably faster.
+"""
 
 from __future__ import annotations
 
@@ -18,17 +22,17 @@ texts = st.lists(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(texts, min_size=1, max_size=4))
-def test_the_clean_cache_changes_no_answer(calls):
-    for texts_of_call in calls:
-        expected = {kind for text in texts_of_call for kind in scanner.scan(text)}
-        assert set(scanner.scan_all(texts_of_call)) == expected
-        assert set(scanner.scan_all(texts_of_call)) == expected  # again, now from the cache
+@given(texts)
+def test_scan_all_answers_as_scanning_each_text(texts_of_call):
+    expected = {kind for text in texts_of_call for kind in scanner.scan(text)}
+    assert set(scanner.scan_all(texts_of_call)) == expected
 
 
-def test_only_clean_short_texts_are_remembered_and_the_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(scanner, "CLEAN_CACHE", 3)
-    scanner._clean.clear()
-    assert scanner.scan_all([POISON[0], "x" * 300, "a", "b", "c", "d"]) != ()
-    assert list(scanner._clean) == ["b", "c", "d"]
-    assert POISON[0] not in scanner._clean
+def test_a_text_is_scanned_once_per_call_and_again_in_the_next_call(monkeypatch):
+    seen: list[str] = []
+    real = scanner.scan
+    monkeypatch.setattr(scanner, "scan", lambda text: seen.append(text) or real(text))
+    scanner.scan_all(["Sam", "Sam", "manages", "Sam"])
+    assert seen == ["Sam", "manages"]
+    scanner.scan_all(["Sam"])  # another call (perhaps another session): scanned afresh, nothing remembered
+    assert seen == ["Sam", "manages", "Sam"]

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from enum import StrEnum
 
@@ -160,37 +158,14 @@ def scan(text: str) -> tuple[str, ...]:
     return tuple(kind for kind in KINDS if kind in found)
 
 
-# Short texts the scanner found clean, remembered: graph writes name the same entities, types and relation
-# types over and over (every relation repeats two entity names). Only clean verdicts are kept, so the cache
-# never holds what the scanner calls a secret; ``scan`` is a pure function of the text, so the answer is
-# the same with or without it. At most CLEAN_CACHE texts of at most CLEAN_CACHE_CHARS characters.
-CLEAN_CACHE = 65_536
-CLEAN_CACHE_CHARS = 256
-_clean: OrderedDict[str, None] = OrderedDict()
-_clean_lock = threading.Lock()
-
-
-def _scan_remembering(text: str) -> tuple[str, ...]:
-    if len(text) > CLEAN_CACHE_CHARS:
-        return scan(text)
-    with _clean_lock:
-        if text in _clean:
-            _clean.move_to_end(text)
-            return ()
-    kinds = scan(text)
-    if not kinds:
-        with _clean_lock:
-            _clean[text] = None
-            if len(_clean) > CLEAN_CACHE:
-                _clean.popitem(last=False)
-    return kinds
-
-
 def scan_all(texts: Iterable[object]) -> tuple[str, ...]:
     """Kinds found in any of the strings (non-strings are skipped: validation reports those)."""
+    # A batch repeats names and types: each distinct text is scanned once per call. Nothing is remembered
+    # across calls: a verdict kept for one session would make another's write of the same text measurably
+    # faster, telling it that somebody wrote that text.
     found: set[str] = set()
-    for text in dict.fromkeys(t for t in texts if isinstance(t, str)):  # a batch repeats names and types
-        found.update(_scan_remembering(text))
+    for text in dict.fromkeys(t for t in texts if isinstance(t, str)):
+        found.update(scan(text))
     return tuple(kind for kind in KINDS if kind in found)
 
 
