@@ -61,25 +61,25 @@ def _draft(i: int) -> AuditDraft:
     return AuditDraft("x", detail={"i": i})
 
 
-def test_a_failed_group_reaches_every_caller_in_it_and_the_next_group_proceeds():
-    """Callers queued behind a failing transaction get its error; later ones are written."""
+def test_a_failed_group_fails_only_the_callers_whose_own_event_cannot_be_written():
+    """Callers queued behind a failing transaction are written alone; only the culprit gets the error."""
     now = datetime(2026, 1, 1, tzinfo=UTC)
     entered, release = threading.Event(), threading.Event()
     calls: list[list[int]] = []
 
+    def event(seq: int) -> sm.models.AuditEvent:
+        return sm.models.AuditEvent(seq, now, None, None, sm.Level.PUBLIC, "x", (), (), (), "ok", {}, "", "")
+
     def write(items):
-        calls.append([d.detail["i"] for d, _ in items])
+        ids = [d.detail["i"] for d, _ in items]
+        calls.append(ids)
         if len(calls) == 1:  # the first leader holds the turn while others queue
             entered.set()
             release.wait(LIVENESS_S)
-            return [
-                sm.models.AuditEvent(1, now, None, None, sm.Level.PUBLIC, "x", (), (), (), "ok", {}, "", "")
-            ]
-        if len(calls) == 2:
-            raise sm.errors.StorageError("disk full (simulated)")
-        return [
-            sm.models.AuditEvent(9, now, None, None, sm.Level.PUBLIC, "x", (), (), (), "ok", {}, "", "")
-        ] * len(items)
+            return [event(1)]
+        if 2 in ids:  # event 2 cannot be written, in a group or alone
+            raise sm.errors.StorageError("cannot write this event (simulated)")
+        return [event(10 + i) for i in ids]
 
     group = GroupAppender(write)
     results: dict[int, object] = {}
@@ -102,5 +102,8 @@ def test_a_failed_group_reaches_every_caller_in_it_and_the_next_group_proceeds()
     for t in [first, *queued]:
         t.join(LIVENESS_S)
     assert results[0] == 1 and calls[0] == [0]
-    assert sorted(calls[1]) == [1, 2, 3] and {results[i] for i in (1, 2, 3)} == {"disk full (simulated)"}
-    assert group.append(_draft(4), now).seq == 9  # the appender carries on
+    assert sorted(calls[1]) == [1, 2, 3]  # the group's transaction failed, then each was tried alone
+    assert sorted(map(tuple, calls[2:])) == [(1,), (2,), (3,)]
+    assert results[1] == 11 and results[3] == 13
+    assert results[2] == "cannot write this event (simulated)"
+    assert group.append(_draft(4), now).seq == 14  # the appender carries on

@@ -11,8 +11,10 @@ Here a thread that wants to append either becomes the leader (nobody is
 writing) and writes every event queued so far in one transaction, or waits
 for the leader that is writing; whatever queued meanwhile goes in the next
 transaction. Each caller still gets its own event back only after the
-transaction holding it committed, and a failure reaches every caller whose
-event was in that transaction (none of them was written). Alone, a thread
+transaction holding it committed. When a group's transaction fails, each of
+its events is written again alone, so a failure reaches only the callers whose
+own event cannot be written (a hostile caller's event never fails another
+session's call). Alone, a thread
 writes its one event straight away, as before.
 """
 
@@ -64,9 +66,15 @@ class GroupAppender:
                 events = self._write([(s.draft, s.now) for s in group])
                 for s, event in zip(group, events, strict=True):
                     s.event = event
-            except BaseException as exc:  # noqa: BLE001 - re-raised to every caller in the group
-                for s in group:
-                    s.error = exc
+            except BaseException as exc:  # noqa: BLE001 - handed to the callers (re-raised there)
+                if len(group) == 1:
+                    group[0].error = exc
+                else:  # one caller's event must not fail another's call: each alone, as without grouping
+                    for s in group:
+                        try:
+                            s.event = self._write([(s.draft, s.now)])[0]
+                        except BaseException as own:  # noqa: BLE001 - re-raised to this caller only
+                            s.error = own
             finally:
                 with self._cond:
                     self._writing = False
