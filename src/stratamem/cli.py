@@ -248,14 +248,30 @@ def delete(ctx: Context, key: str) -> None:
 
 @cli.command()
 @click.option("--before", required=True, help="ISO 8601 cutoff (UTC when no offset is given).")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="The server's config file: its [retention] table applies (STRATAMEM_*_DAYS still win).",
+)
 @click.pass_obj
-def purge(ctx: Context, before: str) -> None:
-    """Hard-delete soft-deleted and expired records older than --before (operator)."""
+def purge(ctx: Context, before: str, config_path: str | None) -> None:
+    """Hard-delete soft-deleted and expired records older than --before (operator).
+
+    Transcript and usage records go by the retention the server uses: ``[retention]`` of --config, then
+    ``STRATAMEM_TRANSCRIPT_DAYS`` / ``STRATAMEM_AUTOSAVE_TTL_DAYS`` / ``STRATAMEM_LEDGER_DAYS``, then the
+    documented defaults.
+    """
 
     def action() -> None:
+        from .server.config import ServerConfig, load_config
+
+        config = load_config(config_path) if config_path else ServerConfig()
+        store = ctx.store()
+        store.retention = config.turn_config(os.environ).retention  # a bad value stops here, exit 2
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # said below, in the command's own output
-            result = ctx.store().purge(parse_time(before, "--before"), agent_id=ctx.agent)
+            result = store.purge(parse_time(before, "--before"), agent_id=ctx.agent)
         shape: dict[str, Any] = {"purged": int(result)}
         human = f"purged {int(result)} record(s)"
         if not result.erased:
