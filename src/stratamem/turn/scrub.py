@@ -11,7 +11,6 @@ messages; this module adds the walk over structured data.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -43,20 +42,9 @@ def is_secret_key(name: str) -> bool:
 def scrub_text(text: str) -> str:
     """Redact credentials in free text (logs, errors, argument strings): the one scrubber, ``redact_secrets``.
 
-    Short texts (tool names, call ids, categories: the same few strings in
-    every event of every turn) are remembered, since running every detector
-    over them again was a visible part of a turn's cost.
+    Nothing is remembered between calls: a process-wide memo of scrubbed texts would let one session time
+    whether another had just sent the same short text (a key, a query, a short content).
     """
-    if isinstance(text, str) and len(text) <= _MEMO_CHARS:
-        return _scrub_short(text)
-    return redact_secrets(text)
-
-
-_MEMO_CHARS = 64
-
-
-@functools.lru_cache(maxsize=1024)
-def _scrub_short(text: str) -> str:
     return redact_secrets(text)
 
 
