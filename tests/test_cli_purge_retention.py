@@ -57,3 +57,13 @@ def test_a_bad_retention_is_refused_before_anything_is_purged(tmp_path: Path) ->
     )
     assert result.exit_code == 2 and "transcript_days" in result.output
     assert _purge(db)["purged"] == 0  # nothing was purged by the refused run
+
+
+def test_a_config_file_that_is_not_utf8_is_a_clear_error(tmp_path: Path) -> None:
+    config = tmp_path / "server.toml"
+    config.write_bytes(b"[retention]\n\xff\xfe = 1\n")
+    result = CliRunner().invoke(
+        cli,
+        ["--db", str(tmp_path / "m.db"), "purge", "--before", "2026-01-01", "--config", str(config)],
+    )
+    assert result.exit_code == 2 and "not UTF-8" in result.output and "line 2" in result.output

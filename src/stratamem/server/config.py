@@ -275,4 +275,7 @@ def load_config(path: str | Path) -> ServerConfig:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValidationError(f"cannot read config file {source}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        line = source.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ValidationError(f"{source}: not UTF-8 (an invalid byte on line {line})") from None
     return parse_config(text, source)
