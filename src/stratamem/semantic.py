@@ -15,10 +15,11 @@ load (missing or corrupt model file) a store whose mode was not chosen
 explicitly logs the error once and answers lexically; a store or call that
 asked for ``semantic``/``hybrid`` gets the ``EmbedderError``.
 
-Latency: the query is embedded in a small persistent worker pool while the
-backend ranks the lexical side (onnxruntime and SQLite both release the
-GIL); the backend waits for the vector only when it needs it
-(``storage.vectors.resolve``). Query vectors are kept in a small LRU per
+Latency: the query is embedded in a small persistent worker pool
+(``workers``) while the backend ranks the lexical side (onnxruntime and
+SQLite both release the GIL); the backend waits for the vector only when it
+needs it (``storage.vectors.resolve``), and on SQLite ranks the dense side in
+the same worker as soon as the vector is there (``storage.vectors.when_ready``). Query vectors are kept in a small LRU per
 store keyed by (session, embedder identity, text): a vector depends on the
 text alone, never on stored records, and keying by session means one
 session's timing never tells whether another asked the same thing.
@@ -31,15 +32,15 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from . import embed
+from . import embed, workers
 from .audit import AuditDraft
 from .embed import Embedder, EmbedderError, resolve
 from .errors import ValidationError
 from .search import check_mode
-from .storage.vectors import CATCH_UP, DenseQuery, Pending, QueryVector
+from .storage.vectors import CATCH_UP, DenseQuery, Pending, QueryEmbedding, QueryVector
 
 if TYPE_CHECKING:
     from .store import Store
@@ -47,19 +48,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("stratamem.semantic")
 REINDEX_BATCH = 256
 QUERY_CACHE = 256  # query vectors kept per store (about 2 KB each)
-
-_POOL: tuple[int, ThreadPoolExecutor] | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The process's query-embedding workers (made again in a forked child: threads do not survive fork)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None or _POOL[0] != os.getpid():
-            workers = max(2, os.cpu_count() or 1)
-            _POOL = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix="stratamem-embed"))
-        return _POOL[1]
 
 
 class SemanticIndex:
@@ -161,8 +149,8 @@ class SemanticIndex:
                     self._queries.popitem(last=False)
             return query
 
-        future: Future[DenseQuery] = _pool().submit(embed)
-        return future
+        future: Future[DenseQuery] = workers.pool().submit(embed)
+        return QueryEmbedding(embedder.identity, embedder.dim, future)
 
     def catch_up(self, session_id: str, embedder: Embedder) -> int:
         backend = self._store.backend

@@ -28,7 +28,17 @@ from ..search.fusion import CANDIDATES
 from .pg_rows import dec, row_to_memory
 from .pg_search import D_COLUMNS, Scope
 from .rows import one_row
-from .vectors import Pending, QueryVector, combine, embed_text, order_hits, resolve
+from .vectors import (
+    Candidate,
+    Pending,
+    QueryVector,
+    as_memory,
+    combine,
+    embed_text,
+    from_hits,
+    order_candidates,
+    resolve,
+)
 
 _READ = (
     "((SELECT sm_operator()) OR (level <= (SELECT sm_taint()) "
@@ -220,7 +230,9 @@ def search(
         ).fetchone()
     ):
         mode = "hybrid"  # visible records still wait for vectors: the lexical side covers them
-    lexical = pg_search.ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
+    lexical = (
+        from_hits(pg_search.ranked(conn, scope, terms, CANDIDATES)) if (mode == "hybrid" and terms) else []
+    )
     vector = resolve(query)
     if vtype:
         dot = f"(-(v.vec OPERATOR({vtype.rsplit('.', 1)[0]}.<#>) %(q)s::{vtype}))"
@@ -247,5 +259,9 @@ def search(
             WHERE f.score >= coalesce((SELECT score FROM k), '-Infinity'::float8)""",
         params,
     ).fetchall()
-    dense = order_hits([Hit(row_to_memory(r[:-1]), float(r[-1])) for r in rows], scope.agents, CANDIDATES)
-    return combine(mode, lexical, dense, scope.agents, limit)
+    dense = order_candidates(
+        [Candidate(r[1], r[2], int(r[3]), float(r[-1]), row_to_memory(r[:-1])) for r in rows],
+        scope.agents,
+        CANDIDATES,
+    )
+    return combine(mode, lexical, dense, scope.agents, limit, as_memory)

@@ -863,6 +863,15 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ vectors (sqlite_vectors)
 
+    def vector_cache(self) -> VectorCache:
+        """This process's matrix of vectors (made on the first dense search; guarded by ``_vector_lock``)."""
+        with self._vector_lock:
+            if self._vector_cache is None:
+                from .vector_cache import VectorCache
+
+                self._vector_cache = VectorCache()
+            return self._vector_cache
+
     def pending_vectors(self, session_id: str, limit: int, now: datetime) -> builtins.list[Pending]:
         with self._errors(), self._tx(write=False) as conn:
             scope = _Scope(self._session(conn, session_id), to_us(now))
@@ -920,7 +929,13 @@ class SQLiteBackend:
     def _ranked(
         self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int
     ) -> builtins.list[Hit]:
-        """Exact BM25 top-k over the visible view.
+        """Exact BM25 top-k over the visible view (``_ranked_rows``), as hits."""
+        return [Hit(row_to_memory(row), score) for row, score in self._ranked_rows(conn, scope, terms, limit)]
+
+    def _ranked_rows(
+        self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int
+    ) -> builtins.list[tuple[Any, float]]:
+        """Exact BM25 top-k over the visible view: (memory row, score), best first.
 
         Document frequencies are counted over visible postings only; which
         postings are scored (exhaustive or MaxScore-pruned, always with the
@@ -991,9 +1006,7 @@ class SQLiteBackend:
         by_id = {r[0]: r for r in rows}
         agent_rank = {agent: i for i, agent in enumerate(scope.agents)}
         ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], agent_rank[by_id[r[0]][1]]))
-        return [
-            Hit(row_to_memory(by_id[mem_id]), score / ranking.SCORE_SCALE) for mem_id, score in ranked[:limit]
-        ]
+        return [(by_id[mem_id], score / ranking.SCORE_SCALE) for mem_id, score in ranked[:limit]]
 
     def _visible_doc_freqs(
         self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], hidden: builtins.list[int]

@@ -24,10 +24,21 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..embed import EmbedderError
 from ..models import Hit
 from ..search.fusion import CANDIDATES
 from .rows import MEMORY_COLUMNS, row_to_memory
-from .vectors import Pending, QueryVector, combine, embed_text, order_hits, resolve
+from .vectors import (
+    Candidate,
+    DenseQuery,
+    Pending,
+    QueryVector,
+    combine,
+    embed_text,
+    identity,
+    order_candidates,
+    when_ready,
+)
 
 if TYPE_CHECKING:
     from .sqlite import SQLiteBackend, _Scope
@@ -188,31 +199,49 @@ def search(
 ) -> list[Hit]:
     """Semantic or hybrid ranking for one session inside its read transaction.
 
-    The lexical side is ranked first, while the query may still be embedding (``vectors.resolve``).
+    The process's vector matrix is brought up to date here, in this transaction; then a worker thread
+    ranks the dense side as soon as the query vector is there (``when_ready``: embedding, then the numpy
+    passes), while this thread ranks BM25 in SQLite. Only the final answer's rows become ``Memory``s.
     """
     if mode == "semantic" and pending(conn, scope, 1):
         log.info("visible records still wait for vectors; answering this semantic search as hybrid")
         mode = "hybrid"
-    lexical = backend._ranked(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
-    dense_query = resolve(query)
-    if backend._vector_cache is None:
-        from .vector_cache import VectorCache
-
-        backend._vector_cache = VectorCache()
-    cache = backend._vector_cache
-    # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is
-    # brought up to date and scored by one of them at a time.
+    model, dim = identity(query)
+    cache = backend.vector_cache()
+    # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is brought
+    # up to date, and ranked, by one of them at a time.
     with backend._vector_lock:
-        cache.sync(conn, dense_query.model, dense_query.dim)
-        _, _, hidden = backend._visible_stats(conn, scope)
-        top = cache.top(scope.agents, int(scope.record.taint), hidden, dense_query, CANDIDATES)
-    dense: list[Hit] = []
+        cache.sync(conn, model, dim)
+    _, _, hidden = backend._visible_stats(conn, scope)
+    taint = int(scope.record.taint)
+
+    def dense_top(dense_query: DenseQuery) -> list[tuple[int, float]]:
+        if (dense_query.model, dense_query.dim) != (model, dim):
+            raise EmbedderError(
+                f"the query vector is for {dense_query.model} ({dense_query.dim} dimensions), "
+                f"expected {model} ({dim}): dimension mismatch"
+            )
+        with backend._vector_lock:
+            return cache.top(scope.agents, taint, hidden, dense_query, CANDIDATES)
+
+    top_future = when_ready(query, dense_top)
+    lexical = (
+        [
+            Candidate(r[1], r[2], r[3], score, r)
+            for r, score in backend._ranked_rows(conn, scope, terms, CANDIDATES)
+        ]
+        if (mode == "hybrid" and terms)
+        else []
+    )
+    top = top_future.result()
+    dense: list[Candidate] = []
     if top:
         scores = dict(top)
         ids = list(scores)
         rows = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
         ).fetchall()
-        dense = [Hit(row_to_memory(r), scores[r[0]]) for r in rows]
-        dense = order_hits(dense, scope.agents, CANDIDATES)
-    return combine(mode, lexical, dense, scope.agents, limit)
+        dense = order_candidates(
+            [Candidate(r[1], r[2], r[3], scores[r[0]], r) for r in rows], scope.agents, CANDIDATES
+        )
+    return combine(mode, lexical, dense, scope.agents, limit, row_to_memory)

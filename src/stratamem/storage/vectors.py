@@ -12,10 +12,10 @@ search with leftovers is answered as hybrid so nothing visible is missed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..models import Hit, Memory
 from ..search import fusion
@@ -44,17 +44,65 @@ class DenseQuery:
         return cls(model, int(codes.size), codes, scale, float(floor))
 
 
-QueryVector = DenseQuery | Future[DenseQuery]
+@dataclass(frozen=True, slots=True)
+class QueryEmbedding:
+    """A query vector still being computed, with what is known before it is: its model and dimension.
+
+    Knowing them early lets a backend bring its vectors up to date for that model while the model runs.
+    """
+
+    model: str
+    dim: int
+    future: Future[DenseQuery]
+
+
+QueryVector = DenseQuery | QueryEmbedding
 """What a backend's dense search receives: the query, or its embedding still running (``semantic``)."""
 
 
 def resolve(query: QueryVector) -> DenseQuery:
     """The query vector, waiting for it if it is still being embedded.
 
-    Backends call this only after their lexical candidates are ranked, so the model runs (in
-    ``semantic``'s worker thread, outside the GIL) while SQL does; an embedding error is raised here.
+    Backends call this only after their lexical candidates are ranked, or from a worker thread
+    (``when_ready``), so the model runs (in ``semantic``'s worker, outside the GIL) while SQL does; an
+    embedding error is raised here.
     """
-    return query.result() if isinstance(query, Future) else query
+    return query.future.result() if isinstance(query, QueryEmbedding) else query
+
+
+def identity(query: QueryVector) -> tuple[str, int]:
+    """The query's (model, dimension), known before its vector is."""
+    return (query.model, query.dim)
+
+
+T = TypeVar("T")
+
+
+def when_ready(query: QueryVector, work: Callable[[DenseQuery], T]) -> Future[T]:
+    """Run ``work`` on the query vector in a worker thread, as soon as the vector is there.
+
+    The caller's thread goes on (ranking BM25) and collects the result, or the embedding's or the work's
+    error, from the returned future. The work runs in the thread that finished the embedding, or in a
+    pool thread when the vector was already known (cached): never in the caller's thread, and no pool
+    thread ever blocks waiting for another.
+    """
+    from ..workers import pool
+
+    out: Future[T] = Future()
+
+    def run(_: object = None) -> None:
+        if not out.set_running_or_notify_cancel():
+            return
+        try:
+            out.set_result(work(resolve(query)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, who re-raises it; never lost
+            out.set_exception(exc)
+
+    if isinstance(query, QueryEmbedding) and not query.future.done():
+        query.future.add_done_callback(run)
+    else:
+        pool().submit(run)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +123,23 @@ def embed_text(key: str, content: str) -> str:
     return content
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A ranked record before it is made a ``Memory``: only the rows that make the answer are converted."""
+
+    agent: str
+    key: str
+    level: int
+    score: float
+    row: Any  # the backend's memory row (or a Memory already)
+
+
+def order_candidates(found: Sequence[Candidate], agents: Sequence[str], limit: int) -> list[Candidate]:
+    """Best first; ties by key, then by the agent's place (own first), never by row ids."""
+    rank = {agent: i for i, agent in enumerate(agents)}
+    return sorted(found, key=lambda c: (-c.score, c.key, rank.get(c.agent, len(rank))))[:limit]
+
+
 def order_hits(hits: Sequence[Hit], agents: Sequence[str], limit: int) -> list[Hit]:
     """Best first; ties by key, then by the agent's place (own first), never by row ids."""
     rank = {agent: i for i, agent in enumerate(agents)}
@@ -83,20 +148,36 @@ def order_hits(hits: Sequence[Hit], agents: Sequence[str], limit: int) -> list[H
     ]
 
 
+def from_hits(hits: Sequence[Hit]) -> list[Candidate]:
+    """Candidates that already hold their memory (``combine``'s ``to_memory`` is then ``as_memory``)."""
+    return [Candidate(h.memory.agent_id, h.memory.key, int(h.memory.level), h.score, h.memory) for h in hits]
+
+
+def as_memory(row: Any) -> Memory:
+    memory: Memory = row
+    return memory
+
+
 def combine(
-    mode: str, lexical: Sequence[Hit], dense: Sequence[Hit], agents: Sequence[str], limit: int
+    mode: str,
+    lexical: Sequence[Candidate],
+    dense: Sequence[Candidate],
+    agents: Sequence[str],
+    limit: int,
+    to_memory: Callable[[Any], Memory],
 ) -> list[Hit]:
     """The answer of a semantic or hybrid search from the two visible-only top lists."""
     if mode == "semantic":
-        return order_hits([Hit(h.memory, fusion.semantic_score(h.score)) for h in dense], agents, limit)
-
-    def ident(m: Memory) -> tuple[str, str, int]:  # one live version per triple
-        return (m.agent_id, m.key, int(m.level))
-
-    memories = {ident(h.memory): h.memory for h in (*lexical, *dense)}
+        clipped = [Candidate(c.agent, c.key, c.level, fusion.semantic_score(c.score), c.row) for c in dense]
+        return [Hit(to_memory(c.row), c.score) for c in order_candidates(clipped, agents, limit)]
+    # one live version per (agent, key, level)
+    by_ident = {(c.agent, c.key, c.level): c for c in (*lexical, *dense)}
     fused = fusion.fuse(
-        [(ident(h.memory), h.score) for h in lexical],
-        [(ident(h.memory), h.score) for h in dense],
+        [((c.agent, c.key, c.level), c.score) for c in lexical],
+        [((c.agent, c.key, c.level), c.score) for c in dense],
         fusion.DENSE_WEIGHT,
     )
-    return order_hits([Hit(memories[k], s) for k, s in fused.items()], agents, limit)
+    ranked = order_candidates(
+        [Candidate(*ident, score, by_ident[ident].row) for ident, score in fused.items()], agents, limit
+    )
+    return [Hit(to_memory(c.row), c.score) for c in ranked]
