@@ -136,12 +136,13 @@ class VectorCache:
         visible = int(np.count_nonzero(mask))
         if visible == 0:
             return []
-        if visible > dense.PREFILTER_ABOVE and visible > dense.PREFILTER:
+        keep = dense.kept(visible)
+        if visible > dense.PREFILTER_ABOVE and visible > keep:
             # First pass by sign bits. Rows outside the view get a distance above any real one, so the
-            # threshold is the PREFILTER-th smallest *visible* distance (ties all kept): see search.dense.
+            # threshold is the keep-th smallest *visible* distance (ties all kept): see search.dense.
             distances = hamming(self.bits[:, :n], sign_bits(query.codes)[0])
             np.putmask(distances, ~mask, dense.UNSEEN)
-            mask = distances <= nearest_threshold(distances, dense.PREFILTER)
+            mask = distances <= nearest_threshold(distances, keep)
         rows = np.flatnonzero(mask)
         dots = self._dots(rows, query.codes.astype(np.float32))
         scores = cosine(dots, self.scales[rows], query.scale)
