@@ -38,24 +38,23 @@ outcome["after"] = len(s.save_many(big[:10]))
 print(json.dumps(outcome), flush=True)
 """
 
-# An import paused after half its records are written inside the transaction, announced, then killed.
+# An import paused after its records and their postings are written inside the transaction (before its
+# audit events), announced, then killed.
 IMPORT = """
 import sys, time
 import stratamem as sm
-from stratamem.storage.sqlite import SQLiteBackend
+from stratamem.storage.sqlite_batch import PendingIndex
 with sm.open_store(":memory:") as source:
     source.session("a").save_many([{"key": f"k{i}", "content": f"note {i}"} for i in range(1000)])
     memories = list(source.export())
 store = sm.open_store(sys.argv[1])
 store.session("a").save("kept", "written before the import")
-real, count = SQLiteBackend._write_version, [0]
-def slow(self, *args, **kwargs):
-    count[0] += 1
-    if count[0] == 500:
-        print("midway", flush=True)
-        time.sleep(60)
-    return real(self, *args, **kwargs)
-SQLiteBackend._write_version = slow
+real = PendingIndex.flush
+def slow(self, conn):
+    real(self, conn)
+    print("midway", flush=True)
+    time.sleep(60)
+PendingIndex.flush = slow
 store.import_memories(memories)
 print("imported", flush=True)
 """

@@ -10,22 +10,22 @@ import sys
 
 import stratamem as sm
 
-# Writes batch 0 whole, then batch 1 with a pause halfway through its transaction (after 500 records are
-# written), announcing each step so the test kills it at a known point.
+# Writes batch 0 whole, then batch 1 with a pause inside its transaction (after its 1,000 rows and their
+# postings are written, before its audit events), announcing each step so the test kills it at a known point.
 WRITER = """
 import sys, time, stratamem as sm
-from stratamem.storage.sqlite import SQLiteBackend
+from stratamem.storage.sqlite_batch import PendingIndex
 store = sm.open_store(sys.argv[1])
 s = store.session("bulk")
-real = SQLiteBackend._write_version
+real = PendingIndex.flush
 count = [0]
-def slow(self, *args, **kwargs):
+def slow(self, conn):
+    real(self, conn)
     count[0] += 1
-    if count[0] == 1500:
+    if count[0] == 2:
         print("midway", flush=True)
         time.sleep(60)
-    return real(self, *args, **kwargs)
-SQLiteBackend._write_version = slow
+PendingIndex.flush = slow
 for b in range(2):
     s.save_many([{"key": f"b{b}-{i}", "content": f"batch {b} item {i}"} for i in range(1000)])
     print("committed", b, flush=True)

@@ -46,10 +46,18 @@ def operator_draft(operation: str, **fields: Any) -> AuditDraft:
     return AuditDraft(operation, session_id=None, taint=Level.RESTRICTED, **fields)
 
 
+# One encoder for every hash: ``json.dumps`` with these options would build a new one per call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def event_hash(seq: int, time: datetime, draft_like: AuditEvent | AuditDraft, prev_hash: str) -> str:
+    return _hash(seq, time.isoformat(), draft_like, prev_hash)
+
+
+def _hash(seq: int, time_iso: str, draft_like: AuditEvent | AuditDraft, prev_hash: str) -> str:
     body = {
         "seq": seq,
-        "time": time.isoformat(),
+        "time": time_iso,
         "session": draft_like.session_id,
         "agent": draft_like.agent_id,
         "taint": Level(draft_like.taint).name,
@@ -61,26 +69,40 @@ def event_hash(seq: int, time: datetime, draft_like: AuditEvent | AuditDraft, pr
         "detail": draft_like.detail,
         "prev": prev_hash,
     }
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(body).encode("utf-8")).hexdigest()
 
 
 def seal(seq: int, time: datetime, draft: AuditDraft, prev_hash: str) -> AuditEvent:
-    return AuditEvent(
-        seq=seq,
-        time=time,
-        session_id=draft.session_id,
-        agent_id=draft.agent_id,
-        taint=Level(draft.taint),
-        operation=draft.operation,
-        keys=tuple(draft.keys),
-        levels=tuple(Level(lv) for lv in draft.levels),
-        lineage_ids=tuple(draft.lineage_ids),
-        outcome=draft.outcome,
-        detail=dict(draft.detail),
-        prev_hash=prev_hash,
-        hash=event_hash(seq, time, draft, prev_hash),
-    )
+    return seal_many(seq, time, [draft], prev_hash)[0]
+
+
+def seal_many(
+    first_seq: int, time: datetime, drafts: Iterable[AuditDraft], prev_hash: str
+) -> list[AuditEvent]:
+    """Chain ``drafts`` in order from ``first_seq`` after ``prev_hash``, all at ``time`` (formatted once)."""
+    time_iso = time.isoformat()
+    events = []
+    for seq, draft in enumerate(drafts, first_seq):
+        digest = _hash(seq, time_iso, draft, prev_hash)
+        events.append(
+            AuditEvent(
+                seq=seq,
+                time=time,
+                session_id=draft.session_id,
+                agent_id=draft.agent_id,
+                taint=Level(draft.taint),
+                operation=draft.operation,
+                keys=tuple(draft.keys),
+                levels=tuple(Level(lv) for lv in draft.levels),
+                lineage_ids=tuple(draft.lineage_ids),
+                outcome=draft.outcome,
+                detail=dict(draft.detail),
+                prev_hash=prev_hash,
+                hash=digest,
+            )
+        )
+        prev_hash = digest
+    return events
 
 
 def first_bad_sequence(

@@ -253,6 +253,8 @@ def check_languages(languages: Iterable[str]) -> tuple[str, ...]:
 
 def fold(text: str) -> str:
     """NFKC, case-folded, Latin/Greek/Cyrillic accents removed."""
+    if text.isascii():  # NFKC, NFD and NFC leave ASCII as it is; casefold is lower; no accents to remove
+        return text.lower()
     decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
     return unicodedata.normalize("NFC", _ACCENTS.sub("", decomposed))
 
@@ -274,8 +276,11 @@ def _split_cjk(word: str) -> list[str]:
 
 def tokens(text: str) -> list[str]:
     """Words, folded (``fold``); CJK runs as character bigrams; very long runs are cut, not dropped."""
+    folded = fold(text)
+    if _CJK.search(folded) is None:  # the common case: no word to split, one pass
+        return [w if len(w) <= MAX_TOKEN_CHARS else w[:MAX_TOKEN_CHARS] for w in _WORD.findall(folded)]
     words: list[str] = []
-    for word in _WORD.findall(fold(text)):
+    for word in _WORD.findall(folded):
         words.extend(w[:MAX_TOKEN_CHARS] for w in (_split_cjk(word) if _CJK.search(word) else [word]))
     return words
 
@@ -298,10 +303,31 @@ class Analyzer:
 
     def document_terms(self, key: str, content: str, tags: Sequence[str]) -> tuple[Counter[str], int]:
         """Term frequencies over key, content and tags, and the document length in words."""
-        words = tokens(key) + tokens(content)
-        for tag in tags:
-            words.extend(tokens(tag))
-        return Counter(self._stems(words)), len(words)
+        return self.document_terms_many([(key, content, tags)])[0]
+
+    def document_terms_many(
+        self, docs: Iterable[tuple[str, str, Sequence[str]]]
+    ) -> list[tuple[Counter[str], int]]:
+        """``document_terms`` of each (key, content, tags), each distinct word stemmed once for the lot.
+
+        A batch of a thousand memories repeats most of its words; stemming the
+        distinct ones once is the same mapping (a stem depends on the word
+        alone) at a fraction of the calls.
+        """
+        texts: list[list[str]] = []
+        for key, content, tags in docs:
+            words = tokens(key) + tokens(content)
+            for tag in tags:
+                words.extend(tokens(tag))
+            texts.append(words)
+        distinct = list({word for words in texts for word in words})
+        if len(self._stemmers) == 1:
+            stem = dict(zip(distinct, self._stemmers[0].stemWords(distinct), strict=True)).__getitem__
+            return [(Counter(map(stem, words)), len(words)) for words in texts]
+        per_language = [dict(zip(distinct, s.stemWords(distinct), strict=True)) for s in self._stemmers]
+        return [
+            (Counter(stems[word] for stems in per_language for word in words), len(words)) for words in texts
+        ]
 
     def query_terms(self, query: str) -> list[str]:
         """Distinct stemmed query terms in first-seen order, stopwords dropped when possible."""

@@ -8,9 +8,10 @@ unchanged.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
+from json.encoder import encode_basestring_ascii
 from typing import Any, TypeVar
 
 from ..errors import StorageError
@@ -77,6 +78,14 @@ def row_to_event(row: Sequence[Any]) -> AuditEvent:
     )
 
 
+_SORTED = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True) without a new encoder per call
+
+
+def json_strings(values: Iterable[str]) -> str:
+    """``json.dumps(list(values))`` of strings, without the encoder's per-call set-up (an event has four)."""
+    return "[" + ", ".join(map(encode_basestring_ascii, values)) + "]"
+
+
 def event_to_row(event: AuditEvent) -> tuple[Any, ...]:
     """An AuditEvent as an ``audit`` row (table column order); ``row_to_event`` reversed."""
     return (
@@ -86,11 +95,11 @@ def event_to_row(event: AuditEvent) -> tuple[Any, ...]:
         event.agent_id,
         int(event.taint),
         event.operation,
-        json.dumps(list(event.keys)),
-        json.dumps([lv.name for lv in event.levels]),
-        json.dumps(list(event.lineage_ids)),
+        json_strings(event.keys),
+        json_strings([lv.name for lv in event.levels]),
+        json_strings(event.lineage_ids),
         event.outcome,
-        json.dumps(event.detail, sort_keys=True),
+        _SORTED.encode(event.detail) if event.detail else "{}",
         event.prev_hash,
         event.hash,
     )

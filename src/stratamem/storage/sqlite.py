@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .. import paging, ranking
-from ..audit import GENESIS, AuditDraft, first_bad_sequence, operator_draft, seal
+from ..audit import GENESIS, AuditDraft, first_bad_sequence, operator_draft, seal_many
 from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
@@ -37,6 +37,7 @@ from . import (
     graph_write,
     listing,
     pruning,
+    sqlite_bulk,
     sqlite_checkpoint,
     sqlite_console,
     sqlite_deltas,
@@ -342,18 +343,14 @@ class SQLiteBackend:
         """Chain the events after the tip in order: one read of the tip, one head update for the lot."""
         row = conn.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1").fetchone()
         seq, prev = (row[0], row[1]) if row else (0, GENESIS)
-        events = []
-        for draft in drafts:
-            seq += 1
-            event = seal(seq, now, draft, prev)
-            events.append(event)
-            prev = event.hash
+        events = seal_many(seq + 1, now, drafts, prev)
         conn.executemany("INSERT INTO audit VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", map(event_to_row, events))
-        conn.execute(
-            "INSERT INTO meta(name, value) VALUES ('audit_head', ?) "
-            "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
-            (f"{seq}:{prev}",),
-        )
+        if events:
+            conn.execute(
+                "INSERT INTO meta(name, value) VALUES ('audit_head', ?) "
+                "ON CONFLICT(name) DO UPDATE SET value = excluded.value",
+                (f"{events[-1].seq}:{events[-1].hash}",),
+            )
         return events
 
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
@@ -669,7 +666,7 @@ class SQLiteBackend:
 
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
         """Every draft at the live taint read inside the one write transaction; one audit event per record."""
-        analysed = [self.analyzer.document_terms(d.key, d.content, d.tags) for d in drafts]
+        analysed = self.analyzer.document_terms_many((d.key, d.content, d.tags) for d in drafts)
         with self._errors(), self._tx(write=True) as conn:
             record = self._session(conn, session_id)
             stored = self._write_batch(
@@ -687,6 +684,8 @@ class SQLiteBackend:
         now: datetime,
     ) -> list[Memory]:
         """The versions of a batch (save_many or import) with their index upkeep deferred to one flush."""
+        if len(memories) > 1 and sqlite_bulk.all_new(conn, memories):
+            return sqlite_bulk.insert_new(conn, memories, analysed)
         now_us = to_us(now)
         pending = PendingIndex() if len(memories) > 1 else None
         stored = [
@@ -1136,7 +1135,7 @@ class SQLiteBackend:
         The turn records of the same export go in the same transaction: all or nothing with the memories.
         """
         prepared = list(memories)
-        analysed = [self.analyzer.document_terms(m.key, m.content, m.tags) for m in prepared]
+        analysed = self.analyzer.document_terms_many((m.key, m.content, m.tags) for m in prepared)
         with self._errors(), self._tx(write=True) as conn:
             if turns:
                 self._import_turn_rows(conn, turns, now)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter
+from operator import itemgetter
 
 from . import sqlite_vectors
 
@@ -33,7 +34,7 @@ class PendingIndex:
 
     def __init__(self) -> None:
         self.postings: list[tuple[str, int, int, str, int, int]] = []
-        self.df: Counter[tuple[str, str, int]] = Counter()
+        self.df: dict[tuple[str, int], Counter[str]] = {}  # per (agent, level): documents per term
         self.memories: set[int] = set()
         self.parts: dict[tuple[str, int], list[int]] = {}
         self.vectors: list[tuple[int, str, int]] = []
@@ -46,8 +47,11 @@ class PendingIndex:
 
     def add(self, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int) -> None:
         level = int(level)
-        self.postings.extend((term, mem_id, tf, agent, level, length) for term, tf in terms.items())
-        self.df.update((term, agent, level) for term in terms)
+        self.postings.extend([(term, mem_id, tf, agent, level, length) for term, tf in terms.items()])
+        part = self.df.get((agent, level))
+        if part is None:
+            part = self.df[(agent, level)] = Counter()
+        part.update(terms.keys())
         self.memories.add(mem_id)
         self.vectors.append((mem_id, agent, level))
 
@@ -57,10 +61,13 @@ class PendingIndex:
 
     def flush(self, conn: sqlite3.Connection) -> None:
         if self.postings:
-            self.postings.sort()
+            # by term (the stable sort keeps a term's rows in the order added: new ids grow); order only
+            # decides which B-tree pages are visited together, never what is stored
+            self.postings.sort(key=itemgetter(0))
             conn.executemany(INSERT_POSTINGS, self.postings)
-            conn.executemany(ADD_DF, sorted((t, a, lvl, n) for (t, a, lvl), n in self.df.items()))
+            df = sorted((t, a, lvl, n) for (a, lvl), counts in self.df.items() for t, n in counts.items())
+            conn.executemany(ADD_DF, df)
         if self.parts:
             conn.executemany(ADD_PART, [(a, lvl, n, length) for (a, lvl), (n, length) in self.parts.items()])
         sqlite_vectors.mark_pending_many(conn, self.vectors)
-        self.postings, self.df, self.memories, self.parts, self.vectors = [], Counter(), set(), {}, []
+        self.postings, self.df, self.memories, self.parts, self.vectors = [], {}, set(), {}, []
