@@ -30,7 +30,8 @@ def recount(conn: sqlite3.Connection) -> Counter:
         {
             (t, a, lvl): n
             for t, a, lvl, n in conn.execute(
-                "SELECT term, agent_id, level, count(*) FROM postings GROUP BY term, agent_id, level"
+                "SELECT term, agent_id, level, count(*) FROM (SELECT term, agent_id, level FROM postings "
+                "UNION ALL SELECT term, agent_id, level FROM postings_tail) GROUP BY term, agent_id, level"
             )
         }
     )

@@ -43,6 +43,7 @@ from . import (
     sqlite_deltas,
     sqlite_graph,
     sqlite_sessions,
+    sqlite_tail,
     sqlite_turns,
     sqlite_vectors,
 )
@@ -293,6 +294,7 @@ class SQLiteBackend:
             sqlite_graph.create_tables(conn)
             sqlite_vectors.setup(conn)
             sqlite_deltas.create(conn)
+            sqlite_tail.create(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -311,6 +313,7 @@ class SQLiteBackend:
     def _reindex(self, conn: sqlite3.Connection) -> None:
         """Re-stem every live memory after the store's languages changed."""
         conn.execute("DELETE FROM postings")
+        sqlite_tail.clear(conn)
         conn.execute("DELETE FROM part_stats")
         conn.execute("DELETE FROM term_stats")
         sqlite_deltas.clear(conn)
@@ -487,13 +490,11 @@ class SQLiteBackend:
     def _index(
         conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int
     ) -> None:
-        """Postings carry the document's agent, level and length so ranking never joins;
-        document frequencies per (term, agent, level) go to ``term_stats`` through the
-        append-only tail of ``sqlite_deltas`` (one row, not a page per term)."""
-        conn.executemany(
-            "INSERT INTO postings(term, memory_id, tf, agent_id, level, length) VALUES (?,?,?,?,?,?)",
-            [(term, mem_id, tf, agent, int(level), length) for term, tf in terms.items()],
-        )
+        """Postings carry the document's agent, level and length so ranking never joins; they go to
+        the append-only ``sqlite_tail``, and document frequencies per (term, agent, level) to
+        ``term_stats`` through the append-only tail of ``sqlite_deltas`` (a page or two, not one per term)."""
+        level = int(level)
+        sqlite_tail.append(conn, [(term, mem_id, tf, agent, level, length) for term, tf in terms.items()])
         sqlite_deltas.record(conn, terms, agent, level, +1)
 
     def _unindex(
@@ -510,6 +511,7 @@ class SQLiteBackend:
         conn.executemany(
             "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
         )
+        sqlite_tail.remove(conn, mem_id)
         # A term no live memory holds any more leaves term_stats when the tail is folded (purge folds).
         sqlite_deltas.record(conn, terms, agent, level, -1)
 
@@ -973,19 +975,24 @@ class SQLiteBackend:
         )
         all_terms = ", ".join(f":t{i}" for i in range(len(order)))
 
+        # postings and the single writes' tail scored alike (sqlite_tail.union): integers summed per memory
+        scored = f"SELECT p.memory_id AS id, {contribution} AS s"
+
         def run(essential: int, window: int | None, floor: int | None) -> list[Any]:
             if essential >= len(order):
                 head = (
-                    f"WITH g AS (SELECT p.memory_id AS id, sum({contribution}) AS s FROM postings p "
-                    f"WHERE p.term IN ({all_terms}) AND {filters} GROUP BY p.memory_id) "
+                    f"WITH g AS (SELECT id, sum(s) AS s FROM "
+                    f"({sqlite_tail.union(scored, f'p.term IN ({all_terms}) AND {filters}')}) GROUP BY id) "
                 )
             else:
                 some = ", ".join(f":t{i}" for i in range(essential))
+                candidates = sqlite_tail.union(
+                    "SELECT p.memory_id AS id", f"p.term IN ({some}) AND {filters}"
+                )
+                in_c = f"p.term IN ({all_terms}) AND p.memory_id IN (SELECT id FROM c)"
                 head = (
-                    f"WITH c AS (SELECT DISTINCT p.memory_id AS id FROM postings p WHERE p.term IN ({some}) "
-                    f"AND {filters}), g AS (SELECT p.memory_id AS id, sum({contribution}) AS s "
-                    f"FROM c JOIN postings p ON p.memory_id = c.id AND p.term IN ({all_terms}) "
-                    f"GROUP BY p.memory_id) "
+                    f"WITH c AS (SELECT DISTINCT id FROM ({candidates})), "
+                    f"g AS (SELECT id, sum(s) AS s FROM ({sqlite_tail.union(scored, in_c)}) GROUP BY id) "
                 )
             if floor is None:
                 return conn.execute(
@@ -1022,9 +1029,9 @@ class SQLiteBackend:
             freqs[term] = df
         sqlite_deltas.add_pending(conn, freqs, scope.agent_list, scope.params)
         if hidden:
+            held = f"p.term IN ({term_list}) AND p.memory_id IN (SELECT value FROM json_each(:hidden))"
             for term, df in conn.execute(
-                f"SELECT term, count(*) FROM postings WHERE term IN ({term_list}) "
-                f"AND memory_id IN (SELECT value FROM json_each(:hidden)) GROUP BY term",
+                f"SELECT term, count(*) FROM ({sqlite_tail.union('SELECT p.term AS term', held)}) GROUP BY term",
                 {**term_params, "hidden": json.dumps(hidden)},
             ):
                 freqs[term] -= df
