@@ -21,6 +21,7 @@ from .errors import ValidationError
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 32
 MAX_TOKEN_CHARS = 64
+_LONG = re.compile(rf"[^\W_]{{{MAX_TOKEN_CHARS + 1}}}")  # some word is longer than a token may be
 # Bump when tokens() changes: stores re-index their terms on the next open.
 ANALYZER_VERSION = "2"
 # Combining diacritics (Latin, Greek, Cyrillic accents) are folded away: "café" is "cafe".
@@ -278,7 +279,10 @@ def tokens(text: str) -> list[str]:
     """Words, folded (``fold``); CJK runs as character bigrams; very long runs are cut, not dropped."""
     folded = fold(text)
     if _CJK.search(folded) is None:  # the common case: no word to split, one pass
-        return [w if len(w) <= MAX_TOKEN_CHARS else w[:MAX_TOKEN_CHARS] for w in _WORD.findall(folded)]
+        found: list[str] = _WORD.findall(folded)
+        if _LONG.search(folded) is None:
+            return found
+        return [w[:MAX_TOKEN_CHARS] for w in found]
     words: list[str] = []
     for word in _WORD.findall(folded):
         words.extend(w[:MAX_TOKEN_CHARS] for w in (_split_cjk(word) if _CJK.search(word) else [word]))

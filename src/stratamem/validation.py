@@ -84,7 +84,9 @@ def check_tag(tag: object) -> str:
 def check_tags(tags: object) -> tuple[str, ...]:
     if tags is None:
         return ()
-    if isinstance(tags, str) or not isinstance(tags, Iterable):
+    if isinstance(tags, (tuple, list)):  # the usual case, without the ABC check below
+        pass
+    elif isinstance(tags, str) or not isinstance(tags, Iterable):
         raise ValidationError("tags must be a list of strings")
     out: list[str] = []
     for tag in tags:
