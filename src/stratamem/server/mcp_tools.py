@@ -81,14 +81,15 @@ def tool_result(text: str, name: str | None = None, profile: str | None = None) 
     mcp-memory profile sends the official memory server's structured content.
     """
     data: Any = None
-    if text.startswith("{"):
+    parsed = text.startswith(("{", "["))
+    if parsed:
         try:
             data = json.loads(text)
         except ValueError:
-            data = None
+            parsed, data = False, None
     structured = data if isinstance(data, dict) else None
     if profile == MCP_MEMORY and name is not None and not shapes.is_error(data):
-        structured = mcp_memory.structured(name, text)
+        structured = mcp_memory.structured(name, text, data) if parsed else mcp_memory.structured(name, text)
     return types.CallToolResult(
         content=[types.TextContent(text=text)],
         structured_content=structured,

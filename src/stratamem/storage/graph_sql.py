@@ -126,12 +126,19 @@ class Scope:
         )
 
     @property
-    def edge_visible(self) -> str:
+    def edge_current(self) -> str:
+        """An edge version in scope and not shadowed; the edge rule also needs both endpoints live."""
         return (
             f"e.agent_id IN ({self.agent_list}) AND e.level <= :lvl AND e.deleted_us IS NULL AND NOT EXISTS "
             f"(SELECT 1 FROM graph_edges h WHERE h.agent_id = e.agent_id AND h.source = e.source "
             f"AND h.target = e.target AND h.relation = e.relation AND h.level > e.level AND h.level <= :lvl "
-            f"AND h.deleted_us IS NULL) AND {self.live_name('e.agent_id', 'e.source')} "
+            f"AND h.deleted_us IS NULL)"
+        )
+
+    @property
+    def edge_visible(self) -> str:
+        return (
+            f"{self.edge_current} AND {self.live_name('e.agent_id', 'e.source')} "
             f"AND {self.live_name('e.agent_id', 'e.target')}"
         )
 
@@ -238,21 +245,31 @@ def named(gc: GraphConn, scope: Scope, names: Sequence[str]) -> list[Node]:
 def edges_touching(
     gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]], limit: int | None = None
 ) -> list[Edge]:
-    """Visible edges with an endpoint among ``keys`` (both endpoints visible, by the edge rule)."""
+    """Visible edges with an endpoint among ``keys`` (both endpoints visible, by the edge rule).
+
+    ``keys`` must be nodes visible in this snapshot (every caller passes nodes it loaded, or reached
+    through visible edges): an endpoint among them is therefore live, and only the other end is tested.
+    One query per agent and chunk finds edges either way: those from ``keys`` (index on source), then
+    those into ``keys`` from elsewhere (index on target), so no edge comes twice.
+    """
     by_agent: dict[str, list[str]] = defaultdict(list)
     for agent, name in dict.fromkeys(keys):
-        by_agent[agent].append(name)
+        if agent in scope.rank:
+            by_agent[agent].append(name)
     found: dict[str, Edge] = {}
     for agent, names in by_agent.items():
         for chunk in _chunks(names):
             marks, params = _in("k", chunk)
-            for column in ("source", "target"):
-                for row in gc.rows(
-                    f"SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.agent_id = :ag "
-                    f"AND e.{column} IN ({marks}) AND {scope.edge_visible}",
-                    {**scope.params, **params, "ag": agent},
-                ):
-                    found.setdefault(row[0], _edge(row))
+            for row in gc.rows(
+                f"SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.agent_id = :ag AND e.source IN ({marks}) "
+                f"AND {scope.edge_current} AND (e.target IN ({marks}) "
+                f"OR {scope.live_name('e.agent_id', 'e.target')}) UNION ALL "
+                f"SELECT {EDGE_COLUMNS} FROM graph_edges e WHERE e.agent_id = :ag AND e.target IN ({marks}) "
+                f"AND e.source NOT IN ({marks}) AND {scope.edge_current} "
+                f"AND {scope.live_name('e.agent_id', 'e.source')}",
+                {**scope.params, **params, "ag": agent},
+            ):
+                found.setdefault(row[0], _edge(row))
     edges = _edge_order(scope, found.values())
     return edges if limit is None else edges[:limit]
 
@@ -317,47 +334,28 @@ def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> lis
             f"(SELECT 1 FROM graph_nodes h WHERE h.agent_id = p.agent_id AND h.name = p.name AND h.level > p.level "
             f"AND h.level <= :lvl AND h.deleted_us IS NULL)))"
         )
-    postings = [
-        (t, a, n, int(tf))
-        for t, a, n, tf in gc.rows(
-            f"SELECT p.term, p.agent_id, p.name, sum(p.tf) FROM graph_postings p "
-            f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl "
-            f"AND {unit_visible} GROUP BY p.term, p.agent_id, p.name",
-            params,
-        )
-    ]
-    lengths = _doc_lengths(gc, scope, sorted({(agent, name) for _, agent, name, _ in postings}))
+    postings: list[tuple[str, str, str, int]] = []
+    lengths: dict[tuple[str, str], int] = {}
+    # One query: the visible postings per (term, node) with each node's visible document length
+    # (its visible version, shadowing lower ones, plus its visible observations); NULL when no
+    # version of the name is visible, and such a node does not match.
+    for term, agent, name, tf, node_len, obs_len in gc.rows(
+        f"WITH hits AS (SELECT p.term, p.agent_id, p.name, sum(p.tf) AS tf FROM graph_postings p "
+        f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl "
+        f"AND {unit_visible} GROUP BY p.term, p.agent_id, p.name) "
+        "SELECT h.term, h.agent_id, h.name, h.tf, (SELECT n.length FROM graph_nodes n "
+        "WHERE n.agent_id = h.agent_id AND n.name = h.name AND n.level <= :lvl AND n.deleted_us IS NULL "
+        "ORDER BY n.level DESC LIMIT 1), (SELECT coalesce(sum(o.length), 0) FROM graph_observations o "
+        "WHERE o.agent_id = h.agent_id AND o.name = h.name AND o.level <= :lvl AND o.deleted_us IS NULL) "
+        "FROM hits h",
+        params,
+    ):
+        if node_len is not None:
+            postings.append((term, agent, name, int(tf)))
+            lengths[(agent, name)] = int(node_len) + int(obs_len)
     ranked = rank.score_nodes(n_docs, total, postings, lengths, scope.agents)[:limit]
     found = load_nodes(gc, scope, [key for key, _ in ranked])
     return [(found[key], score / ranking.SCORE_SCALE) for key, score in ranked if key in found]
-
-
-def _doc_lengths(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
-    """Visible document length (visible version + visible observations) of each visible node among ``keys``."""
-    lengths: dict[tuple[str, str], int] = {}
-    for agent in scope.agents:
-        names = [name for a, name in keys if a == agent]
-        for chunk in _chunks(names):
-            kmarks, kparams = _in("k", chunk)
-            args = {**scope.params, **kparams, "ag": agent}
-            best: dict[str, tuple[int, int]] = {}
-            for name, level, length in gc.rows(
-                f"SELECT name, level, length FROM graph_nodes WHERE agent_id = :ag AND name IN ({kmarks}) "
-                "AND level <= :lvl AND deleted_us IS NULL",
-                args,
-            ):
-                if name not in best or level > best[name][0]:
-                    best[name] = (level, length)
-            for name, (_, length) in best.items():
-                lengths[(agent, name)] = length
-            for name, total in gc.rows(
-                f"SELECT name, sum(length) FROM graph_observations WHERE agent_id = :ag AND name IN ({kmarks}) "
-                "AND level <= :lvl AND deleted_us IS NULL GROUP BY name",
-                args,
-            ):
-                if (agent, name) in lengths:
-                    lengths[(agent, name)] += int(total)
-    return lengths
 
 
 def read_page(

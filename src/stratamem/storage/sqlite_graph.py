@@ -40,6 +40,7 @@ CREATE TABLE IF NOT EXISTS graph_nodes (
 );
 CREATE INDEX IF NOT EXISTS graph_nodes_multi ON graph_nodes(agent_id) WHERE multi = 1 AND deleted_us IS NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS graph_nodes_live ON graph_nodes(agent_id, name, level) WHERE deleted_us IS NULL;
+CREATE INDEX IF NOT EXISTS graph_nodes_doc ON graph_nodes(agent_id, name, level, length) WHERE deleted_us IS NULL;
 CREATE INDEX IF NOT EXISTS graph_nodes_deleted ON graph_nodes(deleted_us) WHERE deleted_us IS NOT NULL;
 CREATE TABLE IF NOT EXISTS graph_observations (
     id TEXT PRIMARY KEY,
@@ -56,7 +57,8 @@ CREATE TABLE IF NOT EXISTS graph_observations (
 );
 CREATE INDEX IF NOT EXISTS graph_observations_orphans ON graph_observations(agent_id)
     WHERE anchored = 0 AND deleted_us IS NULL;
-CREATE INDEX IF NOT EXISTS graph_observations_name ON graph_observations(agent_id, name, level);
+DROP INDEX IF EXISTS graph_observations_name;
+CREATE INDEX IF NOT EXISTS graph_observations_doc ON graph_observations(agent_id, name, level, deleted_us, length);
 CREATE INDEX IF NOT EXISTS graph_observations_deleted ON graph_observations(deleted_us) WHERE deleted_us IS NOT NULL;
 CREATE TABLE IF NOT EXISTS graph_edges (
     id TEXT PRIMARY KEY,
@@ -97,6 +99,9 @@ CREATE TABLE IF NOT EXISTS graph_part_stats (
 
 
 def create_tables(conn: sqlite3.Connection) -> None:
+    """Tables and indexes, idempotent. ``graph_nodes_doc`` and ``graph_observations_doc`` carry each
+    row's length so a search reads the visible document lengths of its matches from the indexes alone
+    (the ranking's costliest step otherwise); the second replaces the older ``graph_observations_name``."""
     for statement in SCHEMA.split(";"):
         if statement.strip():
             conn.execute(statement)
