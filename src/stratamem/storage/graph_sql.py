@@ -310,18 +310,15 @@ def visible_stats(gc: GraphConn, scope: Scope) -> tuple[int, int, list[str]]:
     return nodes - len(shadowed), total, [r[0] for r in shadowed + orphans]
 
 
-def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> list[tuple[Node, float]]:
-    """BM25 over visible nodes (name, type, content, tags and visible observations).
+def matches(
+    gc: GraphConn, scope: Scope, terms: Sequence[str], hidden: Sequence[str]
+) -> tuple[list[tuple[str, str, str, int]], dict[tuple[str, str], int]]:
+    """(term, agent, name, tf) of every visible node matching a term, and each one's visible document
+    length: its visible version (shadowing lower ones) plus its visible observations.
 
-    Statistics come from the partitions the session may read (``graph_part_stats``) minus the few
-    in-scope rows it cannot see (found through the ``multi``/``anchored`` flags), so they cover
-    exactly the visible view without scanning it.
+    ``hidden`` are the in-scope unit ids the session cannot see (``visible_stats``). One query: the
+    lengths come from covering indexes on SQLite; a node with no visible version does not match.
     """
-    if not terms:
-        return []
-    n_docs, total, hidden = visible_stats(gc, scope)
-    if n_docs <= 0:
-        return []
     marks, term_params = _in("t", list(terms))
     params = {**scope.params, **term_params}
     if len(hidden) <= MAX_HIDDEN_PARAMS:
@@ -336,9 +333,6 @@ def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> lis
         )
     postings: list[tuple[str, str, str, int]] = []
     lengths: dict[tuple[str, str], int] = {}
-    # One query: the visible postings per (term, node) with each node's visible document length
-    # (its visible version, shadowing lower ones, plus its visible observations); NULL when no
-    # version of the name is visible, and such a node does not match.
     for term, agent, name, tf, node_len, obs_len in gc.rows(
         f"WITH hits AS (SELECT p.term, p.agent_id, p.name, sum(p.tf) AS tf FROM graph_postings p "
         f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl "
@@ -353,6 +347,22 @@ def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> lis
         if node_len is not None:
             postings.append((term, agent, name, int(tf)))
             lengths[(agent, name)] = int(node_len) + int(obs_len)
+    return postings, lengths
+
+
+def search(gc: GraphConn, scope: Scope, terms: Sequence[str], limit: int) -> list[tuple[Node, float]]:
+    """BM25 over visible nodes (name, type, content, tags and visible observations).
+
+    Statistics come from the partitions the session may read (``graph_part_stats``) minus the few
+    in-scope rows it cannot see (found through the ``multi``/``anchored`` flags), so they cover
+    exactly the visible view without scanning it.
+    """
+    if not terms:
+        return []
+    n_docs, total, hidden = visible_stats(gc, scope)
+    if n_docs <= 0:
+        return []
+    postings, lengths = matches(gc, scope, terms, hidden)
     ranked = rank.score_nodes(n_docs, total, postings, lengths, scope.agents)[:limit]
     found = load_nodes(gc, scope, [key for key, _ in ranked])
     return [(found[key], score / ranking.SCORE_SCALE) for key, score in ranked if key in found]
