@@ -9,9 +9,10 @@ comparison, ``--bulk-batch 1000`` for the large-graph build). What each row meas
   ``create_relations`` calls of 3 relations, each timed (p50/p95 per call) — the size a model sends.
   The official server reads and rewrites its whole JSON Lines file on every call, so its cost per call
   grows with the graph, not with the call; per-call size is what decides which of the two rows matters.
-- ``search_nodes`` (200 two-word queries; ``search_nodes_1word``: 200 one-word queries), ``open_nodes`` (200 calls of 3 names): p50/p95 per call, with
-  the mean number of entities answered (stratamem ranks any-word matches and answers at most 100 with
-  their relations; the official server answers every entity containing the query string).
+- ``search_nodes`` (200 two-word queries; ``search_nodes_1word``: 200 one-word queries), ``open_nodes`` (200 calls
+  of 3 names): p50/p95 per call, with the mean answer size (entities, relations, characters of the text):
+  stratamem ranks any-word matches and answers at most 100 with the relations touching them; the official
+  server answers every entity containing the query string, with the relations touching them.
 - ``neighbors`` depth 2 (in process only; the official server has no such call), limit 100.
 
 Every stratamem call goes through ``tools.execute`` (argument checks, the policy gate with the poisoning
@@ -120,10 +121,12 @@ def pct(samples: list[float], p: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000, 2)
 
 
-def summary(samples: list[float], sizes: list[int] | None = None) -> dict[str, float]:
+def summary(samples: list[float], sizes: list[tuple[int, int, int]] | None = None) -> dict[str, float]:
+    """p50/p95 and, for reads, the mean answer size: entities, relations and characters of the text."""
     out = {"p50_ms": pct(samples, 0.5), "p95_ms": pct(samples, 0.95)}
     if sizes is not None:
-        out["mean_entities"] = round(sum(sizes) / len(sizes), 1)
+        for i, key in enumerate(("mean_entities", "mean_relations", "mean_chars")):
+            out[key] = round(sum(size[i] for size in sizes) / len(sizes), 1)
     return out
 
 
@@ -132,10 +135,17 @@ def batches(items: list, size: int) -> list[list]:
 
 
 def entity_count(text: str) -> int:
+    return answer_size(text)[0]
+
+
+def answer_size(text: str) -> tuple[int, int, int]:
+    """(entities, relations, characters) of an answer; raises on an error answer."""
     data = json.loads(text)
     if isinstance(data, dict) and "error" in data:
         raise RuntimeError(text[:300])
-    return len(data["entities"]) if isinstance(data, dict) else len(data)
+    if not isinstance(data, dict):
+        return len(data), 0, len(text)
+    return len(data.get("entities", [])), len(data.get("relations", [])), len(text)
 
 
 # ---------------------------------------------------------------------------- one scenario, two transports
@@ -154,7 +164,9 @@ async def scenario(
     cpu: dict[str, list[float]] = {}
     cpu_now = clock or (lambda: 0.0)
 
-    async def timed(name: str, argument_list: list[dict], tag: str = "") -> tuple[list[float], list[int]]:
+    async def timed(
+        name: str, argument_list: list[dict], tag: str = ""
+    ) -> tuple[list[float], list[tuple[int, int, int]]]:
         samples, sizes = [], []
         cpu[name + tag] = []
         for arguments in argument_list:
@@ -162,7 +174,7 @@ async def scenario(
             text = await call(name, arguments)
             samples.append(time.perf_counter() - start)
             cpu[name + tag].append(cpu_now() - start_cpu)
-            sizes.append(entity_count(text))
+            sizes.append(answer_size(text))
         return samples, sizes
 
     def with_cpu(name: str, row: dict) -> dict:
