@@ -24,15 +24,15 @@ texts = st.lists(
 @settings(max_examples=100, deadline=None)
 @given(texts)
 def test_scan_all_answers_as_scanning_each_text(texts_of_call):
-    expected = {kind for text in texts_of_call for kind in scanner.scan(text)}
+    expected = {kind for text in texts_of_call for kind in scanner.scan_full(text)}
     assert set(scanner.scan_all(texts_of_call)) == expected
 
 
 def test_a_text_is_scanned_once_per_call_and_again_in_the_next_call(monkeypatch):
     seen: list[str] = []
-    real = scanner.scan
-    monkeypatch.setattr(scanner, "scan", lambda text: seen.append(text) or real(text))
+    real = scanner.views
+    monkeypatch.setattr(scanner, "views", lambda text, **kw: seen.append(text) or real(text, **kw))
     scanner.scan_all(["Sam", "Sam", "manages", "Sam"])
     assert seen == ["Sam", "manages"]
-    scanner.scan_all(["Sam"])  # another call (perhaps another session): scanned afresh, nothing remembered
+    scanner.scan_all(["Sam"])  # another call (perhaps another session): viewed afresh, nothing remembered
     assert seen == ["Sam", "manages", "Sam"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import codecs
 import html
 import itertools
 import re
@@ -30,6 +29,8 @@ import unicodedata
 from collections import deque
 from collections.abc import Iterator
 from urllib.parse import unquote
+
+from .confusables import CONFUSABLES, INVISIBLE
 
 __all__ = ["CHUNK_CHARS", "MAX_DEPTH", "MAX_VIEWS", "chunks", "fold", "views"]
 
@@ -39,131 +40,6 @@ CHUNK_CHARS = 16 * 1024
 CHUNK_OVERLAP = 1024
 MAX_RUNS = 256  # encoded runs decoded per view
 MAX_TEXTS = 10  # texts (the input and its decodings) viewed per chunk
-
-# Look-alikes NFKC leaves alone. Upper and lower case, mapped before case folding
-# (the Greek capital eta looks like H, its small letter like n).
-_CONFUSABLES = {
-    # Cyrillic
-    "А": "A",
-    "В": "B",
-    "Е": "E",
-    "Ё": "E",
-    "К": "K",
-    "М": "M",
-    "Н": "H",
-    "О": "O",
-    "Р": "P",
-    "С": "C",
-    "Т": "T",
-    "Х": "X",
-    "У": "Y",
-    "Ѕ": "S",
-    "І": "I",
-    "Ї": "I",
-    "Ј": "J",
-    "Ԛ": "Q",
-    "Ԝ": "W",
-    "Ү": "Y",
-    "З": "3",
-    "Ь": "b",
-    "Ӏ": "l",
-    "а": "a",
-    "в": "b",
-    "е": "e",
-    "ё": "e",
-    "к": "k",
-    "м": "m",
-    "н": "h",
-    "о": "o",
-    "р": "p",
-    "с": "c",
-    "т": "t",
-    "х": "x",
-    "у": "y",
-    "ѕ": "s",
-    "і": "i",
-    "ї": "i",
-    "ј": "j",
-    "һ": "h",
-    "ԁ": "d",
-    "ԛ": "q",
-    "ԝ": "w",
-    "ӏ": "l",
-    "ү": "y",
-    "ҽ": "e",
-    "ь": "b",
-    "п": "n",
-    "г": "r",
-    "ɡ": "g",
-    "ѡ": "w",
-    "ԍ": "g",
-    # Greek
-    "Α": "A",
-    "Β": "B",
-    "Ε": "E",
-    "Ζ": "Z",
-    "Η": "H",
-    "Ι": "I",
-    "Κ": "K",
-    "Μ": "M",
-    "Ν": "N",
-    "Ο": "O",
-    "Ρ": "P",
-    "Τ": "T",
-    "Υ": "Y",
-    "Χ": "X",
-    "Ϲ": "C",
-    "Ϳ": "J",
-    "α": "a",
-    "β": "b",
-    "γ": "y",
-    "ε": "e",
-    "η": "n",
-    "ι": "i",
-    "κ": "k",
-    "ν": "v",
-    "ο": "o",
-    "ρ": "p",
-    "σ": "o",
-    "τ": "t",
-    "υ": "u",
-    "χ": "x",
-    "ω": "w",
-    "ϲ": "c",
-    "ϳ": "j",
-    "ς": "c",
-    # Armenian, Cherokee and Latin variants
-    "օ": "o",
-    "ս": "u",
-    "հ": "h",
-    "ո": "n",
-    "ց": "g",
-    "ք": "p",
-    "զ": "q",
-    "ᴄ": "c",
-    "ı": "i",
-    "ȷ": "j",
-    "ɑ": "a",
-    "ɩ": "i",
-    "ʟ": "l",
-    "ᴏ": "o",
-    "ᴜ": "u",
-    "ᴠ": "v",
-    "ᴡ": "w",
-    "ᴢ": "z",
-    "ꮯ": "c",
-    "Ꮯ": "C",
-    "Ꭼ": "E",
-    "Ꭺ": "A",
-    "Ꮢ": "R",
-    "Ꮃ": "W",
-    "Ꮇ": "M",
-    "Ꮋ": "H",
-    "Ꭲ": "T",
-    "Ꮪ": "S",
-}
-# Letters that render as nothing but are not in the format category.
-_INVISIBLE = {0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x180E, 0x17B4, 0x17B5}
 
 
 class _FoldTable(dict[int, str | None]):
@@ -177,12 +53,12 @@ class _FoldTable(dict[int, str | None]):
             value = char
         elif char == "\r":
             value = "\n"
-        elif category in ("Cf", "Mn", "Me", "Cc", "Cs", "Co", "Cn") or code in _INVISIBLE:
+        elif category in ("Cf", "Mn", "Me", "Cc", "Cs", "Co", "Cn") or code in INVISIBLE:
             value = None
         elif category.startswith("Z"):
             value = " "
         else:
-            value = _CONFUSABLES.get(char, char)
+            value = CONFUSABLES.get(char, char)
         self[code] = value
         return value
 
@@ -207,10 +83,13 @@ _EMPTY_QUOTES = re.compile(r"(?<=\w)(?:''|\"\"|\\(?=[a-z]))(?=\w)")
 _SPACED = re.compile(r"(?<!\S)\S(?:[ \t]\S(?!\S))+")
 _WIDE_GAP = re.compile(r"[ \t]{2,}")
 # letters interleaved with one separator: "c.u.r.l", "c-u-r-l", "c/u/r/l", "c  u  r  l"
+_SEPARATORS = ".-_/|,*~+·"
 _INTERLEAVED = tuple(
     re.compile(rf"(?:[^\s{re.escape(sep)}]{re.escape(sep)}){{3,}}[^\s{re.escape(sep)}]?")
-    for sep in ".-_/|,*~+·"
+    for sep in _SEPARATORS
 )
+_INTERLEAVED_BY = dict(zip(_SEPARATORS, _INTERLEAVED, strict=True))
+_SEPARATOR_SET = frozenset(_SEPARATORS)
 _DOUBLE_SPACED = re.compile(r"(?<!\S)(?:\S[ \t]{2}){3,}\S?(?!\S)")
 _CONTINUATION = re.compile(r"\\\n")
 
@@ -253,6 +132,26 @@ def repair(text: str, newline: str | None) -> str:
     for pattern in _INTERLEAVED:
         text = pattern.sub(_join_runs, text)
     return _WIDE_GAP.sub(" ", text)
+
+
+def _repairable(text: str) -> bool:
+    """Whether :func:`repair` could change ``text``; ``False`` is a proof that it returns ``text`` as is.
+
+    Each step of ``repair`` changes nothing when its pattern does not match; every pattern needs what is
+    tested here (a newline or backslash for continuations and line joins, a tab or two spaces for the gap
+    patterns, a quote for concatenation and empty quotes, three separators for an interleaving), and the
+    rest are searched. No step matching the text as given means no step sees anything else.
+    """
+    if "\n" in text or "\\" in text or "\t" in text or "  " in text:
+        return True
+    if any(q in text for q in "'\"`") and (_CONCAT.search(text) or _EMPTY_QUOTES.search(text)):
+        return True
+    if _SPACED.search(text):
+        return True
+    return any(
+        text.count(sep) >= 3 and _INTERLEAVED_BY[sep].search(text)
+        for sep in _SEPARATOR_SET.intersection(text)
+    )
 
 
 # ---------------------------------------------------------------------------- decoders
@@ -323,6 +222,24 @@ def _latin1_bytes_as_utf8(text: str) -> str:
         return text
 
 
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{16}")  # in every base64 or base32 run
+_HEX_PAIRS = re.compile(r"(?:[0-9A-Fa-f]{2}[ :,-]?){8}")  # in every hex run
+
+
+def _decodable(sources: tuple[str, ...]) -> bool:
+    """Whether :func:`decodings` could yield anything for any of ``sources``; ``False`` is a proof it yields nothing.
+
+    Each decoder yields only when its pattern matches, and every pattern needs what is tested here: ``%``
+    (URL), a backslash (escapes), ``&`` and ``;`` (entities), a newline (base64 wrapped in lines), 16
+    characters of the base64 alphabet in a row (base64, base32), 8 hex pairs (hex). The sources are searched
+    joined by newlines, which no decoder pattern matches, so no match can span two of them.
+    """
+    if any("%" in s or "\\" in s or "\n" in s or ("&" in s and ";" in s) for s in sources):
+        return True
+    joined = "\n".join(sources)
+    return bool(_LONG_RUN.search(joined) or _HEX_PAIRS.search(joined))
+
+
 def decodings(text: str) -> Iterator[str]:
     """``text`` with each kind of encoded run decoded in place (only kinds that changed something)."""
     wrapped = _WRAPPED_B64.sub("", text)  # base64 broken into lines (MIME, PEM) decodes as one run
@@ -361,11 +278,30 @@ def chunks(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP) -> 
         yield text[start : start + size]
 
 
-def views(text: str, *, max_views: int = MAX_VIEWS, max_depth: int = MAX_DEPTH) -> list[str]:
+_ROT13 = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
+    "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm",
+)
+
+
+def rot13(text: str) -> str:
+    """``codecs.encode(text, "rot13")`` (the same table: ASCII letters only) without the codec lookup."""
+    return text.translate(_ROT13)
+
+
+def views(
+    text: str, *, max_views: int = MAX_VIEWS, max_depth: int = MAX_DEPTH, shortcuts: bool = True
+) -> list[str]:
     """Distinct candidate readings of ``text`` (at most ``max_views``), folded first, decoded last.
 
     ``text`` should be at most ``CHUNK_CHARS`` long (see :func:`chunks`); every
     view is at most a small constant times as long as ``text``.
+
+    ``shortcuts`` skips work that provably changes nothing, so ordinary text costs a few string tests
+    instead of dozens of substitutions: printable ASCII is its own NFKC form with nothing invisible or
+    look-alike in it; without a newline the three repairs are one (and none when :func:`_repairable` says
+    so); decoders are not run on texts :func:`_decodable` shows hold nothing to decode. The list is the same
+    with ``shortcuts=False`` (the full path, kept for the equivalence test).
     """
     out: list[str] = []
     seen: set[str] = set()
@@ -385,17 +321,22 @@ def views(text: str, *, max_views: int = MAX_VIEWS, max_depth: int = MAX_DEPTH) 
             queue.popleft()
             continue
         budget -= 1
-        plain = strip_invisible(raw)
+        plain = raw if shortcuts and raw.isascii() and raw.isprintable() else strip_invisible(raw)
         folded = plain.casefold()
         add(folded)
-        joined_space = repair(folded, " ")
-        add(joined_space)
-        add(repair(folded, ""))
-        add(repair(folded, None))
-        add(codecs.encode(joined_space, "rot13"))
+        if shortcuts and "\n" not in folded:  # the newline argument is all that tells the three repairs apart
+            joined_space = repair(folded, " ") if _repairable(folded) else folded
+            add(joined_space)
+        else:
+            joined_space = repair(folded, " ")
+            add(joined_space)
+            add(repair(folded, ""))
+            add(repair(folded, None))
+        add(rot13(joined_space))
         add(joined_space[::-1])
         if depth < max_depth:
             # encodings of the text, and of its rot13 and reversal (case kept: base64 needs it)
-            sources = (plain, codecs.encode(plain, "rot13"), plain[::-1])
-            queue.append((itertools.chain.from_iterable(decodings(s) for s in sources), depth + 1))
+            sources = (plain, rot13(plain), plain[::-1])
+            if not shortcuts or _decodable(sources):
+                queue.append((itertools.chain.from_iterable(decodings(s) for s in sources), depth + 1))
     return out

@@ -22,8 +22,9 @@ content, and long text is viewed in overlapping chunks.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 
 from .credentials import PASSWORD_PHRASE
@@ -131,42 +132,117 @@ def _exfiltration_nearby(text: str) -> bool:
     return False
 
 
+def _matched(text: str, kinds: Iterable[str]) -> set[str]:
+    """Which of ``kinds`` have a pattern matching ``text`` (the secret-variable check for shell exfiltration)."""
+    return {
+        kind
+        for kind in kinds
+        if any(p.search(text) for p in PATTERNS[kind])
+        or (kind == "shell_exfiltration" and _exfiltration_nearby(text))
+    }
+
+
 def scan_surface(text: str) -> set[str]:
     """Kinds matched in ``text`` exactly as given (one view; patterns expect folded text)."""
-    found = set()
-    for kind, patterns in PATTERNS.items():
-        anchors = _ANCHORS.get(kind)
-        if anchors is not None and not any(a in text for a in anchors):
-            continue
-        if any(p.search(text) for p in patterns) or (
-            kind == "shell_exfiltration" and _exfiltration_nearby(text)
-        ):
-            found.add(kind)
+    return _matched(
+        text, (k for k in KINDS if (anchors := _ANCHORS.get(k)) is None or any(a in text for a in anchors))
+    )
+
+
+# The fast path's literal test, (literal, kind): a view is matched against a kind's patterns only if it holds
+# one of the kind's literals. For anchored kinds these are the anchors, the full path's own test. Every
+# hard-coded credential pattern needs one of its words (``password``, ``api_key``, ``pin is``, ``x://u:p@``);
+# patterns ignore case, and a view is case folded, so it holds those words in lower-case ASCII — except for
+# the letters re.IGNORECASE also equates with ASCII ones (``_CASE_TWINS``), in whose presence the credential
+# patterns run on every view, as in the full path.
+_CREDENTIAL_WORDS = ("pass", "secret", "api", "access", "auth", "private", "pin", "pwd", "://")
+_LITERALS: tuple[tuple[str, str], ...] = (
+    *((anchor, kind) for kind, anchors in _ANCHORS.items() for anchor in anchors),
+    *((word, "hardcoded_credential") for word in _CREDENTIAL_WORDS),
+)
+_UNANCHORED = tuple(k for k in KINDS if k not in _ANCHORS)
+assert {kind for _, kind in _LITERALS} == set(KINDS) and _UNANCHORED == ("hardcoded_credential",)
+_CASE_TWINS = re.compile("[A-Z\u0130\u0131\u017f\u212a]")  # İ ı ſ K: matched as i, i, s, k under IGNORECASE
+_GROUP_CHARS = 64 * 1024  # views tested together (joined by newlines) by the fast path
+
+
+def _kinds_fast(views: list[str]) -> set[str]:
+    """``scan_surface`` over ``views``, but each view matched only against kinds whose literals it holds.
+
+    The views are joined by newlines (no literal holds one, so a hit lies inside one view) and each literal
+    is found with ``str.find``: ordinary text costs a few dozen substring searches per group of views
+    instead of a dozen regular expressions per view.
+    """
+    joined = "\n".join(views)
+    starts = list(itertools.accumulate((len(v) + 1 for v in views[:-1]), initial=0))
+    todo: dict[int, set[str]] = {}
+    if _CASE_TWINS.search(joined):
+        todo = {i: set(_UNANCHORED) for i in range(len(views))}
+    for literal, kind in _LITERALS:
+        at = joined.find(literal)
+        while at >= 0:
+            index = bisect.bisect_right(starts, at) - 1
+            todo.setdefault(index, set()).add(kind)
+            at = joined.find(literal, starts[index + 1]) if index + 1 < len(views) else -1
+    found: set[str] = set()
+    for index, kinds in todo.items():
+        found |= _matched(views[index], kinds)
     return found
+
+
+def _views_of(texts: Iterable[str], shortcuts: bool) -> Iterator[str]:
+    for text in texts:
+        for chunk in chunks(text):
+            yield from views(chunk, shortcuts=shortcuts)
+
+
+def _scan(texts: Iterable[str], *, shortcuts: bool) -> tuple[str, ...]:
+    """The kinds found in any view of any of ``texts``, in a fixed order.
+
+    ``shortcuts=False`` is the full path: every view built the long way and given to :func:`scan_surface`.
+    The fast path builds the same views (``views(..., shortcuts=True)``) and tests them in groups
+    (:func:`_kinds_fast`); ``tests/policy/test_scanner_fast_path.py`` checks both give the same kinds.
+    """
+    found: set[str] = set()
+    group: list[str] = []
+    size = 0
+    for view in _views_of(texts, shortcuts):
+        if not shortcuts:
+            found |= scan_surface(view)
+        else:
+            group.append(view)
+            size += len(view) + 1
+            if size < _GROUP_CHARS:
+                continue
+            found |= _kinds_fast(group)
+            group, size = [], 0
+        if len(found) == len(KINDS):
+            break
+    if group and len(found) < len(KINDS):
+        found |= _kinds_fast(group)
+    return tuple(kind for kind in KINDS if kind in found)
 
 
 def scan(text: str) -> tuple[str, ...]:
     """The kinds of secret or exfiltration found in any view of ``text``, in a fixed order; empty when clean."""
     if not isinstance(text, str) or not text:
         return ()
-    found: set[str] = set()
-    for chunk in chunks(text):
-        for view in views(chunk):
-            found |= scan_surface(view)
-            if len(found) == len(KINDS):
-                break
-    return tuple(kind for kind in KINDS if kind in found)
+    return _scan((text,), shortcuts=True)
+
+
+def scan_full(text: str) -> tuple[str, ...]:
+    """:func:`scan` by the full path, without shortcuts: the reference the fast path is tested against."""
+    if not isinstance(text, str) or not text:
+        return ()
+    return _scan((text,), shortcuts=False)
 
 
 def scan_all(texts: Iterable[object]) -> tuple[str, ...]:
     """Kinds found in any of the strings (non-strings are skipped: validation reports those)."""
-    # A batch repeats names and types: each distinct text is scanned once per call. Nothing is remembered
-    # across calls: a verdict kept for one session would make another's write of the same text measurably
-    # faster, telling it that somebody wrote that text.
-    found: set[str] = set()
-    for text in dict.fromkeys(t for t in texts if isinstance(t, str)):
-        found.update(scan(text))
-    return tuple(kind for kind in KINDS if kind in found)
+    # A batch repeats names and types: each distinct text is viewed once per call, and the views of the
+    # whole call are tested together. Nothing is remembered across calls: a verdict kept for one session
+    # would make another's write of the same text measurably faster, telling it that somebody wrote that text.
+    return _scan(dict.fromkeys(t for t in texts if isinstance(t, str) and t), shortcuts=True)
 
 
 def describe(kinds: Iterable[str]) -> str:
