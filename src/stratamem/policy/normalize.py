@@ -226,18 +226,19 @@ _LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{16}")  # in every base64 or base32 run
 _HEX_PAIRS = re.compile(r"(?:[0-9A-Fa-f]{2}[ :,-]?){8}")  # in every hex run
 
 
-def _decodable(sources: tuple[str, ...]) -> bool:
-    """Whether :func:`decodings` could yield anything for any of ``sources``; ``False`` is a proof it yields nothing.
+def _decodable(plain: str, rotated: str) -> bool:
+    """Whether :func:`decodings` could yield anything for ``plain``, its rot13 ``rotated`` or its reversal;
+    ``False`` is a proof that it yields nothing for any of the three.
 
-    Each decoder yields only when its pattern matches, and every pattern needs what is tested here: ``%``
+    Each decoder yields only when its pattern matches, and each pattern needs what is tested here: ``%``
     (URL), a backslash (escapes), ``&`` and ``;`` (entities), a newline (base64 wrapped in lines), 16
-    characters of the base64 alphabet in a row (base64, base32), 8 hex pairs (hex). The sources are searched
-    joined by newlines, which no decoder pattern matches, so no match can span two of them.
+    characters of the base64 alphabet in a row (base64, base32), 8 hex pairs (hex). Rot13 and reversal keep
+    those characters and runs of that alphabet (rot13 maps letters to letters), and reversal keeps a run of
+    hex pairs; only rot13 makes hex digits of other letters (n-s), so hex is also searched in ``rotated``.
     """
-    if any("%" in s or "\\" in s or "\n" in s or ("&" in s and ";" in s) for s in sources):
+    if "%" in plain or "\\" in plain or "\n" in plain or ("&" in plain and ";" in plain):
         return True
-    joined = "\n".join(sources)
-    return bool(_LONG_RUN.search(joined) or _HEX_PAIRS.search(joined))
+    return bool(_LONG_RUN.search(plain) or _HEX_PAIRS.search(plain) or _HEX_PAIRS.search(rotated))
 
 
 def decodings(text: str) -> Iterator[str]:
@@ -336,7 +337,8 @@ def views(
         add(joined_space[::-1])
         if depth < max_depth:
             # encodings of the text, and of its rot13 and reversal (case kept: base64 needs it)
-            sources = (plain, rot13(plain), plain[::-1])
-            if not shortcuts or _decodable(sources):
+            rotated = rot13(plain)
+            if not shortcuts or _decodable(plain, rotated):
+                sources = (plain, rotated, plain[::-1])
                 queue.append((itertools.chain.from_iterable(decodings(s) for s in sources), depth + 1))
     return out

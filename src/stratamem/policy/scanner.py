@@ -149,20 +149,34 @@ def scan_surface(text: str) -> set[str]:
     )
 
 
-# The fast path's literal test, (literal, kind): a view is matched against a kind's patterns only if it holds
-# one of the kind's literals. For anchored kinds these are the anchors, the full path's own test. Every
-# hard-coded credential pattern needs one of its words (``password``, ``api_key``, ``pin is``, ``x://u:p@``);
-# patterns ignore case, and a view is case folded, so it holds those words in lower-case ASCII — except for
-# the letters re.IGNORECASE also equates with ASCII ones (``_CASE_TWINS``), in whose presence the credential
-# patterns run on every view, as in the full path.
-_CREDENTIAL_WORDS = ("pass", "secret", "api", "access", "auth", "private", "pin", "pwd", "://")
-_LITERALS: tuple[tuple[str, str], ...] = (
-    *((anchor, kind) for kind, anchors in _ANCHORS.items() for anchor in anchors),
-    *((word, "hardcoded_credential") for word in _CREDENTIAL_WORDS),
-)
-_UNANCHORED = tuple(k for k in KINDS if k not in _ANCHORS)
-assert {kind for _, kind in _LITERALS} == set(KINDS) and _UNANCHORED == ("hardcoded_credential",)
-_CASE_TWINS = re.compile("[A-Z\u0130\u0131\u017f\u212a]")  # İ ı ſ K: matched as i, i, s, k under IGNORECASE
+# The fast path's literals: a view is matched against a kind's patterns only if it holds one of them. Each
+# is a string every match of one of the kind's patterns contains (shell exfiltration keeps the full path's
+# anchors), so a view without any of a kind's literals cannot match it. The patterns ignore case and a view
+# is case folded, so a match holds those strings in lower case as written — unless the view has a letter
+# re.IGNORECASE equates with a lower-case ASCII one (``_CASE_TWINS``), when the fast path scans like the full.
+_FAST_LITERALS: dict[str, tuple[str, ...]] = {
+    "shell_exfiltration": _ANCHORS["shell_exfiltration"],
+    "secret_file_read": (
+        *(".env", ".netrc", ".pgpass", "credentials", "/config"),
+        *("id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"),
+    ),
+    "private_key": ("private key",),
+    "hardcoded_credential": (
+        *("pass", "pin", "pwd", "secret", "://", "apikey", "api_key", "api-key"),
+        *("accesstoken", "access_token", "access-token", "authtoken", "auth_token", "auth-token"),
+        *("privatekey", "private_key", "private-key"),
+    ),
+    "aws_access_key": ("akia", "asia"),
+    "openai_api_key": ("sk-",),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack_token": ("xoxa-", "xoxb-", "xoxe-", "xoxp-", "xoxr-", "xoxs-"),
+    "google_api_key": ("aiza",),
+    "stripe_key": ("sk_live_", "rk_live_"),
+}
+_LITERALS = tuple((literal, kind) for kind, literals in _FAST_LITERALS.items() for literal in literals)
+assert tuple(_FAST_LITERALS) == KINDS and not any("\n" in literal for literal, _ in _LITERALS)
+# Letters re.IGNORECASE matches to ASCII letters: upper case, and İ ı ſ K (as i, i, s, k)
+_CASE_TWINS = re.compile("[A-Z\u0130\u0131\u017f\u212a]")
 _GROUP_CHARS = 64 * 1024  # views tested together (joined by newlines) by the fast path
 
 
@@ -174,10 +188,10 @@ def _kinds_fast(views: list[str]) -> set[str]:
     instead of a dozen regular expressions per view.
     """
     joined = "\n".join(views)
+    if _CASE_TWINS.search(joined):
+        return set().union(*map(scan_surface, views))
     starts = list(itertools.accumulate((len(v) + 1 for v in views[:-1]), initial=0))
     todo: dict[int, set[str]] = {}
-    if _CASE_TWINS.search(joined):
-        todo = {i: set(_UNANCHORED) for i in range(len(views))}
     for literal, kind in _LITERALS:
         at = joined.find(literal)
         while at >= 0:
