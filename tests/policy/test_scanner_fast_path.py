@@ -282,3 +282,24 @@ def test_every_literal_is_the_only_one_of_its_kind_in_some_example():
             if len(held := [lit for lit in literals if lit in normalize.fold(text)]) == 1
         }
         assert sole == set(literals), (kind, set(literals) - sole)
+
+
+def test_ordinary_text_is_scanned_without_repairs_decoders_or_patterns(monkeypatch):
+    # What makes the fast path fast, checked by counting calls rather than timing them.
+    calls: list[str] = []
+    for module, name in [(normalize, "repair"), (normalize, "decodings"), (normalize, "strip_invisible")]:
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _n=name, _r=real, **k: calls.append(_n) or _r(*a, **k))
+    real_matched = scanner._matched
+    monkeypatch.setattr(
+        scanner, "_matched", lambda text, kinds: calls.append("patterns") or real_matched(text, kinds)
+    )
+    ordinary = [
+        "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+        "bafe kimoru tadi sepa rovi kamu lepi danosu",
+        "Melanie-42",
+        "person",
+    ]
+    assert scan_all(ordinary) == ()
+    assert calls == []
+    assert scan_full(ordinary[0]) == () and {"repair", "decodings", "strip_invisible"} <= set(calls)
