@@ -17,6 +17,11 @@ repaired, decoded, rot13, reversed), so trivial encodings do not hide a
 payload; patterns are written for folded (lower-case) text. Patterns use
 bounded windows (``{0,N}``) so scanning stays linear on the largest allowed
 content, and long text is viewed in overlapping chunks.
+
+Ordinary text takes a fast path with the same verdicts (``scan``, ``scan_all``): views are built skipping
+only work that provably changes nothing (``normalize.views``), and a view is matched only against the kinds
+whose literals it holds (``_FAST_LITERALS``). ``scan_full`` is the full path, the reference
+``tests/policy/test_scanner_fast_path.py`` compares the fast one with.
 """
 
 from __future__ import annotations
