@@ -140,14 +140,6 @@ def order_candidates(found: Sequence[Candidate], agents: Sequence[str], limit: i
     return sorted(found, key=lambda c: (-c.score, c.key, rank.get(c.agent, len(rank))))[:limit]
 
 
-def order_hits(hits: Sequence[Hit], agents: Sequence[str], limit: int) -> list[Hit]:
-    """Best first; ties by key, then by the agent's place (own first), never by row ids."""
-    rank = {agent: i for i, agent in enumerate(agents)}
-    return sorted(hits, key=lambda h: (-h.score, h.memory.key, rank.get(h.memory.agent_id, len(rank))))[
-        :limit
-    ]
-
-
 def from_hits(hits: Sequence[Hit]) -> list[Candidate]:
     """Candidates that already hold their memory (``combine``'s ``to_memory`` is then ``as_memory``)."""
     return [Candidate(h.memory.agent_id, h.memory.key, int(h.memory.level), h.score, h.memory) for h in hits]
