@@ -27,6 +27,21 @@ def test_any_query_is_answered(make_store, mode):
     assert [h.memory.key for h in s.search("寿司")][:1] == ["a"]
 
 
+@pytest.mark.skipif(not embed.semantic_available(), reason="stratamem[semantic] not installed")
+def test_any_query_is_answered_by_the_real_model():
+    """The model's query path (its own one-thread session) takes lone surrogates, NUL, 10k chars, emoji."""
+    store = sm.open_store(":memory:", search_mode="hybrid", embedder="minilm")
+    s = store.session()
+    s.save("a", "Sushi in Tokyo 🎉")
+    for q in QUERIES:
+        hits = s.search(q)
+        assert all(0 <= h.score <= 1 for h in hits)
+        assert len(hits) <= 10
+    model = embed.shared_minilm()
+    assert model.embed_query("\udc80 sushi").shape == (model.dim,)
+    assert [h.memory.key for h in s.search("sushi tokyo", mode="semantic")] == ["a"]
+
+
 def test_64_kib_content_is_truncated_for_the_vector_and_found_whole_by_words(make_store):
     s = make_store(search_mode="hybrid", embedder="hash").session()
     big = ("lorem ipsum " * 5000)[:60_000] + " zebracorn"
