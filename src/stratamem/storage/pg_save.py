@@ -43,6 +43,7 @@ import psycopg
 from ..errors import NotFound, StorageError
 from ..models import Memory
 from ..text import Analyzer
+from . import pg_save_one
 from .base import MemoryDraft
 from .pg_rows import enc, row_to_memory
 from .rows import from_us, to_us
@@ -203,6 +204,8 @@ MIGRATION = [
 # Parameters travel in binary (no quoting and escaping of every array element: a batch's arrays encode
 # several times faster), each cast to the function's parameter type.
 _CALL = "SELECT * FROM sm_save(" + ", ".join(f"%b::{t}" for t in _TYPES.split(", ")) + ")"
+# One record (migration 10's ``sm_save_one``): scalars, which the client encodes far faster than arrays.
+_CALL_ONE = "SELECT * FROM sm_save_one(" + ", ".join(f"%b::{t}" for t in pg_save_one.TYPES.split(", ")) + ")"
 
 
 def terms_text(terms: dict[str, int]) -> tuple[str, str]:
@@ -217,8 +220,13 @@ def save_many(
     session_id: str,
     drafts: Sequence[MemoryDraft],
     now: datetime,
+    *,
+    one: bool = True,
 ) -> list[Memory]:
     """One ``sm_save`` statement (on an autocommit connection: its own transaction); stored versions in input order.
+
+    A single draft goes to ``sm_save_one`` (``pg_save_one``) instead, when the
+    store has it (``one``).
 
     A key given twice ends as the later draft, as if saved one by one, with one
     audit event per draft. ``locks`` is the store lock and the key lock space.
@@ -241,18 +249,20 @@ def save_many(
         [tfs for _, tfs in texts],
     ]
     now_us = to_us(now)
-    params = (
+    head = (
         enc(session_id),
         json.dumps(session_id, ensure_ascii=False),
         now_us,
         # the time exactly as the chain's verifier reads it back (audit.event_hash over the stored microseconds)
         json.dumps(from_us(now_us).isoformat()),
         *locks,
-        *columns,
-        [d.key for d in drafts],
     )
+    if one and len(drafts) == 1:  # one key, one event: the same save as sm_save's, from scalars
+        call, params = _CALL_ONE, (*head, *(column[0] for column in columns))
+    else:
+        call, params = _CALL, (*head, *columns, [d.key for d in drafts])
     try:
-        rows = conn.execute(_CALL, params).fetchall()
+        rows = conn.execute(call, params).fetchall()
     except psycopg.DatabaseError as exc:
         if exc.sqlstate == NO_SESSION:
             raise NotFound(f"no session {session_id!r}") from None

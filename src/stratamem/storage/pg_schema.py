@@ -45,7 +45,7 @@ from psycopg import sql
 
 from ..audit import GENESIS
 from ..errors import StorageError
-from . import pg_graph, pg_save, pg_save_set, pg_vectors
+from . import pg_graph, pg_save, pg_save_one, pg_save_set, pg_vectors
 from .rows import one_row
 
 DEFAULT_SCHEMA = "stratamem"
@@ -301,7 +301,8 @@ V4 = [
 # Version 5: the knowledge graph (pg_graph); version 6: vectors per memory version for search by meaning
 # (pg_vectors); version 7: the operator console pages one agent's versions by (key, level) across every
 # status, live and soft-deleted; version 8: a save in one statement, the server-side ``sm_save`` (pg_save);
-# version 9: ``sm_save`` and the shadowing refresh without per-row work that grows with the store (pg_save_set).
+# version 9: ``sm_save`` and the shadowing refresh without per-row work that grows with the store (pg_save_set);
+# version 10: ``sm_save_one``, a single save from one record's scalars with plans made for one row (pg_save_one).
 V7 = ["CREATE INDEX IF NOT EXISTS memories_console ON memories (agent_id, key, level DESC, id)"]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
@@ -314,8 +315,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (7, V7),
     (8, pg_save.MIGRATION),
     (9, pg_save_set.MIGRATION),
+    (10, pg_save_one.MIGRATION),
 ]
 LATEST = MIGRATIONS[-1][0]
+
+
+def has_migration(statements: list[str]) -> bool:
+    """Whether this version of the code migrates stores through ``statements`` (the list a module exports)."""
+    return any(listed is statements for _, listed in MIGRATIONS)
 
 
 def check_identifier(name: str, what: str) -> str:

@@ -65,6 +65,8 @@ from . import (
     pg_graph,
     pg_index,
     pg_save,
+    pg_save_one,
+    pg_schema,
     pg_search,
     pg_sessions,
     pg_turns,
@@ -150,6 +152,7 @@ class PostgresBackend:
             # background while the caller gets on with its work.
             with psycopg.connect(self.config.conninfo, autocommit=True) as conn:
                 migrate_schema(conn, self.config.schema, self.config.app_role)
+                self._save_one = pg_schema.has_migration(pg_save_one.MIGRATION)
                 configure(conn, self.config)  # refuse a role that would bypass the policies, now and clearly
                 self._vtype = pg_vectors.vector_type(conn)
                 run_on(conn, self._check_languages)
@@ -450,13 +453,16 @@ class PostgresBackend:
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
         """Every draft at the live taint read inside the one transaction; one audit event per record.
 
-        One statement, the server-side ``sm_save`` (``pg_save``), in its own transaction.
+        One statement, the server-side ``sm_save`` (``pg_save``), in its own transaction; a single
+        record goes to ``sm_save_one`` (``pg_save_one``), the same save from scalars.
         """
         locks = (self._store_lock, self._key_space)
         with self._errors():
             return run_autocommit(
                 self._pool,
-                lambda conn: pg_save.save_many(conn, self.analyzer, locks, session_id, drafts, now),
+                lambda conn: pg_save.save_many(
+                    conn, self.analyzer, locks, session_id, drafts, now, one=self._save_one
+                ),
             )
 
     def _observe(
