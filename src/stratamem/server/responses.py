@@ -81,8 +81,12 @@ def from_tool_text(text: str) -> Response:
 
     An error shape gets its code's status; ``{"found": false}`` from
     ``memory_get`` is sent with 404 (the body is still the tool's shape, so a
-    missing key and an inaccessible one stay indistinguishable).
+    missing key and an inaccessible one stay indistinguishable). The answer is
+    parsed only when it names one of those keys: this runs on the event loop's
+    thread, and a search answer is several kilobytes of JSON.
     """
+    if '"error"' not in text and '"found"' not in text:
+        return json_text(text)  # neither key anywhere: an ordinary answer (no need to parse it here)
     status = 200
     try:
         data = json.loads(text)

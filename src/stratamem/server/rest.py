@@ -148,7 +148,9 @@ class RestApi:
 
     def routes(self) -> list[Route]:
         s = "/v1/sessions/{session_id}"
-        return [
+        return [  # the router tries these in order: the busiest first (no two paths overlap)
+            Route(f"{s}/search", self.search_post, methods=["POST"]),
+            Route(f"{s}/search", self.search_get, methods=["GET"]),
             Route("/v1/health", self.health, methods=["GET"]),
             Route("/v1/tools", self.tools, methods=["GET"]),
             Route("/v1/sessions", self.create_session, methods=["POST"]),
@@ -161,8 +163,6 @@ class RestApi:
             Route(f"{s}/memories/{{key:path}}", self.get_memory, methods=["GET"]),
             Route(f"{s}/memories/{{key:path}}", self.put_memory, methods=["PUT"]),
             Route(f"{s}/memories/{{key:path}}", self.delete_memory, methods=["DELETE"]),
-            Route(f"{s}/search", self.search_get, methods=["GET"]),
-            Route(f"{s}/search", self.search_post, methods=["POST"]),
             Route(f"{s}/graph/{{tool}}", self.graph_tool, methods=["POST"]),
             Route("/v1/mcp-sessions/{mcp_session_id}", self.mcp_session, methods=["GET"]),
             Route("/v1/audit", self.audit, methods=["GET"]),

@@ -27,6 +27,7 @@ from ..store import Store
 from .app import build_app, is_loopback
 from .config import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, load_config
 from .devtoken import dev_principal, ensure_token, token_path
+from .http_protocol import CorkedHttpToolsProtocol
 from .principals import Principals
 from .state import ServerState
 
@@ -121,6 +122,7 @@ def serve(
                 access_log=False,
                 server_header=False,
                 lifespan="on",
+                http=CorkedHttpToolsProtocol,
                 timeout_graceful_shutdown=math.ceil(config.graceful_timeout),
             )
         )
