@@ -72,68 +72,56 @@ class FakeTransport:
     def set_protocol(self, protocol: Any) -> None: ...
 
 
-def corked() -> tuple[asyncio.AbstractEventLoop, FakeTransport, CorkedTransport]:
-    loop = asyncio.new_event_loop()
+def corked() -> tuple[FakeTransport, CorkedTransport]:
     raw = FakeTransport()
-    return loop, raw, CorkedTransport(raw, loop)  # type: ignore[arg-type]
+    return raw, CorkedTransport(raw)  # type: ignore[arg-type]
 
 
-def test_a_head_and_its_body_leave_in_one_write():
-    loop, raw, transport = corked()
-    try:
-        transport.write(HEAD)
-        assert raw.writes == [] and transport.get_write_buffer_size() == len(HEAD)
-        transport.write(b"{}")
-        assert raw.writes == [HEAD + b"{}"]
-        loop.run_until_complete(asyncio.sleep(0))  # the fallback flush finds nothing left
-        assert raw.writes == [HEAD + b"{}"]
-    finally:
-        loop.close()
+def test_a_held_head_leaves_with_the_next_write():
+    raw, transport = corked()
+    transport.hold()
+    transport.write(HEAD)
+    assert raw.writes == [] and transport.get_write_buffer_size() == len(HEAD)
+    transport.write(b"{}")
+    assert raw.writes == [HEAD + b"{}"]
+    transport.write(b"more")  # nothing held any more: straight through
+    assert raw.writes == [HEAD + b"{}", b"more"]
 
 
-def test_a_head_alone_leaves_on_the_next_turn_of_the_loop():
-    loop, raw, transport = corked()
-    try:
-        transport.write(HEAD)
-        loop.run_until_complete(asyncio.sleep(0))
-        assert raw.writes == [HEAD]
-        transport.write(b"{}")  # a body that comes later is sent as it comes
-        assert raw.writes == [HEAD, b"{}"]
-    finally:
-        loop.close()
+def test_without_hold_writes_pass_straight_through_in_order():
+    raw, transport = corked()
+    transport.write(b"chunk one")
+    transport.write(memoryview(b"chunk two"))
+    transport.writelines([b"a", b"b"])
+    transport.flush()
+    assert raw.writes == [b"chunk one", b"chunk two", b"ab"]
 
 
-def test_other_writes_pass_straight_through_in_order():
-    loop, raw, transport = corked()
-    try:
-        transport.write(b"chunk one")
-        transport.write(memoryview(b"chunk two"))
-        transport.writelines([b"a", b"b"])
-        assert raw.writes == [b"chunk one", b"chunk two", b"ab"]
-    finally:
-        loop.close()
-
-
-def test_close_and_eof_send_what_is_held_first_and_abort_drops_it():
-    loop, raw, transport = corked()
-    try:
-        transport.write(HEAD)
-        transport.close()
-        assert raw.events == ["write", "close"] and raw.writes == [HEAD]
-        loop2, raw2, transport2 = corked()
-        transport2.write(HEAD)
-        transport2.write_eof()
-        assert raw2.events == ["write", "eof"]
-        loop2.close()
-        loop3, raw3, transport3 = corked()
-        transport3.write(HEAD)
-        transport3.abort()
-        loop3.run_until_complete(asyncio.sleep(0))
-        assert raw3.events == ["abort"] and raw3.writes == []
-        assert transport3.is_closing()  # anything else is the transport's own
-        loop3.close()
-    finally:
-        loop.close()
+def test_flush_close_and_eof_send_what_is_held_first_and_abort_drops_it():
+    raw, transport = corked()
+    transport.hold()
+    transport.write(HEAD)
+    transport.flush()
+    transport.flush()
+    assert raw.writes == [HEAD]
+    transport.write(b"{}")
+    assert raw.writes == [HEAD, b"{}"]
+    raw, transport = corked()
+    transport.hold()
+    transport.write(HEAD)
+    transport.close()
+    assert raw.events == ["write", "close"] and raw.writes == [HEAD]
+    raw, transport = corked()
+    transport.hold()
+    transport.write(HEAD)
+    transport.write_eof()
+    assert raw.events == ["write", "eof"]
+    raw, transport = corked()
+    transport.hold()
+    transport.write(HEAD)
+    transport.abort()
+    assert raw.events == ["abort"] and raw.writes == []
+    assert transport.is_closing()  # anything else is the transport's own
 
 
 async def _json_app(scope: Any, receive: Any, send: Any) -> None:
@@ -144,28 +132,55 @@ async def _json_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": b"{}"})
 
 
-@pytest.mark.parametrize("protocol, writes", [(CorkedHttpToolsProtocol, 1), (HttpToolsProtocol, 2)])
-def test_the_server_protocol_answers_in_one_write(protocol, writes):
-    """The regression guard: uvicorn's own protocol writes the head and the body apart."""
+async def _streaming_app(scope: Any, receive: Any, send: Any) -> None:
+    await receive()
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"one", "more_body": True})
+    await send({"type": "http.response.body", "body": b"two", "more_body": True})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _exchange(protocol: type, app: Any, request: bytes) -> list[bytes]:
+    """What ``protocol`` writes to the socket for ``request`` answered by ``app``."""
     loop = asyncio.new_event_loop()
     try:
-        config = Config(_json_app, log_level="warning", lifespan="off")
+        config = Config(app, log_level="warning", lifespan="off")
         config.load()
         raw = FakeTransport()
 
         async def exchange() -> None:
             proto = protocol(config=config, server_state=UvicornState(), app_state={})
             proto.connection_made(raw)
-            proto.data_received(b"GET /x HTTP/1.1\r\nhost: t\r\n\r\n")
+            proto.data_received(request)
             for _ in range(20):
                 await asyncio.sleep(0)
 
         loop.run_until_complete(exchange())
-        assert len(raw.writes) == writes
-        answer = b"".join(raw.writes)
-        assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\n{}")
+        return raw.writes
     finally:
         loop.close()
+
+
+GET = b"GET /x HTTP/1.1\r\nhost: t\r\n\r\n"
+
+
+@pytest.mark.parametrize("protocol, writes", [(CorkedHttpToolsProtocol, 1), (HttpToolsProtocol, 2)])
+def test_the_server_protocol_answers_in_one_write(protocol, writes):
+    """The regression guard: uvicorn's own protocol writes the head and the body apart."""
+    sent = _exchange(protocol, _json_app, GET)
+    assert len(sent) == writes
+    answer = b"".join(sent)
+    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b"\r\n\r\n{}")
+
+
+def test_a_head_request_and_a_stream_are_sent_whole():
+    head = _exchange(CorkedHttpToolsProtocol, _json_app, b"HEAD /x HTTP/1.1\r\nhost: t\r\n\r\n")
+    assert len(head) == 1 and head[0].startswith(b"HTTP/1.1 200 OK") and head[0].endswith(b"\r\n\r\n")
+    plain = b"".join(_exchange(HttpToolsProtocol, _streaming_app, GET))
+    stream = _exchange(CorkedHttpToolsProtocol, _streaming_app, GET)
+    assert b"".join(stream) == plain and stream[0].endswith(b"3\r\none\r\n")  # the head rode with part one
+    pipelined = b"".join(_exchange(CorkedHttpToolsProtocol, _json_app, GET + GET))
+    assert pipelined.count(b"HTTP/1.1 200 OK") == 2 and pipelined.endswith(b"{}")
 
 
 # a real server ---------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Uvicorn's httptools protocol, sending a response's head and body in one socket write.
+"""Uvicorn's httptools protocol, sending a response's head and first body part in one socket write.
 
 Uvicorn writes the status line and headers (``http.response.start``) and the
 body (``http.response.body``) with two ``transport.write`` calls, and asyncio
@@ -6,50 +6,54 @@ sends each straight away: two ``send`` system calls per answer. In this
 server the event loop's thread shares the interpreter lock with the worker
 threads running store calls, and every system call gives the lock up and
 waits to get it back behind them (about 0.4 ms a send under 8 clients), so
-the second send costs far more than its bytes. :class:`CorkedTransport`
-holds a response head back until the next write (the body, normally in the
-same step of the same task) and sends both together; whatever comes first —
-the next write, ``close``, ``write_eof`` or the next turn of the event loop —
-sends what is held, so nothing is ever delayed by more than one turn of the
-loop, reordered or lost (``abort`` drops it, as it drops the transport's own
-buffer).
+the second send costs far more than its bytes.
+
+Here each response's ``send`` marks its head to be held by the connection's
+:class:`CorkedTransport`; the first body message's write carries it out with
+the body, and once that message is handled nothing is held any more (a HEAD
+answer or an empty body sends the head alone then). ``close`` and
+``write_eof`` send what is held first, ``abort`` drops it like the rest of the
+transport's buffer: nothing is lost, reordered, or held past the response's
+first body message.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-HEAD_END = b"\r\n\r\n"
+Send = Callable[[Any], Awaitable[None]]
 
 
 class CorkedTransport:
-    """Wraps an asyncio transport; joins a response head with the write that follows it."""
+    """Wraps an asyncio transport; after :meth:`hold`, the next write waits to go out with the one after it."""
 
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, transport: asyncio.Transport) -> None:
         self._transport = transport
-        self._loop = loop
+        self._holding = False
         self._held: bytes | None = None
 
+    def hold(self) -> None:
+        """Keep the next write back until the write after it, or :meth:`flush`."""
+        self._holding = True
+
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            self._transport.write(held + bytes(data))
-        elif (
-            bytes(data[-4:]) == HEAD_END
-        ):  # a response head (uvicorn writes one in one call): wait for its body
+        if self._holding:
+            self._holding = False
             self._held = bytes(data)
-            self._loop.call_soon(self.flush)
-        else:
-            self._transport.write(data)
+            return
+        held, self._held = self._held, None
+        self._transport.write(data if held is None else held + bytes(data))
 
     def writelines(self, chunks: Any) -> None:
         self.write(b"".join(chunks))
 
     def flush(self) -> None:
-        """Send what is held, if anything."""
+        """Send what is held, if anything, and hold nothing more."""
+        self._holding = False
         held, self._held = self._held, None
         if held is not None:
             self._transport.write(held)
@@ -63,7 +67,7 @@ class CorkedTransport:
         self._transport.write_eof()
 
     def abort(self) -> None:
-        self._held = None
+        self._holding, self._held = False, None
         self._transport.abort()
 
     def get_write_buffer_size(self) -> int:
@@ -73,9 +77,36 @@ class CorkedTransport:
         return getattr(self._transport, name)
 
 
+def corked_send(send: Send, transport: CorkedTransport) -> Send:
+    """``send`` of one response, holding its head back for the first body message."""
+
+    async def send_corked(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            transport.hold()
+            try:
+                await send(message)
+            except BaseException:
+                transport.flush()
+                raise
+            return
+        try:
+            await send(message)
+        finally:
+            transport.flush()
+
+    return send_corked
+
+
 class CorkedHttpToolsProtocol(HttpToolsProtocol):
     """Uvicorn's httptools protocol on a :class:`CorkedTransport` (pass as ``uvicorn.Config(http=...)``)."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        corked = CorkedTransport(transport, asyncio.get_running_loop())
-        super().connection_made(corked)  # type: ignore[arg-type]
+        super().connection_made(CorkedTransport(transport))  # type: ignore[arg-type]
+
+    def on_headers_complete(self) -> None:
+        before = self.cycle
+        super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle is not before and isinstance(self.transport, CorkedTransport):
+            # the cycle's task has not run yet: its app will be given this send
+            cycle.send = corked_send(cycle.send, self.transport)  # type: ignore[method-assign]
