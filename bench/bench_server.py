@@ -1,14 +1,17 @@
 """Server benchmark: memory_search over HTTP (REST and MCP tool calls) beside the in-process tool call.
 
 Run: ``python bench/bench_server.py`` (``--memories 10000 --clients 8 --requests 1600``;
-``--backend sqlite|postgres|both``, ``--no-mcp``; ``--pg URL`` for a server of yours, else an
-embedded one with its default, durable settings). The store gets N memories (SciFact sentences
+``--backend sqlite|postgres|both``, ``--no-mcp``, ``--client httpx|lean|both``; ``--pg URL`` for a
+server of yours, else an embedded one with its default, durable settings). The store gets N memories (SciFact sentences
 when ``bench_core``'s data files are there, else ``bench_scale``'s seeded synthetic texts), imported
 with ``store.import_memories``; queries are SciFact claims (else 3-word synthetic queries).
 ``stratamem serve`` runs as a separate process (as deployed), so clients and server do not share one
 interpreter lock. Reported for each path: requests per second over the whole run and per-request
-latency percentiles, with C concurrent clients, and the load average (``os.getloadavg``) around
-each measurement.
+latency percentiles, with C concurrent clients, the CPU time per request of the process serving it
+(the server's from ``/proc``, the in-process path's own) and of the HTTP clients, and the load
+average (``os.getloadavg``) around each measurement. CPU per request moves least with the load.
+REST runs twice by default: with httpx clients (as before) and with lean ones (``LeanClient``),
+whose CPU does not come out of the server's share of a small machine.
 
 The in-process ceiling is the rate of C threads calling ``stratamem.tools.execute`` on one store in
 this process, measured in the same run just before the server's (C = the clients over HTTP). The
@@ -128,7 +131,7 @@ class LeanClient:
     """One keep-alive connection with the standard library's ``http.client``: JSON in, status and text out.
 
     httpx spends about 0.8 ms of CPU on each request here; on a 2-core machine
-    the clients' CPU is taken from the server's, so ``--client lean`` shows
+    the clients' CPU is taken from the server's, so the lean clients show
     the server with clients that cost little (as remote clients cost it nothing).
     """
 
@@ -283,7 +286,7 @@ def load() -> str:
 
 
 def bench_backend(
-    db: str, label: str, queries: list[str], clients: int, mcp: bool, tmp: Path, lean: bool
+    db: str, label: str, queries: list[str], clients: int, mcp: bool, tmp: Path, client: str
 ) -> list[dict]:
     rows = []
     for row in bench_in_process(db, queries, clients):
@@ -292,7 +295,8 @@ def bench_backend(
     ceiling = rows[-1]["rps"]
     proc, url, token = start_server(db, tmp)
     try:
-        paths = [functools.partial(bench_rest, lean=lean)] + ([bench_mcp] if mcp else [])
+        leans = {"httpx": [False], "lean": [True], "both": [False, True]}[client]
+        paths = [functools.partial(bench_rest, lean=lean) for lean in leans] + ([bench_mcp] if mcp else [])
         for path in paths:
             before, cpu0, client0 = load(), proc_cpu_s(proc.pid), time.process_time()
             row = path(url, token, queries, clients)
@@ -317,9 +321,9 @@ def main() -> None:
     parser.add_argument("--no-mcp", action="store_true", help="skip the MCP path")
     parser.add_argument(
         "--client",
-        choices=("httpx", "lean"),
-        default="httpx",
-        help="REST clients: httpx (as before) or lean (http.client, little CPU; see LeanClient)",
+        choices=("httpx", "lean", "both"),
+        default="both",
+        help="REST clients: httpx (as before), lean (http.client, little CPU; see LeanClient) or both",
     )
     args = parser.parse_args()
 
@@ -358,7 +362,7 @@ def main() -> None:
                 args.clients,
                 not args.no_mcp,
                 tmp,
-                args.client == "lean",
+                args.client,
             )
 
     print(
