@@ -20,12 +20,12 @@ first body message.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-Send = Callable[[Any], Awaitable[None]]
+Send = Callable[[Any], Coroutine[Any, Any, None]]
 
 
 class CorkedTransport:
@@ -109,4 +109,4 @@ class CorkedHttpToolsProtocol(HttpToolsProtocol):
         cycle = self.cycle
         if cycle is not None and cycle is not before and isinstance(self.transport, CorkedTransport):
             # the cycle's task has not run yet: its app will be given this send
-            cycle.send = corked_send(cycle.send, self.transport)  # type: ignore[method-assign]
+            cycle.send = corked_send(cycle.send, self.transport)  # type: ignore[method-assign, assignment]
