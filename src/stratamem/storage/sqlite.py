@@ -295,6 +295,7 @@ class SQLiteBackend:
             sqlite_vectors.setup(conn)
             sqlite_deltas.create(conn)
             sqlite_tail.create(conn)
+            sqlite_tail.upgrade(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -491,11 +492,10 @@ class SQLiteBackend:
         conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int
     ) -> None:
         """Postings carry the document's agent, level and length so ranking never joins; they go to
-        the append-only ``sqlite_tail``, and document frequencies per (term, agent, level) to
-        ``term_stats`` through the append-only tail of ``sqlite_deltas`` (a page or two, not one per term)."""
+        the append-only ``sqlite_tail`` (a page or two, not one per term), whose rows are also the
+        document's frequencies until they are folded into ``postings`` and ``term_stats``."""
         level = int(level)
         sqlite_tail.append(conn, [(term, mem_id, tf, agent, level, length) for term, tf in terms.items()])
-        sqlite_deltas.record(conn, terms, agent, level, +1)
 
     def _unindex(
         self,
@@ -507,11 +507,12 @@ class SQLiteBackend:
         agent: str,
         level: int,
     ) -> None:
+        if sqlite_tail.remove(conn, mem_id):
+            return  # its frequencies were its tail rows (and its postings all there: written together)
         terms, _ = self.analyzer.document_terms(key, content, json.loads(tags_json))
         conn.executemany(
             "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
         )
-        sqlite_tail.remove(conn, mem_id)
         # A term no live memory holds any more leaves term_stats when the tail is folded (purge folds).
         sqlite_deltas.record(conn, terms, agent, level, -1)
 
@@ -1022,8 +1023,7 @@ class SQLiteBackend:
         term_list = ", ".join(f":t{i}" for i in range(len(terms)))
         freqs = dict.fromkeys(terms, 0)
         for term, df in conn.execute(
-            f"SELECT term, sum(df) FROM term_stats WHERE term IN ({term_list}) "
-            f"AND agent_id IN ({scope.agent_list}) AND level <= :lvl GROUP BY term",
+            f"SELECT term, sum(df) FROM ({sqlite_tail.doc_freqs(term_list, scope.agent_list)}) GROUP BY term",
             {**scope.params, **term_params},
         ):
             freqs[term] = df
