@@ -4,12 +4,19 @@ transaction, and all of it holds with several processes writing one file."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
+from datetime import UTC, datetime
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_term_deltas import effective_df, recount  # what readers add up; a recount
 
 import stratamem as sm
+from stratamem import Level, audit
+from stratamem.audit import AuditDraft
 from stratamem.embed.hashing import HashEmbedder
 from stratamem.storage import sqlite_deltas, sqlite_tail
 
@@ -148,3 +155,40 @@ def test_saves_from_a_lexical_process_after_another_recorded_an_embedder_are_mar
             conn.execute("SELECT count(*) FROM vectors WHERE model IS NULL AND live = 1").fetchone()[0] == 4
         )
         assert store.reindex() == 4
+
+
+_text = st.text(max_size=12)
+_detail = st.dictionaries(
+    _text,
+    st.recursive(st.none() | st.booleans() | st.integers() | _text, lambda c: st.lists(c, max_size=3)),
+    max_size=3,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    seq=st.integers(1, 10**12),
+    session=st.none() | _text,
+    agent=st.none() | _text,
+    taint=st.sampled_from(list(Level)),
+    op=_text,
+    keys=st.lists(_text, max_size=3),
+    levels=st.lists(st.sampled_from(list(Level)), max_size=3),
+    lineage=st.lists(_text, max_size=3),
+    outcome=_text,
+    detail=_detail,
+    prev=_text,
+)
+def test_the_audit_hash_is_the_canonical_encoders(
+    seq, session, agent, taint, op, keys, levels, lineage, outcome, detail, prev
+):
+    """The field-by-field canonical JSON that seals every event is the general encoder's, byte for byte."""
+    draft = AuditDraft(op, session, agent, taint, tuple(keys), tuple(levels), tuple(lineage), outcome, detail)
+    when = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC).isoformat()
+    try:
+        expected = hashlib.sha256(audit._canonical_body(seq, when, draft, prev).encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:  # a lone surrogate: neither encodes
+        with pytest.raises(UnicodeEncodeError):
+            audit._hash(seq, when, draft, prev)
+        return
+    assert audit._hash(seq, when, draft, prev) == expected
