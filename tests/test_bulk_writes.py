@@ -59,13 +59,7 @@ def index_rows(conn: sqlite3.Connection) -> tuple[list[tuple], list[tuple], list
             df[(t, a, lvl)] = df.get((t, a, lvl), 0) + delta
     for t, a, lvl in conn.execute("SELECT term, agent_id, level FROM postings_tail"):  # a document per row
         df[(t, a, lvl)] = df.get((t, a, lvl), 0) + 1
-    parts = sorted(
-        conn.execute(
-            "SELECT agent_id, level, sum(n), sum(total_len) FROM (SELECT agent_id, level, n, total_len "
-            "FROM part_stats UNION ALL SELECT agent_id, level, 1, length FROM (SELECT DISTINCT memory_id, "
-            "agent_id, level, length FROM postings_tail)) GROUP BY agent_id, level HAVING sum(n) OR sum(total_len)"
-        )
-    )
+    parts = sorted(conn.execute("SELECT agent_id, level, n, total_len FROM part_stats"))
     return postings, sorted((k, v) for k, v in df.items() if v), parts
 
 

@@ -75,8 +75,8 @@ def test_the_tail_folds_at_its_bound_when_two_connections_write_it(tmp_path, mon
 
 
 def test_a_store_whose_tail_rows_were_also_counted_as_deltas_is_upgraded_on_open(tmp_path):
-    """Before, each tail document had its +1 in term_deltas and part_stats too; opening such a store
-    moves the tail so nothing is counted twice, and searches answer as they did."""
+    """Before, each tail row's document had its +1 in term_deltas too; opening such a store moves the
+    tail so nothing is counted twice, and searches answer as they did."""
     path = str(tmp_path / "old.db")
     with sm.open_store(path) as store:
         s = store.session("a")
@@ -86,19 +86,15 @@ def test_a_store_whose_tail_rows_were_also_counted_as_deltas_is_upgraded_on_open
         s.delete("b0")
         before = [[(h.memory.key, h.score) for h in s.search(q, 10)] for q in ("w1 w20", "w3", "w0 w8")]
         conn = store.backend._conn
-        # the old layout: every tail document's +1 also in term_deltas and part_stats, no upgrade mark
+        # the old layout: every tail document's +1 also pending in term_deltas, no upgrade mark
         with store.backend._tx(write=True) as write:
-            for _mem_id, agent, level, length, terms in write.execute(
-                "SELECT memory_id, agent_id, level, length, group_concat(term, ' ') FROM postings_tail "
-                "GROUP BY memory_id, agent_id, level, length"
+            for _mem_id, agent, level, terms in write.execute(
+                "SELECT memory_id, agent_id, level, group_concat(term, ' ') FROM postings_tail "
+                "GROUP BY memory_id, agent_id, level"
             ).fetchall():
                 write.execute(
                     "INSERT INTO term_deltas(agent_id, level, delta, terms) VALUES (?,?,?,?)",
                     (agent, level, 1, terms),
-                )
-                write.execute(
-                    "UPDATE part_stats SET n = n + 1, total_len = total_len + ? WHERE agent_id = ? AND level = ?",
-                    (length, agent, level),
                 )
             write.execute("DELETE FROM meta WHERE name = 'tail_counts'")
         assert conn.execute("SELECT count(*) FROM postings_tail").fetchone()[0] > 0

@@ -25,7 +25,6 @@ from ..models import AuditEvent, Memory, TaintEvent
 from .audit_query import AuditQuery, audit_sql, descending
 from .base import SessionRecord
 from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
-from .sqlite_tail import PART_COUNTS
 
 MAX_PAGE = 200
 MAX_VERSIONS = 200
@@ -49,7 +48,6 @@ class Dialect:
     lineage_match: str = ""  # tests a.lineage (JSON text) for the lineage id bound once as {ph}
     deleted_hint: str = ""  # makes the planner read soft-deleted rows through their partial index
     decode: Callable[[str | None], str | None] = _unchanged
-    live_counts: str = "part_stats"  # (agent_id, level, n) rows: a partition's live versions, summed
 
     def sql(self, text: str) -> str:
         return text if self.name == "sqlite" else text.replace("?", "%s")
@@ -70,7 +68,6 @@ SQLITE = Dialect(
         "AND EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = p.v))"
     ),
     deleted_hint="INDEXED BY memories_deleted",
-    live_counts=f"(SELECT agent_id, level, sum(n) AS n FROM ({PART_COUNTS}) GROUP BY agent_id, level)",
 )
 
 
@@ -250,7 +247,7 @@ def agents(
 ) -> list[AgentSummary]:
     """Agents with records within the clearance, by name, with live and deleted counts per level.
 
-    Live counts come from ``part_stats`` (and SQLite's postings tail); deleted ones from the (small) set of
+    Live counts come from ``part_stats``; deleted ones from the (small) set of
     soft-deleted rows, through its partial index.
     """
     level, start = int(clearance), after if after is not None else ""
@@ -265,8 +262,8 @@ def agents(
         r[0]
         for r in run(
             dialect.sql(
-                f"SELECT DISTINCT agent_id FROM {dialect.live_counts} WHERE level <= ? AND n > 0 "
-                "AND agent_id > ? ORDER BY agent_id LIMIT ?"
+                "SELECT DISTINCT agent_id FROM part_stats WHERE level <= ? AND n > 0 AND agent_id > ? "
+                "ORDER BY agent_id LIMIT ?"
             ),
             [level, start, clamp(limit)],
         )
@@ -277,8 +274,7 @@ def agents(
     marks = ", ".join("?" * len(names))
     live = run(
         dialect.sql(
-            f"SELECT agent_id, level, n FROM {dialect.live_counts} "
-            f"WHERE agent_id IN ({marks}) AND level <= ? AND n > 0"
+            f"SELECT agent_id, level, n FROM part_stats WHERE agent_id IN ({marks}) AND level <= ? AND n > 0"
         ),
         [*names, level],
     )

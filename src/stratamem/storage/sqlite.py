@@ -487,25 +487,15 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ index upkeep
 
+    @staticmethod
     def _index(
-        self,
-        conn: sqlite3.Connection,
-        mem_id: int,
-        terms: dict[str, int],
-        agent: str,
-        level: int,
-        length: int,
+        conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int
     ) -> None:
-        """A single write's whole index contribution. Postings carry the document's agent, level and
-        length so ranking never joins; they go to the append-only ``sqlite_tail`` (a page or two, not
-        one per term), whose rows also count the document — its frequencies and its partition's count
-        and length — until they are folded into ``postings``, ``term_stats`` and ``part_stats``. A
-        version without terms has no tail row: it is counted in ``part_stats`` at once."""
+        """Postings carry the document's agent, level and length so ranking never joins; they go to
+        the append-only ``sqlite_tail`` (a page or two, not one per term), whose rows are also the
+        document's frequencies until they are folded into ``postings`` and ``term_stats``."""
         level = int(level)
-        if terms:
-            sqlite_tail.append(conn, [(term, mem_id, tf, agent, level, length) for term, tf in terms.items()])
-        else:
-            self._stats_add(conn, agent, level, 1, length)
+        sqlite_tail.append(conn, [(term, mem_id, tf, agent, level, length) for term, tf in terms.items()])
 
     def _unindex(
         self,
@@ -516,18 +506,15 @@ class SQLiteBackend:
         tags_json: str,
         agent: str,
         level: int,
-        length: int,
     ) -> None:
-        """Take a version's whole contribution out: postings, frequencies, partition count and length."""
         if sqlite_tail.remove(conn, mem_id):
-            return  # all of it was its tail rows (a memory's postings are written, and kept, together)
+            return  # its frequencies were its tail rows (and its postings all there: written together)
         terms, _ = self.analyzer.document_terms(key, content, json.loads(tags_json))
         conn.executemany(
             "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
         )
         # A term no live memory holds any more leaves term_stats when the tail is folded (purge folds).
         sqlite_deltas.record(conn, terms, agent, level, -1)
-        self._stats_add(conn, agent, level, -1, -length)
 
     @staticmethod
     def _stats_add(conn: sqlite3.Connection, agent: str, level: int, n: int, length: int) -> None:
@@ -536,6 +523,21 @@ class SQLiteBackend:
             "ON CONFLICT(agent_id, level) DO UPDATE SET n = n + excluded.n, total_len = total_len + excluded.total_len",
             (agent, int(level), n, length),
         )
+
+    def _stats(
+        self,
+        conn: sqlite3.Connection,
+        pending: PendingIndex | None,
+        agent: str,
+        level: int,
+        n: int,
+        length: int,
+    ) -> None:
+        """Partition counts: at once for a single write, once per partition at the end of a batch."""
+        if pending is not None:
+            pending.count(agent, level, n, length)
+        else:
+            self._stats_add(conn, agent, level, n, length)
 
     @staticmethod
     def _refresh_shadowable(conn: sqlite3.Connection, agent: str, key: str) -> None:
@@ -551,7 +553,8 @@ class SQLiteBackend:
     def _remove_live(self, conn: sqlite3.Connection, row: Sequence[Any], deleted_us: int | None) -> None:
         """Take a live version out of the index and statistics (soft delete or purge)."""
         mem_id, agent, key, level, content, tags, length = row
-        self._unindex(conn, mem_id, key, content, tags, agent, level, length)
+        self._unindex(conn, mem_id, key, content, tags, agent, level)
+        self._stats_add(conn, agent, level, -1, -length)
         sqlite_vectors.mark_dead(conn, mem_id)
         if deleted_us is not None:
             conn.execute(
@@ -597,9 +600,8 @@ class SQLiteBackend:
             mem_id = existing[0]
             created_us = existing[7] if keep_created else to_us(memory.created_at)
             lineage = existing[8] if keep_created else memory.lineage_id
-            self._unindex(
-                conn, mem_id, existing[2], existing[4], existing[5], existing[1], existing[3], existing[6]
-            )
+            self._unindex(conn, mem_id, existing[2], existing[4], existing[5], existing[1], existing[3])
+            self._stats(conn, pending, memory.agent_id, memory.level, 0, length - existing[6])
             conn.execute(
                 "UPDATE memories SET content = ?, tags = ?, category = ?, session_id = ?, created_us = ?, "
                 "updated_us = ?, lineage_id = ?, expires_us = ?, length = ? WHERE id = ?",
@@ -636,8 +638,8 @@ class SQLiteBackend:
                     length,
                 ),
             ).lastrowid
+            self._stats(conn, pending, memory.agent_id, memory.level, 1, length)
         if pending is not None:
-            pending.count(memory.agent_id, memory.level, 1, length)
             pending.add(mem_id, terms, memory.agent_id, memory.level, length)
         else:
             self._index(conn, mem_id, terms, memory.agent_id, memory.level, length)
@@ -911,7 +913,7 @@ class SQLiteBackend:
         two partial indexes, subtracted, and returned so ranking can skip them.
         """
         n, total = conn.execute(
-            f"SELECT coalesce(sum(n), 0), coalesce(sum(total_len), 0) FROM ({sqlite_tail.PART_COUNTS}) "
+            f"SELECT coalesce(sum(n), 0), coalesce(sum(total_len), 0) FROM part_stats "
             f"WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
             scope.params,
         ).fetchone()

@@ -53,6 +53,7 @@ def restore(backend: SQLiteBackend, ref: int, clearance: Level, actor: str, now:
         terms, length = backend.analyzer.document_terms(key, content, json.loads(tags))
         conn.execute("UPDATE memories SET deleted_us = NULL, length = ? WHERE id = ?", (length, mem_id))
         backend._index(conn, mem_id, terms, agent, level, length)
+        backend._stats_add(conn, agent, level, 1, length)
         backend._refresh_shadowable(conn, agent, key)
         memory = row_to_memory(
             conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()

@@ -25,18 +25,13 @@ noninterference is unchanged. The tail holds at most ``FOLD_AT`` rows; a
 query scans it whole (it has no index — an index ordered by term would
 dirty a page per term again).
 
-The tail also counts its memories: one row per (term, memory), each with
-the memory's agent, level and length, so a term's count of documents in a
-partition is its number of tail rows there (``doc_freqs`` adds them to
-``term_stats``) and a partition's documents and total length are its
-distinct tail memories (``PART_COUNTS`` adds them to ``part_stats``). The
-fold adds both to those tables as it moves the rows. A single save thus
-writes no frequency or partition row of its own (two pages fewer in its
-commit), and taking a memory out of the tail takes its counts with it; a
-version indexed in ``postings`` is counted in ``term_stats`` and
-``part_stats`` and leaves a -1 in ``sqlite_deltas`` and ``part_stats`` when
-it goes. A version without terms has no tail row; it is counted in
-``part_stats`` directly.
+The tail is also its memories' document frequencies: one row per (term,
+memory), so a term's count of documents in a partition is its number of
+tail rows there (``doc_freqs`` adds them to ``term_stats``), and the fold
+adds those counts to ``term_stats`` as it moves the rows. A single save thus
+records no frequency change of its own, and taking a memory out of the tail
+takes its frequencies with it; only versions indexed in ``postings`` leave a
+-1 in ``sqlite_deltas`` when they go.
 """
 
 from __future__ import annotations
@@ -48,13 +43,6 @@ FOLD_AT = 1024  # the tail's last row id (about sixty single saves); a query sca
 
 COLUMNS = "term, memory_id, tf, agent_id, level, length"
 ROW = "(?,?,?,?,?,?)"
-_DOCUMENTS = "SELECT DISTINCT memory_id, agent_id, level, length FROM postings_tail"  # a row per memory
-# (agent_id, level, n, total_len) rows whose sums per partition are its live versions and their total
-# length: part_stats plus the tail's memories (read with the same partition filter as part_stats)
-PART_COUNTS = (
-    "SELECT agent_id, level, n, total_len FROM part_stats "
-    f"UNION ALL SELECT agent_id, level, 1, length FROM ({_DOCUMENTS})"
-)
 CHUNK = 128  # rows per INSERT (768 parameters, well under SQLite's bound); a statement per size is cached
 
 SCHEMA = """
@@ -91,17 +79,12 @@ def append(conn: sqlite3.Connection, rows: Sequence[tuple[str, int, int, str, in
 
 
 def fold(conn: sqlite3.Connection) -> None:
-    """Add the tail's counts to ``term_stats`` and ``part_stats``, move its rows into ``postings`` in
-    term order and empty it (rowids start again from 1)."""
+    """Add the tail's document counts to ``term_stats``, move its rows into ``postings`` in term order
+    and empty it (rowids start again from 1)."""
     conn.execute(
         "INSERT INTO term_stats(term, agent_id, level, df) SELECT term, agent_id, level, count(*) "
         "FROM postings_tail WHERE true GROUP BY term, agent_id, level ORDER BY term, agent_id, level "
         "ON CONFLICT(term, agent_id, level) DO UPDATE SET df = df + excluded.df"
-    )
-    conn.execute(
-        f"INSERT INTO part_stats(agent_id, level, n, total_len) SELECT agent_id, level, count(*), sum(length) "
-        f"FROM ({_DOCUMENTS}) WHERE true GROUP BY agent_id, level "
-        "ON CONFLICT(agent_id, level) DO UPDATE SET n = n + excluded.n, total_len = total_len + excluded.total_len"
     )
     move(conn)
 
@@ -130,9 +113,9 @@ def doc_freqs(term_list: str, agent_list: str) -> str:
 
 
 def upgrade(conn: sqlite3.Connection) -> None:
-    """A store written when every tail document also had its +1 in ``sqlite_deltas`` and
-    ``part_stats``: move the tail (counted there already) so nothing is counted twice — once, in the
-    open's write transaction."""
+    """A store written when every tail row also had its +1 in ``sqlite_deltas``: move the tail (its
+    frequencies are counted there already) so no document is counted twice, once, in the open's
+    write transaction."""
     if conn.execute("SELECT 1 FROM meta WHERE name = 'tail_counts'").fetchone() is None:
         move(conn)
         conn.execute("INSERT INTO meta(name, value) VALUES ('tail_counts', '1')")
