@@ -92,7 +92,7 @@ def _hash(seq: int, time_iso: str, draft_like: AuditEvent | AuditDraft, prev_has
 
 
 _encode_str = json.encoder.encode_basestring  # what the encoder uses for strings with ensure_ascii=False
-_NAMES = {**{level: level.name for level in Level}, **{int(level): level.name for level in Level}}
+_NAMES: dict[int, str] = {int(level): level.name for level in Level}  # Level is an IntEnum: it keys too
 
 
 def _string(value: str | None) -> str:

@@ -54,6 +54,7 @@ from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
     from_us,
+    json_strings,
     row_to_event,
     row_to_memory,
     to_us,
@@ -594,7 +595,8 @@ class SQLiteBackend:
         if existing and existing[9] is not None and existing[9] <= now_us:
             self._remove_live(conn, existing[:7], deleted_us=existing[9])
             existing = None
-        tags_json = json.dumps(list(memory.tags))
+        tags_json = json_strings(memory.tags)  # json.dumps's text, without its per-call set-up
+        updated_us = to_us(memory.updated_at)
         expires = to_us(memory.expires_at) if memory.expires_at else None
         if existing:
             mem_id = existing[0]
@@ -611,7 +613,7 @@ class SQLiteBackend:
                     memory.category,
                     memory.session_id,
                     created_us,
-                    to_us(memory.updated_at),
+                    updated_us,
                     lineage,
                     expires,
                     length,
@@ -632,7 +634,7 @@ class SQLiteBackend:
                     memory.category,
                     memory.session_id,
                     created_us,
-                    to_us(memory.updated_at),
+                    updated_us,
                     lineage,
                     expires,
                     length,
@@ -646,22 +648,19 @@ class SQLiteBackend:
             sqlite_vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
         if other_levels:
             self._refresh_shadowable(conn, memory.agent_id, memory.key)
-        # what was just written, without reading it back
-        return row_to_memory(
-            (
-                mem_id,
-                memory.agent_id,
-                memory.key,
-                int(memory.level),
-                memory.content,
-                tags_json,
-                memory.category,
-                memory.session_id,
-                created_us,
-                to_us(memory.updated_at),
-                lineage,
-                expires,
-            )
+        # what was just written, as ``row_to_memory`` would read it back (times at stored precision)
+        return Memory(
+            key=memory.key,
+            content=memory.content,
+            level=Level(memory.level),
+            tags=tuple(memory.tags),
+            category=memory.category,
+            agent_id=memory.agent_id,
+            session_id=memory.session_id,
+            created_at=from_us(created_us),
+            updated_at=from_us(updated_us),
+            lineage_id=lineage,
+            expires_at=from_us(expires) if expires is not None else None,
         )
 
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
