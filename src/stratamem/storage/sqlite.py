@@ -216,8 +216,14 @@ class SQLiteBackend:
         except OSError as exc:
             raise StorageError(f"cannot create the SQLite store at {path}: {exc}") from exc
         try:
+            # a prepared statement per distinct SQL text is kept: the postings tail's multi-row inserts
+            # have one text per row count (``sqlite_tail.CHUNK``), on top of the backend's own
             self._conn = sqlite3.connect(
-                path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
+                path,
+                isolation_level=None,
+                timeout=busy_timeout_s,
+                check_same_thread=False,
+                cached_statements=512,
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             if path != ":memory:":
