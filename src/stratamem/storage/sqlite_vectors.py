@@ -94,12 +94,14 @@ def mark_pending_many(conn: sqlite3.Connection, versions: Sequence[tuple[int, st
 
     Only once the store has an embedder (``use_model``): until then a mark would be three B-tree pages
     (the row and two indexes) in every durable save's commit for vectors nobody makes, and ``use_model``
-    marks every live version without one when the first embedder is recorded — read and decided inside
-    the caller's write transaction, so a save racing that from another process is marked either way.
+    marks every live version without one when the first embedder is recorded — decided by the statement
+    itself inside the caller's write transaction (no separate read), so a save racing that from another
+    process is marked either way.
     """
-    if versions and has_model(conn):
+    if versions:
         conn.executemany(
-            f"INSERT INTO vectors(memory_id, agent_id, level, live, seq) VALUES (?, ?, ?, 1, {_NEXT_SEQ}) "
+            f"INSERT INTO vectors(memory_id, agent_id, level, live, seq) SELECT ?, ?, ?, 1, {_NEXT_SEQ} "
+            "WHERE EXISTS (SELECT 1 FROM meta WHERE name = 'embedder') "
             "ON CONFLICT(memory_id) DO UPDATE SET live = 1, model = NULL, scale = NULL, vec = NULL, "
             "seq = excluded.seq",
             [(mem_id, agent, int(level)) for mem_id, agent, level in versions],
@@ -120,11 +122,6 @@ def forget(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
     if ids:
         conn.executemany("DELETE FROM vectors WHERE memory_id = ?", [(i,) for i in ids])
         bump_epoch(conn)
-
-
-def has_model(conn: sqlite3.Connection) -> bool:
-    """The store has recorded an embedder: saves mark their versions' vectors pending."""
-    return conn.execute("SELECT 1 FROM meta WHERE name = 'embedder'").fetchone() is not None
 
 
 def use_model(conn: sqlite3.Connection, identity: str) -> None:
