@@ -57,6 +57,8 @@ def index_rows(conn: sqlite3.Connection) -> tuple[list[tuple], list[tuple], list
     for a, lvl, delta, terms in conn.execute("SELECT agent_id, level, delta, terms FROM term_deltas"):
         for t in terms.split(" "):
             df[(t, a, lvl)] = df.get((t, a, lvl), 0) + delta
+    for t, a, lvl in conn.execute("SELECT term, agent_id, level FROM postings_tail"):  # a document per row
+        df[(t, a, lvl)] = df.get((t, a, lvl), 0) + 1
     parts = sorted(conn.execute("SELECT agent_id, level, n, total_len FROM part_stats"))
     return postings, sorted((k, v) for k, v in df.items() if v), parts
 

@@ -55,6 +55,56 @@ def event_hash(seq: int, time: datetime, draft_like: AuditEvent | AuditDraft, pr
 
 
 def _hash(seq: int, time_iso: str, draft_like: AuditEvent | AuditDraft, prev_hash: str) -> str:
+    """SHA-256 of the event's canonical JSON (``_canonical_body``), written out field by field.
+
+    The same text ``_CANONICAL.encode`` makes of that body (sorted keys, no spaces, strings through the
+    encoder's own ``encode_basestring``), without building the dict and walking it for every event
+    (``tests/test_single_save_path.py`` compares the two on arbitrary events).
+    """
+    text = (
+        '{"agent":'
+        + _string(draft_like.agent_id)
+        + ',"detail":'
+        + (_CANONICAL.encode(draft_like.detail) if draft_like.detail else "{}")
+        + ',"keys":'
+        + _strings(draft_like.keys)
+        + ',"levels":'
+        + _strings([_NAMES[lv] for lv in draft_like.levels])
+        + ',"lineage":'
+        + _strings(draft_like.lineage_ids)
+        + ',"op":'
+        + _encode_str(draft_like.operation)
+        + ',"outcome":'
+        + _encode_str(draft_like.outcome)
+        + ',"prev":'
+        + _encode_str(prev_hash)
+        + ',"seq":'
+        + int.__repr__(seq)
+        + ',"session":'
+        + _string(draft_like.session_id)
+        + ',"taint":'
+        + _encode_str(_NAMES[draft_like.taint])
+        + ',"time":'
+        + _encode_str(time_iso)
+        + "}"
+    )
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_encode_str = json.encoder.encode_basestring  # what the encoder uses for strings with ensure_ascii=False
+_NAMES: dict[int, str] = {int(level): level.name for level in Level}  # Level is an IntEnum: it keys too
+
+
+def _string(value: str | None) -> str:
+    return "null" if value is None else _encode_str(value)
+
+
+def _strings(values: Iterable[str]) -> str:
+    return "[" + ",".join(map(_encode_str, values)) + "]"
+
+
+def _canonical_body(seq: int, time_iso: str, draft_like: AuditEvent | AuditDraft, prev_hash: str) -> str:
+    """The event's canonical JSON by the general encoder: what ``_hash`` hashes (kept as its reference)."""
     body = {
         "seq": seq,
         "time": time_iso,
@@ -69,7 +119,7 @@ def _hash(seq: int, time_iso: str, draft_like: AuditEvent | AuditDraft, prev_has
         "detail": draft_like.detail,
         "prev": prev_hash,
     }
-    return hashlib.sha256(_CANONICAL.encode(body).encode("utf-8")).hexdigest()
+    return _CANONICAL.encode(body)
 
 
 def seal(seq: int, time: datetime, draft: AuditDraft, prev_hash: str) -> AuditEvent:

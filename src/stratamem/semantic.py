@@ -1,7 +1,9 @@
 """A store's search by meaning: which mode, which embedder, and keeping vectors caught up.
 
 Saves never run the model (their latency is the lexical write alone): a
-save marks its version's vector pending in the same transaction. Vectors are
+save marks its version's vector pending in the same transaction (on SQLite
+once the store has recorded an embedder; recording the first one marks every
+live version, ``sqlite_vectors.use_model``). Vectors are
 made (a) by a search, for up to ``storage.vectors.CATCH_UP`` of the
 session's own visible pending records just before it ranks, and (b) by
 ``Store.reindex`` / ``stratamem reindex`` in bulk, e.g. after an import or a

@@ -54,6 +54,7 @@ from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
     from_us,
+    json_strings,
     row_to_event,
     row_to_memory,
     to_us,
@@ -215,8 +216,14 @@ class SQLiteBackend:
         except OSError as exc:
             raise StorageError(f"cannot create the SQLite store at {path}: {exc}") from exc
         try:
+            # a prepared statement per distinct SQL text is kept: the postings tail's multi-row inserts
+            # have one text per row count (``sqlite_tail.CHUNK``), on top of the backend's own
             self._conn = sqlite3.connect(
-                path, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
+                path,
+                isolation_level=None,
+                timeout=busy_timeout_s,
+                check_same_thread=False,
+                cached_statements=512,
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             if path != ":memory:":
@@ -295,6 +302,7 @@ class SQLiteBackend:
             sqlite_vectors.setup(conn)
             sqlite_deltas.create(conn)
             sqlite_tail.create(conn)
+            sqlite_tail.upgrade(conn)
             conn.execute(
                 "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
             )
@@ -491,11 +499,10 @@ class SQLiteBackend:
         conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int
     ) -> None:
         """Postings carry the document's agent, level and length so ranking never joins; they go to
-        the append-only ``sqlite_tail``, and document frequencies per (term, agent, level) to
-        ``term_stats`` through the append-only tail of ``sqlite_deltas`` (a page or two, not one per term)."""
+        the append-only ``sqlite_tail`` (a page or two, not one per term), whose rows are also the
+        document's frequencies until they are folded into ``postings`` and ``term_stats``."""
         level = int(level)
         sqlite_tail.append(conn, [(term, mem_id, tf, agent, level, length) for term, tf in terms.items()])
-        sqlite_deltas.record(conn, terms, agent, level, +1)
 
     def _unindex(
         self,
@@ -507,11 +514,12 @@ class SQLiteBackend:
         agent: str,
         level: int,
     ) -> None:
+        if sqlite_tail.remove(conn, mem_id):
+            return  # its frequencies were its tail rows (and its postings all there: written together)
         terms, _ = self.analyzer.document_terms(key, content, json.loads(tags_json))
         conn.executemany(
             "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
         )
-        sqlite_tail.remove(conn, mem_id)
         # A term no live memory holds any more leaves term_stats when the tail is folded (purge folds).
         sqlite_deltas.record(conn, terms, agent, level, -1)
 
@@ -593,7 +601,8 @@ class SQLiteBackend:
         if existing and existing[9] is not None and existing[9] <= now_us:
             self._remove_live(conn, existing[:7], deleted_us=existing[9])
             existing = None
-        tags_json = json.dumps(list(memory.tags))
+        tags_json = json_strings(memory.tags)  # json.dumps's text, without its per-call set-up
+        updated_us = to_us(memory.updated_at)
         expires = to_us(memory.expires_at) if memory.expires_at else None
         if existing:
             mem_id = existing[0]
@@ -610,7 +619,7 @@ class SQLiteBackend:
                     memory.category,
                     memory.session_id,
                     created_us,
-                    to_us(memory.updated_at),
+                    updated_us,
                     lineage,
                     expires,
                     length,
@@ -631,7 +640,7 @@ class SQLiteBackend:
                     memory.category,
                     memory.session_id,
                     created_us,
-                    to_us(memory.updated_at),
+                    updated_us,
                     lineage,
                     expires,
                     length,
@@ -645,22 +654,19 @@ class SQLiteBackend:
             sqlite_vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
         if other_levels:
             self._refresh_shadowable(conn, memory.agent_id, memory.key)
-        # what was just written, without reading it back
-        return row_to_memory(
-            (
-                mem_id,
-                memory.agent_id,
-                memory.key,
-                int(memory.level),
-                memory.content,
-                tags_json,
-                memory.category,
-                memory.session_id,
-                created_us,
-                to_us(memory.updated_at),
-                lineage,
-                expires,
-            )
+        # what was just written, as ``row_to_memory`` would read it back (times at stored precision)
+        return Memory(
+            key=memory.key,
+            content=memory.content,
+            level=Level(memory.level),
+            tags=tuple(memory.tags),
+            category=memory.category,
+            agent_id=memory.agent_id,
+            session_id=memory.session_id,
+            created_at=from_us(created_us),
+            updated_at=from_us(updated_us),
+            lineage_id=lineage,
+            expires_at=from_us(expires) if expires is not None else None,
         )
 
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
@@ -1022,8 +1028,7 @@ class SQLiteBackend:
         term_list = ", ".join(f":t{i}" for i in range(len(terms)))
         freqs = dict.fromkeys(terms, 0)
         for term, df in conn.execute(
-            f"SELECT term, sum(df) FROM term_stats WHERE term IN ({term_list}) "
-            f"AND agent_id IN ({scope.agent_list}) AND level <= :lvl GROUP BY term",
+            f"SELECT term, sum(df) FROM ({sqlite_tail.doc_freqs(term_list, scope.agent_list)}) GROUP BY term",
             {**scope.params, **term_params},
         ):
             freqs[term] = df

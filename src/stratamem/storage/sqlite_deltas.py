@@ -1,11 +1,14 @@
-"""Document frequencies of single writes as an append-only tail, folded into ``term_stats`` in bulk.
+"""Document-frequency decrements of single writes as an append-only tail, folded into ``term_stats`` in bulk.
 
 A durable save commits every B-tree page it dirtied. ``term_stats`` is
-ordered by term, so bumping the document frequency of a memory's fifteen
+ordered by term, so changing the document frequency of a memory's fifteen
 distinct terms dirties about fifteen pages — half of what a single save
-wrote. Here a single save (or delete, or replacement) appends one row instead:
-its (agent, level), +1 or -1, and its distinct terms separated by spaces
-(terms never hold whitespace). The row lands on the table's last page.
+wrote. A single save's increments need no row at all: its postings in
+``sqlite_tail`` are counted as they are (``sqlite_tail.doc_freqs``). A
+version indexed in ``postings`` (by a batch, or folded) that leaves the index
+— deleted, replaced, purged — appends one row here instead: its (agent,
+level), -1, and its distinct terms separated by spaces (terms never hold
+whitespace). The row lands on the table's last page.
 
 When the tail holds ``FOLD_AT`` rows, the write that reaches it folds the
 whole tail into ``term_stats`` — one sorted upsert per distinct (term, agent,
@@ -49,15 +52,15 @@ def create(conn: sqlite3.Connection) -> None:
 
 
 def record(conn: sqlite3.Connection, terms: Iterable[str], agent: str, level: int, delta: int) -> None:
-    """One write's document-frequency change (+1 indexed, -1 unindexed); folds when the tail is full."""
+    """One write's document-frequency change (-1: a version of ``postings`` unindexed); folds when full."""
     joined = " ".join(terms)
     if not joined:
         return
-    conn.execute(
+    last = conn.execute(
         "INSERT INTO term_deltas(agent_id, level, delta, terms) VALUES (?,?,?,?)",
         (agent, int(level), delta, joined),
-    )
-    if conn.execute("SELECT max(id) FROM term_deltas").fetchone()[0] >= FOLD_AT:
+    ).lastrowid  # the largest id: a rowid table appends at max + 1 (read in this transaction)
+    if last is not None and last >= FOLD_AT:
         fold(conn)
 
 

@@ -12,6 +12,8 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from functools import lru_cache
+from typing import Any
 
 from ..audit import AuditDraft
 from ..errors import NotFound
@@ -35,9 +37,17 @@ def ensure_schema(conn: sqlite3.Connection) -> None:
 
 
 def read(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+    """The session's row as it is in this transaction (every operation reads it: the taint is live)."""
     row = conn.execute(f"SELECT {COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if row is None:
         raise NotFound(f"no session {session_id!r}")
+    return _record(row)
+
+
+@lru_cache(maxsize=1024)
+def _record(row: tuple[Any, ...]) -> SessionRecord:
+    """A row as a record: a pure function of the row's values (the record is immutable), so the parse of
+    an unchanged row is kept — the row itself is still read in every transaction."""
     return SessionRecord(
         id=row[0],
         agent_id=row[1],

@@ -24,16 +24,26 @@ most the taint, hidden versions) are the same on both sides, so
 noninterference is unchanged. The tail holds at most ``FOLD_AT`` rows; a
 query scans it whole (it has no index — an index ordered by term would
 dirty a page per term again).
+
+The tail is also its memories' document frequencies: one row per (term,
+memory), so a term's count of documents in a partition is its number of
+tail rows there (``doc_freqs`` adds them to ``term_stats``), and the fold
+adds those counts to ``term_stats`` as it moves the rows. A single save thus
+records no frequency change of its own, and taking a memory out of the tail
+takes its frequencies with it; only versions indexed in ``postings`` leave a
+-1 in ``sqlite_deltas`` when they go.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 FOLD_AT = 1024  # the tail's last row id (about sixty single saves); a query scans at most this many rows
 
 COLUMNS = "term, memory_id, tf, agent_id, level, length"
+ROW = "(?,?,?,?,?,?)"
+CHUNK = 128  # rows per INSERT (768 parameters, well under SQLite's bound); a statement per size is cached
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS postings_tail (
@@ -52,25 +62,63 @@ def create(conn: sqlite3.Connection) -> None:
     conn.execute(SCHEMA)
 
 
-def append(conn: sqlite3.Connection, rows: Iterable[tuple[str, int, int, str, int, int]]) -> None:
-    """One write's postings (term, memory id, tf, agent, level, length); folds when the tail is full."""
-    conn.executemany(f"INSERT INTO postings_tail({COLUMNS}) VALUES (?,?,?,?,?,?)", rows)
-    last = conn.execute("SELECT max(id) FROM postings_tail").fetchone()[0]
+def append(conn: sqlite3.Connection, rows: Sequence[tuple[str, int, int, str, int, int]]) -> None:
+    """One write's postings (term, memory id, tf, agent, level, length); folds when the tail is full.
+
+    Multi-row ``INSERT``s of up to ``CHUNK`` rows: the last one's ``lastrowid`` is the tail's
+    largest id (a rowid table appends at max + 1), read in this transaction — no ``max(id)`` query.
+    """
+    last = None
+    for start in range(0, len(rows), CHUNK):
+        chunk = rows[start : start + CHUNK]
+        values = ",".join([ROW] * len(chunk))
+        flat = [value for row in chunk for value in row]
+        last = conn.execute(f"INSERT INTO postings_tail({COLUMNS}) VALUES {values}", flat).lastrowid
     if last is not None and last >= FOLD_AT:
         fold(conn)
 
 
 def fold(conn: sqlite3.Connection) -> None:
-    """Move the whole tail into ``postings`` in term order and empty it (rowids start again from 1)."""
+    """Add the tail's document counts to ``term_stats``, move its rows into ``postings`` in term order
+    and empty it (rowids start again from 1)."""
+    conn.execute(
+        "INSERT INTO term_stats(term, agent_id, level, df) SELECT term, agent_id, level, count(*) "
+        "FROM postings_tail WHERE true GROUP BY term, agent_id, level ORDER BY term, agent_id, level "
+        "ON CONFLICT(term, agent_id, level) DO UPDATE SET df = df + excluded.df"
+    )
+    move(conn)
+
+
+def move(conn: sqlite3.Connection) -> None:
+    """Move the tail's rows into ``postings`` (term order) and empty it, leaving ``term_stats`` alone."""
     conn.execute(
         f"INSERT INTO postings({COLUMNS}) SELECT {COLUMNS} FROM postings_tail ORDER BY term, memory_id"
     )
     conn.execute("DELETE FROM postings_tail")
 
 
-def remove(conn: sqlite3.Connection, mem_id: int) -> None:
-    """A version leaving the index: its rows in the tail, if it was written there (a scan of the tail)."""
-    conn.execute("DELETE FROM postings_tail WHERE memory_id = ?", (mem_id,))
+def remove(conn: sqlite3.Connection, mem_id: int) -> bool:
+    """A version leaving the index: its rows in the tail, if it was written there (a scan of the tail).
+
+    True when it was: its document frequencies left with its rows (see the module's docstring).
+    """
+    return conn.execute("DELETE FROM postings_tail WHERE memory_id = ?", (mem_id,)).rowcount > 0
+
+
+def doc_freqs(term_list: str, agent_list: str) -> str:
+    """``SELECT term, df`` rows whose per-term sum is the documents holding each of ``term_list``'s terms
+    in the partitions of ``agent_list`` at levels up to ``:lvl``: ``term_stats`` plus the tail's rows."""
+    where = f"term IN ({term_list}) AND agent_id IN ({agent_list}) AND level <= :lvl"
+    return f"SELECT term, df FROM term_stats WHERE {where} UNION ALL SELECT term, 1 FROM postings_tail WHERE {where}"
+
+
+def upgrade(conn: sqlite3.Connection) -> None:
+    """A store written when every tail row also had its +1 in ``sqlite_deltas``: move the tail (its
+    frequencies are counted there already) so no document is counted twice, once, in the open's
+    write transaction."""
+    if conn.execute("SELECT 1 FROM meta WHERE name = 'tail_counts'").fetchone() is None:
+        move(conn)
+        conn.execute("INSERT INTO meta(name, value) VALUES ('tail_counts', '1')")
 
 
 def clear(conn: sqlite3.Connection) -> None:

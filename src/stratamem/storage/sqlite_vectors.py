@@ -90,10 +90,18 @@ def mark_pending(conn: sqlite3.Connection, mem_id: int, agent: str, level: int) 
 
 
 def mark_pending_many(conn: sqlite3.Connection, versions: Sequence[tuple[int, str, int]]) -> None:
-    """``mark_pending`` for a batch's versions (memory id, agent, level), in order, in one call."""
+    """``mark_pending`` for a batch's versions (memory id, agent, level), in order, in one call.
+
+    Only once the store has an embedder (``use_model``): until then a mark would be three B-tree pages
+    (the row and two indexes) in every durable save's commit for vectors nobody makes, and ``use_model``
+    marks every live version without one when the first embedder is recorded — decided by the statement
+    itself inside the caller's write transaction (no separate read), so a save racing that from another
+    process is marked either way.
+    """
     if versions:
         conn.executemany(
-            f"INSERT INTO vectors(memory_id, agent_id, level, live, seq) VALUES (?, ?, ?, 1, {_NEXT_SEQ}) "
+            f"INSERT INTO vectors(memory_id, agent_id, level, live, seq) SELECT ?, ?, ?, 1, {_NEXT_SEQ} "
+            "WHERE EXISTS (SELECT 1 FROM meta WHERE name = 'embedder') "
             "ON CONFLICT(memory_id) DO UPDATE SET live = 1, model = NULL, scale = NULL, vec = NULL, "
             "seq = excluded.seq",
             [(mem_id, agent, int(level)) for mem_id, agent, level in versions],
@@ -117,10 +125,16 @@ def forget(conn: sqlite3.Connection, ids: Sequence[int]) -> None:
 
 
 def use_model(conn: sqlite3.Connection, identity: str) -> None:
-    """Record the store's embedder; vectors of another model become pending (re-embedded, never compared)."""
+    """Record the store's embedder; vectors of another model become pending (re-embedded, never compared).
+
+    The first embedder recorded also marks every live version that has no row yet (saved while the
+    store had none, see ``mark_pending_many``) and bumps the epoch, so every process's cache reloads.
+    """
     row = conn.execute("SELECT value FROM meta WHERE name = 'embedder'").fetchone()
     if row is not None and row[0] == identity:
         return
+    if row is None:
+        backfill(conn)
     stale = conn.execute(
         "SELECT count(*) FROM vectors WHERE model IS NOT NULL AND model != ?", (identity,)
     ).fetchone()[0]
