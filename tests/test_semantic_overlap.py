@@ -89,3 +89,54 @@ def test_bm25_ranks_while_the_query_is_embedding(monkeypatch, tmp_path, where):
     assert s.search("green boats") == first  # the vector now cached: same answer, same scores
     assert {h.memory.key for h in first} == {"k0", "k1", "k2"}
     assert all(isinstance(h.memory, sm.Memory) for h in first)
+
+
+class RecordsOverlap(HashEmbedder):
+    """Notes whether documents were ever embedded while a query was still embedding."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.query_running = threading.Event()
+        self.query_started = threading.Event()
+        self.query_thread: threading.Thread | None = None
+        self.overlapped = False
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.query_thread = threading.current_thread()
+        self.query_running.set()
+        self.query_started.set()
+        try:
+            threading.Event().wait(0.2)  # long enough for the pending check to find the new records
+            return super().embed_query(text)
+        finally:
+            self.query_running.clear()
+
+    def embed_documents(self, texts):
+        # HashEmbedder's embed_query embeds its text as a document, in the query's own thread
+        if self.query_running.is_set() and threading.current_thread() is not self.query_thread:
+            self.overlapped = True
+        return super().embed_documents(texts)
+
+
+def test_the_query_embeds_while_pending_records_are_looked_up_never_beside_their_embedding(monkeypatch):
+    """The query's embedding starts before the check for pending records (that check is off its path);
+    records found pending are embedded only after the query's embedding is over."""
+    embedder = RecordsOverlap()
+    store = sm.open_store(":memory:", search_mode="hybrid", embedder=embedder)
+    s = store.session("a")
+    s.save("k0", "river boats at dawn")
+    store.reindex()
+    s.save("k1", "boats on the green river")  # pending: the next search embeds it
+    pending_vectors = sqlite_backend.SQLiteBackend.pending_vectors
+    order: list[str] = []
+
+    def spy(self, *args, **kwargs):
+        order.append("query started" if embedder.query_started.wait(timeout=10) else "query not started")
+        return pending_vectors(self, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite_backend.SQLiteBackend, "pending_vectors", spy)
+    hits = s.search("green boats")
+    assert order == ["query started"]
+    assert not embedder.overlapped
+    assert {h.memory.key for h in hits} == {"k0", "k1"}
+    assert store.backend.pending_vectors(s.id, 10, store.now()) == []  # caught up by that search

@@ -34,7 +34,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING
 
 from . import embed, workers
@@ -110,9 +110,11 @@ class SemanticIndex:
             return None
         try:
             embedder = self._require()
-            # Catch up first: this search never calls the embedder from two threads at once.
-            self.catch_up(session_id, embedder)
+            # The query's embedding starts first (in a worker) and the check for pending records runs
+            # meanwhile; documents are embedded only once the query's embedding is over, so this search
+            # never calls the embedder from two threads at once.
             vector = self._query_vector(embedder, session_id, text)
+            self.catch_up(session_id, embedder, after=vector)
         except EmbedderError as exc:
             if self.failed(exc, mode):
                 return None
@@ -154,9 +156,13 @@ class SemanticIndex:
         future: Future[DenseQuery] = workers.pool().submit(embed)
         return QueryEmbedding(embedder.identity, embedder.dim, future)
 
-    def catch_up(self, session_id: str, embedder: Embedder) -> int:
+    def catch_up(self, session_id: str, embedder: Embedder, after: QueryVector | None = None) -> int:
+        """Embed up to ``CATCH_UP`` of the session's visible pending records, once ``after`` (a query
+        still embedding) is done."""
         backend = self._store.backend
         pending = backend.pending_vectors(session_id, CATCH_UP, self._store.now())
+        if pending and isinstance(after, QueryEmbedding):
+            wait([after.future])  # its error, if any, is the search's to raise
         return self._embed(embedder, pending)
 
     def _embed(self, embedder: Embedder, pending: list[Pending]) -> int:
