@@ -23,37 +23,76 @@ Only queries take this path. Stored vectors still come from the float32 graph
 (batched, where its throughput is fine), so stored vectors, the embedder's
 identity and reindexing are unchanged; a query vector is still a function of
 the query's text alone, which is all noninterference needs of it. The rewrite
-needs the ``onnx`` package (in the ``semantic`` extra); without it, or on a
+uses the ``onnx`` package's protobuf classes (in the ``semantic`` extra); without it, or on a
 model whose graph does not have this shape, queries use the float32 graph and
 the reason is logged.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 log = logging.getLogger(__name__)
 
-INT8 = 3  # onnx.TensorProto.INT8
+FLOAT, INT8 = 1, 3  # onnx.TensorProto.FLOAT, .INT8
 DOMAIN = "com.microsoft"  # onnxruntime's contributed operators, where DynamicQuantizeMatMul lives
+
+
+def _onnx_protos() -> ModuleType | None:
+    """onnx's generated protobuf classes (``onnx/onnx_ml_pb2.py``), without ``import onnx``.
+
+    The package's ``__init__`` imports ``ml_dtypes``, whose extension takes about 0.75 s to load here:
+    more than the rewrite and the session together. The generated module needs only ``protobuf``;
+    importing ``onnx`` later in the same process still works (its classes are the same ones).
+    """
+    spec = importlib.util.find_spec("onnx")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    source = Path(next(iter(spec.submodule_search_locations))) / "onnx_ml_pb2.py"
+    loader = importlib.util.spec_from_file_location("onnx.onnx_ml_pb2", source)
+    if loader is None or loader.loader is None:
+        return None
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    return module
+
+
+def _tensor(protos: ModuleType, name: str, values: np.ndarray, data_type: int) -> Any:
+    return protos.TensorProto(
+        name=name, data_type=data_type, dims=list(values.shape), raw_data=values.tobytes()
+    )
+
+
+def _values(tensor: Any) -> np.ndarray:
+    """A float32 initializer's values (stored as raw bytes or as a repeated field), in its shape."""
+    if tensor.raw_data:
+        flat = np.frombuffer(tensor.raw_data, dtype="<f4")
+    else:
+        flat = np.asarray(tensor.float_data, dtype=np.float32)
+    return flat.reshape(tuple(tensor.dims)).astype(np.float32)
 
 
 def rewrite(path: Path) -> bytes | None:
     """The model at ``path`` with its dequantised matrix products in int8, or None (and why, in the log)."""
     try:
-        import onnx
-        from onnx import helper, numpy_helper
-    except ImportError:
+        protos = _onnx_protos()
+    except (ImportError, OSError, ValueError) as exc:  # protobuf missing or too old, a broken install
+        log.info("onnx's protobuf classes cannot load (%s): queries use the float32 graph (slower)", exc)
+        return None
+    if protos is None:
         log.info("onnx is not installed: queries are embedded by the float32 graph (slower)")
         return None
     try:
-        model = onnx.load(str(path))
-    except Exception as exc:  # noqa: BLE001 - protobuf and onnx raise classes with no common base
-        log.warning("queries use the float32 graph: onnx cannot read %s (%s)", path, exc)
+        model = protos.ModelProto()
+        model.ParseFromString(path.read_bytes())
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and OSError share no useful base
+        log.warning("queries use the float32 graph: cannot read %s as ONNX (%s)", path, exc)
         return None
     graph = model.graph
     made_by = {output: node for node in graph.node for output in node.output}
@@ -66,23 +105,23 @@ def rewrite(path: Path) -> bytes | None:
             nodes.append(node)
             continue
         codes, scale_name = pattern
-        scale = numpy_helper.to_array(constants[scale_name]).astype(np.float32)
+        scale = _values(constants[scale_name])
         if scale.ndim != 2 or scale.shape[0] != 1:  # one scale per output column, as the operator takes
             nodes.append(node)
             continue
         scales = f"{node.name}_int8_scales"
         zeros = f"{node.name}_int8_zeros"
         added += [
-            numpy_helper.from_array(scale.reshape(-1), scales),
-            numpy_helper.from_array(np.zeros(scale.shape[1], dtype=np.int8), zeros),
+            _tensor(protos, scales, scale.reshape(-1), FLOAT),
+            _tensor(protos, zeros, np.zeros(scale.shape[1], dtype=np.int8), INT8),
         ]
         nodes.append(
-            helper.make_node(
-                "DynamicQuantizeMatMul",
-                [node.input[0], codes, scales, zeros],
-                list(node.output),
-                name=f"{node.name}_int8",
+            protos.NodeProto(
+                op_type="DynamicQuantizeMatMul",
                 domain=DOMAIN,
+                name=f"{node.name}_int8",
+                input=[node.input[0], codes, scales, zeros],
+                output=list(node.output),
             )
         )
     if not added:
@@ -92,7 +131,7 @@ def rewrite(path: Path) -> bytes | None:
     graph.node.extend(nodes)
     graph.initializer.extend(added)
     if not any(opset.domain == DOMAIN for opset in model.opset_import):
-        model.opset_import.append(helper.make_opsetid(DOMAIN, 1))
+        model.opset_import.append(protos.OperatorSetIdProto(domain=DOMAIN, version=1))
     blob: bytes = model.SerializeToString()
     return blob
 
