@@ -7,6 +7,8 @@ under concurrency, many processes, and copying stores between backends.
 
 from __future__ import annotations
 
+import time
+
 import pg_server
 import pytest
 
@@ -31,3 +33,27 @@ def superuser() -> psycopg.Connection:
 
 def schema_of(store: sm.Store) -> str:
     return store.backend.config.schema
+
+
+def deadlocks() -> int:
+    """The database's deadlock counter (flushed first: backends report their counters as they go)."""
+    with superuser() as su:
+        su.execute("SELECT pg_stat_force_next_flush()")
+        return int(
+            su.execute(
+                "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+            ).fetchone()[0]
+        )
+
+
+def wait_for_save_backends() -> None:
+    """Until the backends that ran ``sm_save*`` have exited (bounded: a straggler only weakens a check)."""
+    with superuser() as su:
+        for _ in range(50):
+            left = su.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                "AND backend_type = 'client backend' AND query LIKE '%%sm_save%%'"
+            ).fetchone()[0]
+            if not left:
+                return
+            time.sleep(0.1)

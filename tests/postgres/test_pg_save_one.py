@@ -13,13 +13,12 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-import time
 from collections.abc import Callable
 
 import pg_server
 import psycopg
 import pytest
-from pg_support import open_pg, schema_of, superuser
+from pg_support import deadlocks, open_pg, schema_of, superuser, wait_for_save_backends
 from test_pg_concurrency import assert_index_consistent
 from test_pg_save import HOSTILE_KEYS, derived, rebuilt
 
@@ -190,16 +189,6 @@ def _concurrently(workers: list[Callable[[], None]]) -> None:
     assert not errors, errors
 
 
-def _deadlocks() -> int:
-    with superuser() as su:
-        su.execute("SELECT pg_stat_force_next_flush()")
-        return int(
-            su.execute(
-                "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
-            ).fetchone()[0]
-        )
-
-
 def test_single_saves_and_batches_over_shared_terms_and_keys_do_not_deadlock():
     store = sm.open_store(pg_server.with_params(pg_server.fresh_url(), pool_max="8"))
     words = [f"w{i}" for i in range(40)]
@@ -223,19 +212,11 @@ def test_single_saves_and_batches_over_shared_terms_and_keys_do_not_deadlock():
 
         return work
 
-    before = _deadlocks()
+    before = deadlocks()
     _concurrently([singles(0), singles(1), singles(2), batches(0)])
     store.close()
-    with superuser() as su:  # the pool's backends report their counters as they exit
-        for _ in range(50):
-            left = su.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
-                "AND backend_type = 'client backend' AND query LIKE '%%sm_save%%'"
-            ).fetchone()[0]
-            if not left:
-                break
-            time.sleep(0.1)
-    assert _deadlocks() == before
+    wait_for_save_backends()  # the pool's backends report their counters as they exit
+    assert deadlocks() == before
     with sm.open_store(store.url) as again:
         assert again.verify_audit() is None
         assert len([e for e in again.audit_events(limit=5000) if e.operation == "save"]) == 3 * 60 + 4 * 30

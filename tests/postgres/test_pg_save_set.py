@@ -12,12 +12,11 @@ import itertools
 import json
 import random
 import threading
-import time
 
 import pg_server
 import psycopg
 import pytest
-from pg_support import open_pg, schema_of, superuser
+from pg_support import deadlocks, open_pg, schema_of, superuser, wait_for_save_backends
 from test_pg_concurrency import assert_index_consistent
 from test_pg_save import derived, rebuilt
 
@@ -82,15 +81,6 @@ def test_concurrent_batches_over_shared_terms_and_keys_do_not_deadlock():
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
-    def deadlocks() -> int:
-        with superuser() as su:
-            su.execute("SELECT pg_stat_force_next_flush()")
-            return int(
-                su.execute(
-                    "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
-                ).fetchone()[0]
-            )
-
     before = deadlocks()
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
     for t in threads:
@@ -99,15 +89,7 @@ def test_concurrent_batches_over_shared_terms_and_keys_do_not_deadlock():
         t.join(120)
     assert not errors, errors
     store.close()  # the pool's backends exit and report their counters (a deadlock is retried, so only counted)
-    with superuser() as su:
-        for _ in range(50):  # until those backends have gone (bounded: a straggler only weakens the check)
-            left = su.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
-                "AND backend_type = 'client backend' AND query LIKE '%%sm_save%%'"
-            ).fetchone()[0]
-            if not left:
-                break
-            time.sleep(0.1)
+    wait_for_save_backends()
     assert deadlocks() == before
     with sm.open_store(store.url) as again:
         assert again.verify_audit() is None

@@ -46,12 +46,14 @@ from ..text import Analyzer
 from . import pg_save_one
 from .base import MemoryDraft
 from .pg_rows import enc, row_to_memory
+from .pg_save_set import BIND_SESSION
 from .rows import from_us, to_us
 
 NO_SESSION = "SM001"
 NO_AUDIT_HEAD = "SM002"
 
-_FUNCTION = r"""
+_FUNCTION = (
+    r"""
 CREATE OR REPLACE FUNCTION sm_save(
     p_session text, p_session_json text, p_now bigint, p_time text, p_store_lock bigint, p_key_space integer,
     p_keys text[], p_contents text[], p_tags text[], p_categories text[], p_expires bigint[],
@@ -63,18 +65,9 @@ DECLARE
   w memories[]; v_n bigint; v_len bigint;
   v_seq bigint; v_first bigint; v_prev text; e_lineage text[]; a_prev text[] := '{}'; a_hash text[] := '{}';
 BEGIN
-  -- The session, read inside the transaction (a concurrent escalation waits or is seen), binds it.
-  SELECT s.agent_id, s.taint, s.peers INTO v_agent, v_taint, v_peers FROM sessions s WHERE s.id = p_session FOR SHARE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'stratamem: no session' USING ERRCODE = 'SM001';
-  END IF;
-  PERFORM set_config('stratamem.taint', v_taint::text, true),
-          set_config('stratamem.agents',
-                     (ARRAY[v_agent] || ARRAY(SELECT jsonb_array_elements_text(v_peers::jsonb)))::text, true),
-          set_config('stratamem.agent', v_agent, true),
-          set_config('stratamem.operator', '', true);
-  v_level := (ARRAY['PUBLIC', 'INTERNAL', 'CONFIDENTIAL', 'RESTRICTED'])[v_taint + 1];
-
+"""
+    + BIND_SESSION
+    + r"""
   -- Writers of one (agent, key) queue; bulk operator actions exclude every writer (PostgresBackend).
   PERFORM pg_advisory_xact_lock_shared(p_store_lock);
   PERFORM count(pg_advisory_xact_lock(p_key_space, hashtext(o.k)))
@@ -183,6 +176,7 @@ BEGIN
   RETURN QUERY SELECT * FROM unnest(w);
 END
 $fn$"""
+)
 
 _TYPES = (
     "text, text, bigint, text, bigint, integer, text[], text[], text[], text[], bigint[], text[], integer[], "

@@ -37,7 +37,10 @@ it sequentially (8 ms a save), where ``ON CONFLICT`` always probes its index.
 
 from __future__ import annotations
 
-_FUNCTION = r"""
+from .pg_save_set import BIND_SESSION
+
+_FUNCTION = (
+    r"""
 CREATE OR REPLACE FUNCTION sm_save_one(
     p_session text, p_session_json text, p_now bigint, p_time text, p_store_lock bigint, p_key_space integer,
     p_key text, p_content text, p_tags text, p_category text, p_expires bigint, p_lineage text, p_length integer,
@@ -48,18 +51,9 @@ DECLARE
   o memories; w memories; v_old_terms text; v_inserted boolean := true; v_n bigint := 1; v_len bigint;
   v_seq bigint; v_prev text; v_hash text;
 BEGIN
-  -- The session, read inside the transaction (a concurrent escalation waits or is seen), binds it.
-  SELECT s.agent_id, s.taint, s.peers INTO v_agent, v_taint, v_peers FROM sessions s WHERE s.id = p_session FOR SHARE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'stratamem: no session' USING ERRCODE = 'SM001';
-  END IF;
-  PERFORM set_config('stratamem.taint', v_taint::text, true),
-          set_config('stratamem.agents',
-                     (ARRAY[v_agent] || ARRAY(SELECT jsonb_array_elements_text(v_peers::jsonb)))::text, true),
-          set_config('stratamem.agent', v_agent, true),
-          set_config('stratamem.operator', '', true);
-  v_level := (ARRAY['PUBLIC', 'INTERNAL', 'CONFIDENTIAL', 'RESTRICTED'])[v_taint + 1];
-
+"""
+    + BIND_SESSION
+    + r"""
   -- Writers of one (agent, key) queue; bulk operator actions exclude every writer (PostgresBackend).
   PERFORM pg_advisory_xact_lock_shared(p_store_lock),
           pg_advisory_xact_lock(p_key_space, hashtext(v_agent || chr(31) || p_key));
@@ -161,6 +155,7 @@ BEGIN
   RETURN NEXT w;
 END
 $fn$"""
+)
 
 TYPES = "text, text, bigint, text, bigint, integer, text, text, text, text, bigint, text, integer, text, text"
 

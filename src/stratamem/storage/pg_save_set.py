@@ -33,6 +33,21 @@ changed, so the two are kept as written rather than assembled from shared parts.
 
 from __future__ import annotations
 
+# The start of every save function: the session, read and locked inside the transaction, binds the
+# row-level security settings of what follows (its agent, peers and live taint).
+BIND_SESSION = r"""  -- The session, read inside the transaction (a concurrent escalation waits or is seen), binds it.
+  SELECT s.agent_id, s.taint, s.peers INTO v_agent, v_taint, v_peers FROM sessions s WHERE s.id = p_session FOR SHARE;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'stratamem: no session' USING ERRCODE = 'SM001';
+  END IF;
+  PERFORM set_config('stratamem.taint', v_taint::text, true),
+          set_config('stratamem.agents',
+                     (ARRAY[v_agent] || ARRAY(SELECT jsonb_array_elements_text(v_peers::jsonb)))::text, true),
+          set_config('stratamem.agent', v_agent, true),
+          set_config('stratamem.operator', '', true);
+  v_level := (ARRAY['PUBLIC', 'INTERNAL', 'CONFIDENTIAL', 'RESTRICTED'])[v_taint + 1];
+"""
+
 _REFRESH = r"""
 CREATE OR REPLACE FUNCTION sm_refresh_shadowable(p_agents text[], p_keys text[]) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT SET plan_cache_mode = force_generic_plan AS $fn$
@@ -51,7 +66,8 @@ BEGIN
 END
 $fn$"""
 
-_FUNCTION = r"""
+_FUNCTION = (
+    r"""
 CREATE OR REPLACE FUNCTION sm_save(
     p_session text, p_session_json text, p_now bigint, p_time text, p_store_lock bigint, p_key_space integer,
     p_keys text[], p_contents text[], p_tags text[], p_categories text[], p_expires bigint[],
@@ -64,18 +80,9 @@ DECLARE
   v_first bigint; v_prev text; v_events integer;
   e_key text[]; e_lineage text[]; e_pre text[]; e_suf text[]; a_prev text[]; a_hash text[];
 BEGIN
-  -- The session, read inside the transaction (a concurrent escalation waits or is seen), binds it.
-  SELECT s.agent_id, s.taint, s.peers INTO v_agent, v_taint, v_peers FROM sessions s WHERE s.id = p_session FOR SHARE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'stratamem: no session' USING ERRCODE = 'SM001';
-  END IF;
-  PERFORM set_config('stratamem.taint', v_taint::text, true),
-          set_config('stratamem.agents',
-                     (ARRAY[v_agent] || ARRAY(SELECT jsonb_array_elements_text(v_peers::jsonb)))::text, true),
-          set_config('stratamem.agent', v_agent, true),
-          set_config('stratamem.operator', '', true);
-  v_level := (ARRAY['PUBLIC', 'INTERNAL', 'CONFIDENTIAL', 'RESTRICTED'])[v_taint + 1];
-
+"""
+    + BIND_SESSION
+    + r"""
   -- Writers of one (agent, key) queue; bulk operator actions exclude every writer (PostgresBackend).
   PERFORM pg_advisory_xact_lock_shared(p_store_lock);
   PERFORM count(pg_advisory_xact_lock(p_key_space, hashtext(o.k)))
@@ -194,6 +201,7 @@ BEGIN
   RETURN QUERY SELECT * FROM unnest(w);
 END
 $fn$"""
+)
 
 MIGRATION = [
     _REFRESH,
