@@ -57,3 +57,15 @@ def wait_for_save_backends() -> None:
             if not left:
                 return
             time.sleep(0.1)
+
+
+def security_definer(schema: str, function: str) -> bool:
+    """Whether ``schema.function`` runs with its owner's rights (``SECURITY DEFINER``) or the caller's."""
+    with superuser() as su:
+        row = su.execute(
+            "SELECT p.prosecdef FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = %s AND p.proname = %s",
+            (schema, function),
+        ).fetchone()
+    assert row is not None, f"no function {schema}.{function}"
+    return bool(row[0])

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import pg_server
 import psycopg
 import pytest
-from pg_support import deadlocks, open_pg, schema_of, superuser, wait_for_save_backends
+from pg_support import deadlocks, open_pg, schema_of, security_definer, superuser, wait_for_save_backends
 from test_pg_concurrency import assert_index_consistent
 from test_pg_save import HOSTILE_KEYS, derived, rebuilt
 
@@ -144,13 +144,7 @@ def test_sm_save_one_runs_with_the_callers_rights_under_row_level_security():
     s.save("before", "written while the policies allow it")
     schema = schema_of(store)
     restore = "((SELECT sm_operator()) OR (level = (SELECT sm_taint()) AND agent_id = (SELECT sm_agent())))"
-    with superuser() as su:
-        definer = su.execute(
-            "SELECT p.prosecdef FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = %s AND p.proname = 'sm_save_one'",
-            (schema,),
-        ).fetchone()
-        assert definer == (False,)
+    assert not security_definer(schema, "sm_save_one")
     for table, policy in (("memories", "memories_insert"), ("postings", "postings_insert")):
         with superuser() as su:  # a policy that admits no row stops the function's write, and all of it
             su.execute(f"ALTER POLICY {policy} ON {schema}.{table} WITH CHECK (false)")
