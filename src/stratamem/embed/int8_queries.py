@@ -78,8 +78,12 @@ def _values(tensor: Any) -> np.ndarray:
     return flat.reshape(tuple(tensor.dims)).astype(np.float32)
 
 
-def rewrite(path: Path) -> bytes | None:
-    """The model at ``path`` with its dequantised matrix products in int8, or None (and why, in the log)."""
+def rewrite(path: Path, drop_mask: bool = True) -> bytes | None:
+    """The model at ``path`` with its dequantised matrix products in int8, or None (and why, in the log).
+
+    ``drop_mask``: also remove the padding mask (``_drop_padding_mask``): the graph then takes one
+    unpadded sequence at a time, which is how queries are embedded.
+    """
     try:
         protos = _onnx_protos()
     except (ImportError, OSError, ValueError) as exc:  # protobuf missing or too old, a broken install
@@ -130,10 +134,108 @@ def rewrite(path: Path) -> bytes | None:
     del graph.node[:]
     graph.node.extend(nodes)
     graph.initializer.extend(added)
+    _fold_biases(graph)
+    if drop_mask:
+        _drop_padding_mask(graph)
     if not any(opset.domain == DOMAIN for opset in model.opset_import):
         model.opset_import.append(protos.OperatorSetIdProto(domain=DOMAIN, version=1))
     blob: bytes = model.SerializeToString()
     return blob
+
+
+def _consumers(graph: Any) -> dict[str, list[Any]]:
+    found: dict[str, list[Any]] = {}
+    for node in graph.node:
+        for name in node.input:
+            found.setdefault(name, []).append(node)
+    return found
+
+
+def _fold_biases(graph: Any) -> None:
+    """``Add(DynamicQuantizeMatMul(...), bias)`` -> ``DynamicQuantizeMatMul(..., bias)``: one node fewer each.
+
+    The operator adds a per-column bias itself (its fifth input); each of the 36 products is followed by
+    its bias, and a node costs a query a few microseconds however small its work.
+    """
+    consumers = _consumers(graph)
+    vectors = {t.name for t in graph.initializer if len(t.dims) == 1}
+    folded = set()
+    for node in graph.node:
+        if node.op_type != "DynamicQuantizeMatMul" or len(node.input) != 4:
+            continue
+        users = consumers.get(node.output[0], [])
+        if len(users) != 1 or users[0].op_type != "Add":
+            continue
+        add = users[0]
+        bias = add.input[1] if add.input[0] == node.output[0] else add.input[0]
+        if bias not in vectors:
+            continue
+        node.input.append(bias)
+        node.output[0] = add.output[0]
+        folded.add(id(add))
+    _keep(graph, [n for n in graph.node if id(n) not in folded])
+
+
+def _drop_padding_mask(graph: Any) -> None:
+    """Remove the attention's padding mask: the query graph is only ever fed one unpadded sequence.
+
+    Each layer adds ``Where(keep, 0, -large)`` (built from ``attention_mask``) to its attention scores
+    before the ``Softmax``, and replaces the ``NaN`` of fully masked rows with 0 after it. With one
+    sequence and no padding every position is kept, so the addition adds zeros and there is no ``NaN``:
+    both are skipped, and the nodes that only computed the mask (about 100) are removed — the same
+    vector, bit for bit (``tests/test_int8_queries.py``). Done only when every ``Softmax`` has exactly
+    this shape; otherwise the graph keeps its mask.
+    """
+    made_by = {output: node for node in graph.node for output in node.output}
+    zeros = {t.name for t in graph.initializer if _is_zero(t)}
+    rewire: dict[str, str] = {}
+    softmaxes = [n for n in graph.node if n.op_type == "Softmax"]
+    for softmax in softmaxes:
+        add = made_by.get(softmax.input[0])
+        if add is None or add.op_type != "Add":
+            return
+        where = made_by.get(add.input[1])
+        if where is None or where.op_type != "Where" or where.input[1] not in zeros:
+            return
+        rewire[softmax.input[0]] = add.input[0]
+    for node in graph.node:
+        if node.op_type == "Where" and node.input[1] in zeros:
+            test = made_by.get(node.input[0])
+            if test is not None and test.op_type == "IsNaN" and test.input[0] == node.input[2]:
+                rewire[node.output[0]] = node.input[2]
+    if len(rewire) != 2 * len(softmaxes):
+        return
+    for node in graph.node:
+        for i, name in enumerate(node.input):
+            if name in rewire:
+                node.input[i] = rewire[name]
+    _keep(graph, list(graph.node))
+
+
+def _keep(graph: Any, nodes: list[Any]) -> None:
+    """Set the graph's nodes to ``nodes`` minus those whose outputs nothing uses; drop unused inputs."""
+    wanted = {output.name for output in graph.output}
+    live: list[Any] = []
+    for node in reversed(nodes):  # ONNX nodes are in topological order: users come after producers
+        if any(output in wanted for output in node.output):
+            live.append(node)
+            wanted.update(node.input)
+    live.reverse()
+    del graph.node[:]
+    graph.node.extend(live)
+    unused = [i for i in graph.input if i.name not in wanted]
+    for item in unused:
+        graph.input.remove(item)
+    initializers = [t for t in graph.initializer if t.name in wanted]
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
+
+
+def _is_zero(tensor: Any) -> bool:
+    try:
+        return tensor.data_type == FLOAT and not np.any(_values(tensor))
+    except ValueError:
+        return False
 
 
 def _dequantised_weight(

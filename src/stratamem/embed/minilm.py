@@ -106,6 +106,7 @@ class MiniLMEmbedder:
         # catch-up) keep the wider float32 session.
         self._query_session = self._query_graph()
         self._inputs = {i.name for i in self._session.get_inputs()}
+        self._query_inputs = {i.name for i in self._query_session.get_inputs()}
         self.identity = f"all-MiniLM-L6-v2-int8/{(expected_sha or _sha256(path))[:12]}/{self.dim}"
 
     def _query_graph(self) -> Any:
@@ -135,15 +136,17 @@ class MiniLMEmbedder:
         except Exception as exc:  # onnxruntime raises its own unrelated classes
             raise EmbedderError(f"cannot load the embedding model {self._path}: {exc}") from exc
 
-    def _run(self, texts: list[str], session: Any = None) -> np.ndarray:
+    def _run(self, texts: list[str], query: bool = False) -> np.ndarray:
+        """Embed ``texts`` on the document session, or (``query``) one text on the query session."""
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        session, inputs = (
+            (self._query_session, self._query_inputs) if query else (self._session, self._inputs)
+        )
         try:
-            hidden = (session or self._session).run(
-                None, {k: v for k, v in feed.items() if k in self._inputs}
-            )[0]
+            hidden = session.run(None, {k: v for k, v in feed.items() if k in inputs})[0]
         except Exception as exc:
             raise EmbedderError(f"the embedding model failed: {exc}") from exc
         weights = mask[:, :, None].astype(np.float32)
@@ -164,5 +167,5 @@ class MiniLMEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         clean = text.encode("utf-8", "replace").decode("utf-8")[: 8 * MAX_TOKENS]
-        row: np.ndarray = self._run([clean], self._query_session)[0]
+        row: np.ndarray = self._run([clean], query=True)[0]
         return row

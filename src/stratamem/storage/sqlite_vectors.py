@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..embed import EmbedderError
 from ..models import Hit
-from ..search.fusion import CANDIDATES
+from ..search.fusion import CANDIDATES, DENSE_WEIGHT, fuse, semantic_score
 from .rows import MEMORY_COLUMNS, row_to_memory
 from .vectors import (
     Candidate,
@@ -34,6 +34,7 @@ from .vectors import (
     Pending,
     QueryVector,
     combine,
+    contenders,
     embed_text,
     identity,
     order_candidates,
@@ -215,47 +216,82 @@ def search(
 
     The process's vector matrix is brought up to date here, in this transaction; then a worker thread
     ranks the dense side as soon as the query vector is there (``when_ready``: embedding, then the numpy
-    passes), while this thread ranks BM25 in SQLite. Only the final answer's rows become ``Memory``s.
+    passes), while this thread ranks BM25 in SQLite. Only the rows that can be in the answer are read
+    (``_answer``; all the dense side's when the matrix is ahead of this snapshot or ties at its cut), and
+    only the answer's become ``Memory``s.
     """
     if mode == "semantic" and pending(conn, scope, 1):
         log.info("visible records still wait for vectors; answering this semantic search as hybrid")
         mode = "hybrid"
     model, dim = identity(query)
     cache = backend.vector_cache()
-    # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is brought
-    # up to date, and ranked, by one of them at a time.
-    with backend._vector_lock:
-        cache.sync(conn, model, dim)
     _, _, hidden = backend._visible_stats(conn, scope)
     taint = int(scope.record.taint)
+    # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is brought
+    # up to date, and ranked, by one of them at a time. The session's view of it is made here, while
+    # the query is still being embedded, so the dense pass after the embedding starts from it.
+    with backend._vector_lock:
+        synced = cache.sync(conn, model, dim)
+        cache.view(scope.agents, taint, hidden)
 
-    def dense_top(dense_query: DenseQuery) -> list[tuple[int, float]]:
+    def dense_top(dense_query: DenseQuery) -> tuple[list[tuple[int, float]], bool]:
         if (dense_query.model, dense_query.dim) != (model, dim):
             raise EmbedderError(
                 f"the query vector is for {dense_query.model} ({dense_query.dim} dimensions), "
                 f"expected {model} ({dim}): dimension mismatch"
             )
         with backend._vector_lock:
-            return cache.top(scope.agents, taint, hidden, dense_query, CANDIDATES)
+            # True: the matrix was still exactly this transaction's, so every row found is in its snapshot
+            return cache.top(scope.agents, taint, hidden, dense_query, CANDIDATES), cache.version == synced
 
     top_future = when_ready(query, dense_top)
-    lexical = (
-        [
-            Candidate(r[1], r[2], r[3], score, r)
-            for r, score in backend._ranked_rows(conn, scope, terms, CANDIDATES)
-        ]
-        if (mode == "hybrid" and terms)
-        else []
-    )
-    top = top_future.result()
+    ranked = backend._ranked_rows(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
+    top, exact = top_future.result()
+    if exact and len(top) <= CANDIDATES:
+        return _answer(conn, mode, ranked, top, scope.agents, limit)
+    # Ties at the dense list's cut (decided by key, like every order) or a matrix ahead of this
+    # snapshot: read every dense row, keep those this snapshot has, and merge the lists as candidates.
     dense: list[Candidate] = []
     if top:
         scores = dict(top)
-        ids = list(scores)
-        rows = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
-        ).fetchall()
+        rows = _rows(conn, list(scores))
         dense = order_candidates(
             [Candidate(r[1], r[2], r[3], scores[r[0]], r) for r in rows], scope.agents, CANDIDATES
         )
+    lexical = [Candidate(r[1], r[2], r[3], score, r) for r, score in ranked]
     return combine(mode, lexical, dense, scope.agents, limit, row_to_memory)
+
+
+def _rows(conn: sqlite3.Connection, ids: Sequence[int]) -> list[Any]:
+    if not ids:
+        return []
+    return conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", list(ids)
+    ).fetchall()
+
+
+def _answer(
+    conn: sqlite3.Connection,
+    mode: str,
+    ranked: Sequence[tuple[Any, float]],
+    top: Sequence[tuple[int, float]],
+    agents: Sequence[str],
+    limit: int,
+) -> list[Hit]:
+    """``combine``'s answer, reading only the rows that can be in it.
+
+    Both lists are visible live versions, one per (agent, key, level), so a memory id stands for its
+    version: the lists are fused by id, and only the ids scoring at least the ``limit``-th best (ties
+    included, so the key can break them) need their rows — the lexical side's are already read.
+    """
+    if mode == "semantic":
+        scores = {mem_id: semantic_score(cos) for mem_id, cos in top}
+    else:
+        scores = fuse([(r[0], score) for r, score in ranked], top, DENSE_WEIGHT)
+    if not scores:
+        return []
+    known = {r[0]: r for r, _ in ranked}
+    wanted = contenders(scores, limit)
+    rows = [known[i] for i in wanted if i in known] + _rows(conn, [i for i in wanted if i not in known])
+    found = [Candidate(r[1], r[2], r[3], scores[r[0]], r) for r in rows]
+    return [Hit(row_to_memory(c.row), c.score) for c in order_candidates(found, agents, limit)]

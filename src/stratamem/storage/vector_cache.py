@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -31,9 +32,12 @@ class VectorCache:
         self.model: str | None = None
         self.epoch: str | None = None
         self.last_seq = 0
+        self.version = 0  # bumped whenever a row changes: a view's mask is kept until then
+        self._view: tuple[tuple[object, ...], np.ndarray, np.ndarray, int] | None = None
         self._reset(0)
 
     def _reset(self, dim: int) -> None:
+        self.version += 1
         self.dim = dim
         self.n = 0
         self.row_of: dict[int, int] = {}
@@ -63,7 +67,13 @@ class VectorCache:
         bits[:, : self.n] = self.bits[:, : self.n]
         self.bits = bits
 
-    def sync(self, conn: sqlite3.Connection, model: str, dim: int) -> None:
+    def sync(self, conn: sqlite3.Connection, model: str, dim: int) -> int | None:
+        """Bring the cache up to the caller's transaction; its ``version`` if it now holds exactly that.
+
+        None when another reader, in a newer transaction, has already brought it further: rows the
+        caller's snapshot does not have may then be in it (``sqlite_vectors.search`` checks its answer's
+        rows against the snapshot then).
+        """
         epoch_row = conn.execute("SELECT value FROM meta WHERE name = 'vectors_epoch'").fetchone()
         epoch = epoch_row[0] if epoch_row else None
         if epoch != self.epoch or model != self.model or dim != self.dim:
@@ -74,8 +84,13 @@ class VectorCache:
             "WHERE seq > ? ORDER BY seq",
             (self.last_seq,),
         ).fetchall()
-        if not rows:
-            return
+        if rows:
+            self._apply(rows, model, dim)
+        newest = conn.execute("SELECT coalesce(max(seq), 0) FROM vectors").fetchone()[0]
+        return self.version if newest == self.last_seq else None
+
+    def _apply(self, rows: list[Any], model: str, dim: int) -> None:
+        self.version += 1
         self._grow(self.n + len(rows))
         bad = 0
         touched = np.zeros(len(rows), dtype=np.int64)
@@ -118,22 +133,38 @@ class VectorCache:
             dots[start:stop] = np.einsum("ij,j->i", part.astype(np.float32), q)
         return dots[rows] if whole else dots
 
-    def top(
-        self, agents: Sequence[str], taint: int, hidden: Sequence[int], query: DenseQuery, k: int
-    ) -> list[tuple[int, float]]:
-        """The k best visible (id, cosine) pairs, plus any tied with the k-th (the caller breaks ties by key)."""
+    def view(
+        self, agents: Sequence[str], taint: int, hidden: Sequence[int]
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """The session's visible rows: (mask, its complement, count), kept until the next change of the cache.
+
+        A search asks for it in its own thread before it ranks BM25, so the dense pass that runs once the
+        query vector exists (``top``) finds it made. A function of the view only (agents, level, live,
+        this model, not hidden), like everything ``top`` does.
+        """
+        key = (tuple(agents), int(taint), tuple(hidden), self.version)
+        if self._view is not None and self._view[0] == key:
+            return self._view[1], self._view[2], self._view[3]
         n = self.n
-        codes = [self.agent_code[a] for a in agents if a in self.agent_code]
-        if n == 0 or not codes:
-            return []
         allowed = np.zeros(len(self.agent_code), dtype=bool)
-        allowed[codes] = True
+        allowed[[self.agent_code[a] for a in agents if a in self.agent_code]] = True
         mask = self.valid[:n] & allowed[self.agents[:n]] & (self.levels[:n] <= taint)
         for mem_id in hidden:
             row = self.row_of.get(mem_id)
             if row is not None:
                 mask[row] = False
-        visible = int(np.count_nonzero(mask))
+        unseen = ~mask
+        mask.setflags(write=False)
+        unseen.setflags(write=False)
+        self._view = (key, mask, unseen, int(np.count_nonzero(mask)))
+        return self._view[1], self._view[2], self._view[3]
+
+    def top(
+        self, agents: Sequence[str], taint: int, hidden: Sequence[int], query: DenseQuery, k: int
+    ) -> list[tuple[int, float]]:
+        """The k best visible (id, cosine) pairs, plus any tied with the k-th (the caller breaks ties by key)."""
+        n = self.n
+        mask, unseen, visible = self.view(agents, taint, hidden)
         if visible == 0:
             return []
         keep = dense.kept(visible)
@@ -141,7 +172,7 @@ class VectorCache:
             # First pass by sign bits. Rows outside the view get a distance above any real one, so the
             # threshold is the keep-th smallest *visible* distance (ties all kept): see search.dense.
             distances = hamming(self.bits[:, :n], sign_bits(query.codes)[0])
-            np.putmask(distances, ~mask, dense.UNSEEN)
+            np.putmask(distances, unseen, dense.UNSEEN)
             mask = distances <= nearest_threshold(distances, keep)
         rows = np.flatnonzero(mask)
         dots = self._dots(rows, query.codes.astype(np.float32))

@@ -76,6 +76,7 @@ def identity(query: QueryVector) -> tuple[str, int]:
 
 
 T = TypeVar("T")
+K = TypeVar("K")
 
 
 def when_ready(query: QueryVector, work: Callable[[DenseQuery], T]) -> Future[T]:
@@ -138,6 +139,17 @@ def order_candidates(found: Sequence[Candidate], agents: Sequence[str], limit: i
     """Best first; ties by key, then by the agent's place (own first), never by row ids."""
     rank = {agent: i for i, agent in enumerate(agents)}
     return sorted(found, key=lambda c: (-c.score, c.key, rank.get(c.agent, len(rank))))[:limit]
+
+
+def contenders(scores: dict[K, float], limit: int) -> list[K]:
+    """The keys that can be among the ``limit`` best: every one scoring at least the ``limit``-th best score.
+
+    Ties at that score are all kept, so the caller's order (by key, then agent) decides between them.
+    """
+    if len(scores) <= limit:
+        return list(scores)
+    cut = sorted(scores.values(), reverse=True)[limit - 1]
+    return [k for k, score in scores.items() if score >= cut]
 
 
 def from_hits(hits: Sequence[Hit]) -> list[Candidate]:
