@@ -209,3 +209,16 @@ def test_the_matrix_follows_another_process(tmp_path, clock):
     finally:
         writer.close()
         reader.close()
+
+
+def test_row_dots_are_exact_with_and_without_vecdot(monkeypatch):
+    """Dot products of int8 codes are integers below 2**24: row by row or with einsum, the same floats."""
+    from stratamem.storage import vector_cache
+
+    rng = np.random.default_rng(7)
+    block = rng.integers(-127, 128, size=(300, 384)).astype(np.float32)
+    q = rng.integers(-127, 128, size=384).astype(np.float32)
+    exact = block.astype(np.int64) @ q.astype(np.int64)
+    fast = vector_cache._row_dots(block, q)
+    monkeypatch.delattr(np, "vecdot", raising=False)
+    assert np.array_equal(fast, exact) and np.array_equal(vector_cache._row_dots(block, q), exact)

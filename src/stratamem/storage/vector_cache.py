@@ -25,6 +25,15 @@ log = logging.getLogger("stratamem.vectors")
 BLOCK = 2048  # rows converted to float32 at once (3 MB at 384 dimensions)
 
 
+def _row_dots(block: np.ndarray, q: np.ndarray) -> np.ndarray:
+    vecdot = getattr(np, "vecdot", None)  # numpy >= 2.0
+    if vecdot is not None:
+        dots: np.ndarray = vecdot(block, q)
+        return dots
+    fallback: np.ndarray = np.einsum("ij,j->i", block, q)
+    return fallback
+
+
 class VectorCache:
     """This process's copy of one model's vectors, as a matrix (see the module docstring)."""
 
@@ -120,7 +129,8 @@ class VectorCache:
         """Exact dot products of the given rows with q, converting int8 codes to float32 a block at a time.
 
         Reading int8 (a quarter of float32's bytes) into a cache-sized block is about twice as fast as
-        streaming a float32 matrix, and takes a quarter of the memory. einsum, not BLAS: one tight loop,
+        streaming a float32 matrix, and takes a quarter of the memory. Row by row (``vecdot``: one BLAS
+        dot per row, 0.05 ms for 2,000 rows; ``einsum`` before numpy 2), not one BLAS matrix product:
         no thread pool (OpenBLAS threads contending on a busy 2-core machine made a 10k-row product 30x
         slower); the integer sums are exact either way.
         """
@@ -130,7 +140,7 @@ class VectorCache:
         for start in range(0, count, BLOCK):
             stop = min(start + BLOCK, count)
             part = self.mat[start:stop] if whole else self.mat[rows[start:stop]]
-            dots[start:stop] = np.einsum("ij,j->i", part.astype(np.float32), q)
+            dots[start:stop] = _row_dots(part.astype(np.float32), q)
         return dots[rows] if whole else dots
 
     def view(
@@ -172,7 +182,8 @@ class VectorCache:
             # First pass by sign bits. Rows outside the view get a distance above any real one, so the
             # threshold is the keep-th smallest *visible* distance (ties all kept): see search.dense.
             distances = hamming(self.bits[:, :n], sign_bits(query.codes)[0])
-            np.putmask(distances, unseen, dense.UNSEEN)
+            if visible < n:
+                np.putmask(distances, unseen, dense.UNSEEN)
             mask = distances <= nearest_threshold(distances, keep)
         rows = np.flatnonzero(mask)
         dots = self._dots(rows, query.codes.astype(np.float32))
