@@ -102,20 +102,24 @@ def print_locomo(result: dict) -> None:
 
 def tune(loc: Locomo) -> None:
     model = shared_minilm()
-    print(
-        "LoCoMo dev, hybrid recall@10 / multi-hop recall@10 by dense weight (rows) and similarity floor (columns)"
-    )
-    floors = (0.0, 0.1, 0.2, 0.3)
-    print(f"{'weight':>8} " + " ".join(f"{f:>13}" for f in floors))
-    saved = (fusion.DENSE_WEIGHT, model.min_similarity)
-    for weight in (0.2, 0.3, 0.4, 0.5):
-        cells = []
-        for floor in floors:
-            fusion.DENSE_WEIGHT, model.min_similarity = weight, floor
-            r = loc.run(modes=("hybrid",), with_fts=False)["hybrid"]
-            cells.append(f"{r['r@10']:.3f} / {r['r@10/cat1']:.3f}")
-        print(f"{weight:>8} " + " ".join(f"{c:>13}" for c in cells))
-    fusion.DENSE_WEIGHT, model.min_similarity = saved
+    floors = (0.1, 0.2, 0.3)
+    saved = (fusion.DENSE_WEIGHT, fusion.DENSE_CANDIDATES, model.min_similarity)
+    for depth in (50, 100):
+        print(
+            f"LoCoMo dev, hybrid recall@10 / multi-hop recall@10, dense top {depth}, by dense weight (rows) and "
+            "similarity floor (columns)"
+        )
+        print(f"{'weight':>8} " + " ".join(f"{f:>13}" for f in floors))
+        for weight in (0.2, 0.25, 0.3, 0.35, 0.4):
+            cells = []
+            for floor in floors:
+                fusion.DENSE_WEIGHT, fusion.DENSE_CANDIDATES, model.min_similarity = weight, depth, floor
+                loc.store.semantic._queries.clear()  # cached query vectors carry the floor they were made with
+                r = loc.run(modes=("hybrid",), with_fts=False)["hybrid"]
+                cells.append(f"{r['r@10']:.3f} / {r['r@10/cat1']:.3f}")
+            print(f"{weight:>8} " + " ".join(f"{c:>13}" for c in cells), flush=True)
+    fusion.DENSE_WEIGHT, fusion.DENSE_CANDIDATES, model.min_similarity = saved
+    loc.store.semantic._queries.clear()
 
 
 def scifact(tmp: str) -> dict:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import stratamem as sm
 from stratamem.embed.hashing import HashEmbedder
+from stratamem.search import fusion
 from stratamem.storage import sqlite_vectors
 from stratamem.storage.vector_cache import VectorCache
 
@@ -52,7 +53,7 @@ def test_the_fast_path_answers_like_the_general_one(tmp_path_factory, notes, mod
         store.session(agent_id=agent).save(f"k{key}", " ".join(words))
     queries = ["heron dawn", "tax forms april", "coffee", "river garden sailing", "k1"]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sqlite_vectors, "CANDIDATES", candidates)
+        patch.setattr(fusion, "DENSE_CANDIDATES", candidates)
         fast = answers(store.session(agent_id="a", peers=["b"]), queries, mode)
         synced = VectorCache.sync
         patch.setattr(VectorCache, "sync", lambda self, *args: (synced(self, *args), None)[1])

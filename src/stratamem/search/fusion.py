@@ -23,7 +23,8 @@ K = TypeVar("K", bound=Hashable)  # whatever identifies a memory: an id, or (age
 
 DENSE_WEIGHT = 0.3
 LEXICAL_WEIGHT = 0.7
-CANDIDATES = 50
+CANDIDATES = 50  # the BM25 top list
+DENSE_CANDIDATES = 50  # the dense top list
 FLOOR = 1e-9
 
 

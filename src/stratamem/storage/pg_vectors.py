@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 
 from ..models import Hit
-from ..search.fusion import CANDIDATES
+from ..search.fusion import CANDIDATES, DENSE_CANDIDATES
 from .pg_rows import dec, row_to_memory
 from .pg_search import D_COLUMNS, Scope
 from .rows import one_row
@@ -246,7 +246,7 @@ def search(
         "model": vector.model,
         "qs": float(vector.scale),
         "floor": vector.floor,
-        "skip": CANDIDATES - 1,
+        "skip": DENSE_CANDIDATES - 1,
     }
     rows = conn.execute(
         f"""WITH s AS MATERIALIZED (
@@ -262,6 +262,6 @@ def search(
     dense = order_candidates(
         [Candidate(r[1], r[2], int(r[3]), float(r[-1]), row_to_memory(r[:-1])) for r in rows],
         scope.agents,
-        CANDIDATES,
+        DENSE_CANDIDATES,
     )
     return combine(mode, lexical, dense, scope.agents, limit, as_memory)

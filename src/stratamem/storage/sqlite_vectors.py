@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..embed import EmbedderError
 from ..models import Hit
-from ..search.fusion import CANDIDATES, DENSE_WEIGHT, fuse, semantic_score
+from ..search import fusion
+from ..search.fusion import CANDIDATES
 from .rows import MEMORY_COLUMNS, row_to_memory
 from .vectors import (
     Candidate,
@@ -227,6 +228,7 @@ def search(
     cache = backend.vector_cache()
     _, _, hidden = backend._visible_stats(conn, scope)
     taint = int(scope.record.taint)
+    depth = fusion.DENSE_CANDIDATES
     # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is brought
     # up to date, and ranked, by one of them at a time. The session's view of it is made here, while
     # the query is still being embedded, so the dense pass after the embedding starts from it.
@@ -242,12 +244,12 @@ def search(
             )
         with backend._vector_lock:
             # True: the matrix was still exactly this transaction's, so every row found is in its snapshot
-            return cache.top(scope.agents, taint, hidden, dense_query, CANDIDATES), cache.version == synced
+            return cache.top(scope.agents, taint, hidden, dense_query, depth), cache.version == synced
 
     top_future = when_ready(query, dense_top)
     ranked = backend._ranked_rows(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
     top, exact = top_future.result()
-    if exact and len(top) <= CANDIDATES:
+    if exact and len(top) <= depth:
         return _answer(conn, mode, ranked, top, scope.agents, limit)
     # Ties at the dense list's cut (decided by key, like every order) or a matrix ahead of this
     # snapshot: read every dense row, keep those this snapshot has, and merge the lists as candidates.
@@ -256,7 +258,7 @@ def search(
         scores = dict(top)
         rows = _rows(conn, list(scores))
         dense = order_candidates(
-            [Candidate(r[1], r[2], r[3], scores[r[0]], r) for r in rows], scope.agents, CANDIDATES
+            [Candidate(r[1], r[2], r[3], scores[r[0]], r) for r in rows], scope.agents, depth
         )
     lexical = [Candidate(r[1], r[2], r[3], score, r) for r, score in ranked]
     return combine(mode, lexical, dense, scope.agents, limit, row_to_memory)
@@ -285,9 +287,9 @@ def _answer(
     included, so the key can break them) need their rows — the lexical side's are already read.
     """
     if mode == "semantic":
-        scores = {mem_id: semantic_score(cos) for mem_id, cos in top}
+        scores = {mem_id: fusion.semantic_score(cos) for mem_id, cos in top}
     else:
-        scores = fuse([(r[0], score) for r, score in ranked], top, DENSE_WEIGHT)
+        scores = fusion.fuse([(r[0], score) for r, score in ranked], top, fusion.DENSE_WEIGHT)
     if not scores:
         return []
     known = {r[0]: r for r, _ in ranked}
