@@ -1,8 +1,10 @@
 """Hybrid ranking: min-max-normalised weighted fusion of BM25 and dense top lists.
 
 Measured on LoCoMo dev data: 0.3 * dense + 0.7 * BM25, each side min-max
-normalised over its own top-50, beats BM25 alone (and beats reciprocal rank
-fusion, which was worse than BM25 here). Both lists hold only candidates the
+normalised over its own top list (BM25's top 50, the dense top 100: the
+deeper dense list keeps multi-hop questions' second and third evidence
+turns), beats BM25 alone (and beats reciprocal rank fusion, which was worse
+than BM25 here). Both lists hold only candidates the
 session may see, so the normalisation's minimum and maximum come from visible
 records only; a side with a single candidate (or all equal) normalises to 1.
 
@@ -24,7 +26,7 @@ K = TypeVar("K", bound=Hashable)  # whatever identifies a memory: an id, or (age
 DENSE_WEIGHT = 0.3
 LEXICAL_WEIGHT = 0.7
 CANDIDATES = 50  # the BM25 top list
-DENSE_CANDIDATES = 50  # the dense top list
+DENSE_CANDIDATES = 100  # the dense top list (deeper than BM25's: see the README, "Fusion")
 FLOOR = 1e-9
 
 
