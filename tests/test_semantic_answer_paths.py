@@ -113,3 +113,32 @@ def test_a_matrix_ahead_of_the_snapshot_changes_nothing_in_its_answer(tmp_path, 
     assert after == before and "new" not in [k for k, _ in after]
     assert "new" in [h.memory.key for h in s.search("heron", mode=mode)]
     store.close()
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid", "semantic"])
+def test_thousands_of_tied_memories_are_no_error(tmp_path, monkeypatch, mode):
+    """Identical memories tie at each list's cut (BM25's and the dense one), and all of them are read to
+    break the tie by key: more than SQLite's limit on bound parameters (lowered here to 200) is still one
+    answer, not an error."""
+    import sqlite3
+
+    connect = sqlite3.connect
+
+    def limited(*args, **kwargs):
+        conn = connect(*args, **kwargs)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 200)
+        return conn
+
+    path = str(tmp_path / "m.db")
+    with sm.open_store(path, search_mode="hybrid", embedder=HashEmbedder(32)) as writer:
+        writer.session(agent_id="a").save_many(
+            [{"key": f"k{i:04d}", "content": "the heron fishes at dawn"} for i in range(300)]
+        )
+    monkeypatch.setattr(sqlite3, "connect", limited)  # the searching store's connections only
+    store = sm.open_store(path, search_mode="hybrid", embedder=HashEmbedder(32))
+    s = store.session(agent_id="a")
+    s.search("heron")  # embeds the 300 (catch-up batches of 256)
+    s.search("heron")
+    hits = s.search("the heron fishes at dawn", max_results=5, mode=mode)
+    assert [h.memory.key for h in hits] == ["k0000", "k0001", "k0002", "k0003", "k0004"]
+    store.close()

@@ -8,6 +8,7 @@ unchanged.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -24,6 +25,20 @@ MEMORY_COLUMNS = (
     "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
     "lineage_id, expires_us"
 )
+
+
+def memory_rows(conn: sqlite3.Connection, ids: Sequence[int]) -> list[Any]:
+    """SQLite: the memory rows with these ids, in no order.
+
+    Any number of ids: they go as one JSON parameter, not one bound parameter each — SQLite caps those
+    (32,766 here), and ties can make a ranked list as long as the view (thousands of identical notes).
+    """
+    if not ids:
+        return []
+    return conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps([int(i) for i in ids]),),
+    ).fetchall()
 
 
 def one_row(row: R | None) -> R:

@@ -55,6 +55,7 @@ from .rows import (
     event_to_row,
     from_us,
     json_strings,
+    memory_rows,
     row_to_event,
     row_to_memory,
     to_us,
@@ -1011,11 +1012,7 @@ class SQLiteBackend:
         ranked = pruning.top_scores(order, freqs, weights, limit, run)
         if not ranked:
             return []
-        ids = [r[0] for r in ranked]
-        rows = conn.execute(
-            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", ids
-        ).fetchall()
-        by_id = {r[0]: r for r in rows}
+        by_id = {r[0]: r for r in memory_rows(conn, [r[0] for r in ranked])}
         agent_rank = {agent: i for i, agent in enumerate(scope.agents)}
         ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], agent_rank[by_id[r[0]][1]]))
         return [(by_id[mem_id], score / ranking.SCORE_SCALE) for mem_id, score in ranked[:limit]]

@@ -28,7 +28,7 @@ from ..embed import EmbedderError
 from ..models import Hit
 from ..search import fusion
 from ..search.fusion import CANDIDATES
-from .rows import MEMORY_COLUMNS, row_to_memory
+from .rows import memory_rows, row_to_memory
 from .vectors import (
     Candidate,
     DenseQuery,
@@ -247,7 +247,9 @@ def search(
             return cache.top(scope.agents, taint, hidden, dense_query, depth), cache.version == synced
 
     top_future = when_ready(query, dense_top)
-    ranked = backend._ranked_rows(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
+    ranked = (
+        backend._ranked_rows(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
+    )
     top, exact = top_future.result()
     if exact and len(top) <= depth:
         return _answer(conn, mode, ranked, top, scope.agents, limit)
@@ -256,20 +258,12 @@ def search(
     dense: list[Candidate] = []
     if top:
         scores = dict(top)
-        rows = _rows(conn, list(scores))
+        rows = memory_rows(conn, list(scores))
         dense = order_candidates(
             [Candidate(r[1], r[2], r[3], scores[r[0]], r) for r in rows], scope.agents, depth
         )
     lexical = [Candidate(r[1], r[2], r[3], score, r) for r, score in ranked]
     return combine(mode, lexical, dense, scope.agents, limit, row_to_memory)
-
-
-def _rows(conn: sqlite3.Connection, ids: Sequence[int]) -> list[Any]:
-    if not ids:
-        return []
-    return conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN ({', '.join('?' * len(ids))})", list(ids)
-    ).fetchall()
 
 
 def _answer(
@@ -294,6 +288,6 @@ def _answer(
         return []
     known = {r[0]: r for r, _ in ranked}
     wanted = contenders(scores, limit)
-    rows = [known[i] for i in wanted if i in known] + _rows(conn, [i for i in wanted if i not in known])
+    rows = [known[i] for i in wanted if i in known] + memory_rows(conn, [i for i in wanted if i not in known])
     found = [Candidate(r[1], r[2], r[3], scores[r[0]], r) for r in rows]
     return [Hit(row_to_memory(c.row), c.score) for c in order_candidates(found, agents, limit)]
