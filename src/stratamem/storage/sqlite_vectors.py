@@ -247,9 +247,7 @@ def search(
             return cache.top(scope.agents, taint, hidden, dense_query, depth), cache.version == synced
 
     top_future = when_ready(query, dense_top)
-    ranked = (
-        backend._ranked_rows(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
-    )
+    ranked = backend._ranked_rows(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
     top, exact = top_future.result()
     if exact and len(top) <= depth:
         return _answer(conn, mode, ranked, top, scope.agents, limit)
