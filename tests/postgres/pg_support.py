@@ -21,6 +21,17 @@ import psycopg
 from conftest import FakeClock as Clock
 
 
+def url_at_version(monkeypatch: pytest.MonkeyPatch, version: int) -> tuple[str, str]:
+    """A fresh store URL (and its schema) whose stores, while ``monkeypatch`` holds, migrate only up to
+    ``version``: a store as an older release wrote it. Undo the patch to open it at the latest version."""
+    from stratamem.storage import pg_schema
+
+    url = pg_server.fresh_url(prefix=f"v{version}")
+    monkeypatch.setattr(pg_schema, "MIGRATIONS", [m for m in pg_schema.MIGRATIONS if m[0] <= version])
+    monkeypatch.setattr(pg_schema, "LATEST", version)
+    return url, url.rsplit("schema=", 1)[1]
+
+
 def open_pg(url: str | None = None, **options) -> sm.Store:
     options.setdefault("clock", Clock())
     return sm.open_store(url or pg_server.fresh_url(), **options)

@@ -18,7 +18,15 @@ from collections.abc import Callable
 import pg_server
 import psycopg
 import pytest
-from pg_support import deadlocks, open_pg, schema_of, security_definer, superuser, wait_for_save_backends
+from pg_support import (
+    deadlocks,
+    open_pg,
+    schema_of,
+    security_definer,
+    superuser,
+    url_at_version,
+    wait_for_save_backends,
+)
 from test_pg_concurrency import assert_index_consistent
 from test_pg_save import HOSTILE_KEYS, derived, rebuilt
 
@@ -219,10 +227,7 @@ def test_single_saves_and_batches_over_shared_terms_and_keys_do_not_deadlock():
 
 
 def test_a_store_written_under_version_9_migrates_and_single_saves_use_the_new_function(monkeypatch):
-    url = pg_server.fresh_url(prefix="v9")
-    schema = url.rsplit("schema=", 1)[1]
-    monkeypatch.setattr(pg_schema, "MIGRATIONS", [m for m in pg_schema.MIGRATIONS if m[0] <= 9])
-    monkeypatch.setattr(pg_schema, "LATEST", 9)
+    url, schema = url_at_version(monkeypatch, 9)
     with sm.open_store(url) as old:
         s = old.session("a")
         s.save_many([{"key": f"k{i}", "content": f"old words {i}"} for i in range(20)])

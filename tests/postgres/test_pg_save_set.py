@@ -16,7 +16,7 @@ import threading
 import pg_server
 import psycopg
 import pytest
-from pg_support import deadlocks, open_pg, schema_of, superuser, wait_for_save_backends
+from pg_support import deadlocks, open_pg, schema_of, superuser, url_at_version, wait_for_save_backends
 from test_pg_concurrency import assert_index_consistent
 from test_pg_save import derived, rebuilt
 
@@ -139,10 +139,7 @@ def test_the_refresh_still_flags_and_unflags_lower_versions():
 
 
 def test_a_store_written_under_version_8_migrates_and_keeps_its_chain(monkeypatch):
-    url = pg_server.fresh_url(prefix="v8")
-    schema = url.rsplit("schema=", 1)[1]
-    monkeypatch.setattr(pg_schema, "MIGRATIONS", [m for m in pg_schema.MIGRATIONS if m[0] <= 8])
-    monkeypatch.setattr(pg_schema, "LATEST", 8)
+    url, schema = url_at_version(monkeypatch, 8)
     with sm.open_store(url) as old:
         s = old.session("a")
         s.save_many([{"key": f"k{i}", "content": f"old words {i}"} for i in range(50)])
