@@ -941,7 +941,12 @@ class SQLiteBackend:
         return [Hit(row_to_memory(row), score) for row, score in self._ranked_rows(conn, scope, terms, limit)]
 
     def _ranked_rows(
-        self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int
+        self,
+        conn: sqlite3.Connection,
+        scope: _Scope,
+        terms: Sequence[str],
+        limit: int,
+        stats: tuple[int, int, builtins.list[int]] | None = None,
     ) -> builtins.list[tuple[Any, float]]:
         """Exact BM25 top-k over the visible view: (memory row, score), best first.
 
@@ -951,9 +956,10 @@ class SQLiteBackend:
         the PostgreSQL backend. Contributions are summed as
         fixed-point integers (order-independent) and ties are broken by key
         and agent order, never row ids: two stores that differ only by
-        invisible records return bit-identical results.
+        invisible records return bit-identical results. ``stats``: the view's
+        ``_visible_stats`` when the caller already read them in this transaction.
         """
-        n_docs, total_len, hidden = self._visible_stats(conn, scope)
+        n_docs, total_len, hidden = stats if stats is not None else self._visible_stats(conn, scope)
         if n_docs <= 0:
             return []
         filters = f"p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl"

@@ -226,7 +226,8 @@ def search(
         mode = "hybrid"
     model, dim = identity(query)
     cache = backend.vector_cache()
-    _, _, hidden = backend._visible_stats(conn, scope)
+    stats = backend._visible_stats(conn, scope)  # read once: the dense side's hidden ids, BM25's statistics
+    hidden = stats[2]
     taint = int(scope.record.taint)
     depth = fusion.DENSE_CANDIDATES
     # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is brought
@@ -247,7 +248,9 @@ def search(
             return cache.top(scope.agents, taint, hidden, dense_query, depth), cache.version == synced
 
     top_future = when_ready(query, dense_top)
-    ranked = backend._ranked_rows(conn, scope, terms, CANDIDATES) if (mode == "hybrid" and terms) else []
+    ranked = (
+        backend._ranked_rows(conn, scope, terms, CANDIDATES, stats) if (mode == "hybrid" and terms) else []
+    )
     top, exact = top_future.result()
     if exact and len(top) <= depth:
         return _answer(conn, mode, ranked, top, scope.agents, limit)
