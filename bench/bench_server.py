@@ -1,14 +1,15 @@
 """Server benchmark: memory_search over HTTP (REST and MCP tool calls) beside the in-process tool call.
 
 Run: ``python bench/bench_server.py`` (``--memories 10000 --clients 8 --requests 1600``;
-``--backend sqlite|postgres|both``, ``--no-mcp``, ``--client httpx|lean|both``; ``--pg URL`` for a
+``--backend sqlite|postgres|both``, ``--no-mcp``, ``--client httpx|lean|both``, ``--workers 1,2`` (REST is
+measured on a server with each number of worker processes; MCP on the first); ``--pg URL`` for a
 server of yours, else an embedded one with its default, durable settings). The store gets N memories (SciFact sentences
 when ``bench_core``'s data files are there, else ``bench_scale``'s seeded synthetic texts), imported
 with ``store.import_memories``; queries are SciFact claims (else 3-word synthetic queries).
 ``stratamem serve`` runs as a separate process (as deployed), so clients and server do not share one
 interpreter lock. Reported for each path: requests per second over the whole run and per-request
 latency percentiles, with C concurrent clients, the CPU time per request of the process serving it
-(the server's from ``/proc``, the in-process path's own) and of the HTTP clients, and the load
+(the server's and its workers' from ``/proc``, the in-process path's own) and of the HTTP clients, and the load
 average (``os.getloadavg``) around each measurement. CPU per request moves least with the load.
 REST runs twice by default: with httpx clients (as before) and with lean ones (``LeanClient``),
 whose CPU does not come out of the server's share of a small machine.
@@ -215,7 +216,7 @@ def bench_mcp(url: str, token: str, queries: list[str], clients: int) -> dict:
     return summary("HTTP MCP tools/call memory_search", clients, latencies, wall[0])
 
 
-def start_server(db: str, tmp: Path) -> tuple[subprocess.Popen, str, str]:
+def start_server(db: str, tmp: Path, workers: int = 1) -> tuple[subprocess.Popen, str, str]:
     token = new_token()
     config = tmp / "server.toml"
     config.write_text(
@@ -236,6 +237,8 @@ def start_server(db: str, tmp: Path) -> tuple[subprocess.Popen, str, str]:
             str(port),
             "--config",
             str(config),
+            "--workers",
+            str(workers),
         ],
         env=env,
         stderr=subprocess.DEVNULL,
@@ -285,29 +288,50 @@ def load() -> str:
     return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of ``pid`` and its children (the server and its worker processes)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        children = []
+    return proc_cpu_s(pid) + sum(proc_cpu_s(int(c)) for c in children)
+
+
 def bench_backend(
-    db: str, label: str, queries: list[str], clients: int, mcp: bool, tmp: Path, client: str
+    db: str,
+    label: str,
+    queries: list[str],
+    clients: int,
+    mcp: bool,
+    tmp: Path,
+    client: str,
+    workers: tuple[int, ...],
 ) -> list[dict]:
     rows = []
     for row in bench_in_process(db, queries, clients):
         row["backend"], row["load"] = label, load()
         rows.append(row)
     ceiling = rows[-1]["rps"]
-    proc, url, token = start_server(db, tmp)
-    try:
-        leans = {"httpx": [False], "lean": [True], "both": [False, True]}[client]
-        paths = [functools.partial(bench_rest, lean=lean) for lean in leans] + ([bench_mcp] if mcp else [])
-        for path in paths:
-            before, cpu0, client0 = load(), proc_cpu_s(proc.pid), time.process_time()
-            row = path(url, token, queries, clients)
-            row["cpu_ms"] = (proc_cpu_s(proc.pid) - cpu0) * 1000 / row["requests"]
-            row["client_cpu_ms"] = (time.process_time() - client0) * 1000 / row["requests"]
-            row["backend"], row["load"] = label, f"{before} -> {load()}"
-            row["ratio"] = row["rps"] / ceiling
-            rows.append(row)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+    for count in workers:
+        proc, url, token = start_server(db, tmp, count)
+        try:
+            leans = {"httpx": [False], "lean": [True], "both": [False, True]}[client]
+            paths = [functools.partial(bench_rest, lean=lean) for lean in leans]
+            if mcp and count == workers[0]:
+                paths.append(bench_mcp)
+            for path in paths:
+                before, cpu0, client0 = load(), tree_cpu_s(proc.pid), time.process_time()
+                row = path(url, token, queries, clients)
+                row["cpu_ms"] = (tree_cpu_s(proc.pid) - cpu0) * 1000 / row["requests"]
+                row["client_cpu_ms"] = (time.process_time() - client0) * 1000 / row["requests"]
+                row["backend"], row["load"] = label, f"{before} -> {load()}"
+                row["ratio"] = row["rps"] / ceiling
+                if count > 1 and path is not bench_mcp:
+                    row["path"] += f" --workers {count}"
+                rows.append(row)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
     return rows
 
 
@@ -325,7 +349,13 @@ def main() -> None:
         default="both",
         help="REST clients: httpx (as before), lean (http.client, little CPU; see LeanClient) or both",
     )
+    parser.add_argument(
+        "--workers",
+        default="1,2",
+        help="serve --workers values to measure REST with, comma-separated (MCP runs on the first)",
+    )
     args = parser.parse_args()
+    workers = tuple(int(w) for w in args.workers.split(","))
 
     memories, queries, source = corpus(args.memories, args.requests)
     print(
@@ -363,6 +393,7 @@ def main() -> None:
                 not args.no_mcp,
                 tmp,
                 args.client,
+                workers,
             )
 
     print(

@@ -692,15 +692,30 @@ def demo(ctx: Context) -> None:
     type=click.Path(exists=True, dir_okay=False),
     help="Server config (TOML): principals, policy, turn prices/budgets, retention.",
 )
+@click.option(
+    "--workers",
+    type=int,
+    help="Processes running the REST memory calls (default 1: in the server's own process; "
+    "[server] workers in --config).",
+)
 @click.pass_obj
-def serve(ctx: Context, host: str | None, port: int | None, config_path: str | None) -> None:
+def serve(
+    ctx: Context, host: str | None, port: int | None, config_path: str | None, workers: int | None
+) -> None:
     """Serve memory over HTTP: MCP at /mcp, REST at /v1, docs at /docs."""
     from .server import require_extra, run_serve
 
     def action() -> None:
         require_extra()
         _say_location(ctx)
-        run_serve(ctx.db or default_url(), host=host, port=port, config_path=config_path, agent=ctx.agent)
+        run_serve(
+            ctx.db or default_url(),
+            host=host,
+            port=port,
+            config_path=config_path,
+            agent=ctx.agent,
+            workers=workers,
+        )
 
     _run(ctx, action)
 

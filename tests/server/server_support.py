@@ -166,6 +166,7 @@ def start_serve(
     port: int,
     *args: str,
     env: dict[str, str] | None = None,
+    start_new_session: bool = False,
 ) -> subprocess.Popen[str]:
     """``stratamem serve`` as a real subprocess; waits until /v1/health answers."""
     proc = subprocess.Popen(
@@ -174,6 +175,7 @@ def start_serve(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=start_new_session,
     )
     deadline = time.monotonic() + 30
     while True:
@@ -188,6 +190,49 @@ def start_serve(
             proc.kill()
             raise RuntimeError("serve did not start")
         time.sleep(0.05)
+
+
+@dataclass
+class Writers:
+    """Threads PUTting distinct keys into one session until the server stops answering."""
+
+    threads: list[threading.Thread]
+    acknowledged: list[str]  # keys answered 200: each must be in the store afterwards
+    refused: list[int]  # any other status
+
+    def join(self) -> None:
+        for t in self.threads:
+            t.join(timeout=60)
+
+
+def write_until_stopped(url: str, sid: str, who: str, count: int, at_least: int = 100) -> Writers:
+    """Start ``count`` writers; return once ``at_least`` writes are acknowledged (or 30 s passed)."""
+    writers = Writers([], [], [])
+    lock = threading.Lock()
+
+    def writer(n: int) -> None:
+        with httpx2.Client(base_url=url, headers=auth(who), timeout=30) as client:
+            for i in range(100_000):
+                key = f"w{n}-{i}"
+                try:
+                    answer = client.put(
+                        f"/v1/sessions/{sid}/memories/{key}", json={"content": f"write {i} of writer {n}"}
+                    )
+                except httpx2.TransportError:
+                    return  # the server has stopped taking requests
+                with lock:
+                    if answer.status_code == 200:
+                        writers.acknowledged.append(key)
+                    else:
+                        writers.refused.append(answer.status_code)
+
+    writers.threads = [threading.Thread(target=writer, args=(n,)) for n in range(count)]
+    for t in writers.threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while len(writers.acknowledged) < at_least and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return writers
 
 
 # fixtures ----------------------------------------------------------------------------------

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import signal
 import stat
-import threading
-import time
 
 import httpx2
-from server_support import auth, cli_env, free_port, start_serve, write_config
+from server_support import auth, cli_env, free_port, start_serve, write_config, write_until_stopped
 
 import stratamem as sm
 
@@ -22,47 +20,20 @@ def test_sigterm_finishes_in_flight_requests_and_loses_no_acknowledged_write(tmp
     try:
         with httpx2.Client(base_url=url, headers=auth("alice")) as client:
             sid = client.post("/v1/sessions").json()["id"]
-        acknowledged: list[str] = []
-        refused: list[int] = []
-        lock = threading.Lock()
-
-        def writer(n: int) -> None:
-            with httpx2.Client(base_url=url, headers=auth("alice"), timeout=30) as client:
-                for i in range(100_000):
-                    key = f"w{n}-{i}"
-                    try:
-                        answer = client.put(
-                            f"/v1/sessions/{sid}/memories/{key}", json={"content": f"write {i} of writer {n}"}
-                        )
-                    except httpx2.TransportError:
-                        return  # the server has stopped taking requests
-                    with lock:
-                        (
-                            acknowledged.append(key)
-                            if answer.status_code == 200
-                            else refused.append(answer.status_code)
-                        )
-
-        threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
-        for t in threads:
-            t.start()
-        deadline = time.monotonic() + 30
-        while len(acknowledged) < 100 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        writers = write_until_stopped(url, sid, "alice", WRITERS)
         proc.send_signal(signal.SIGTERM)  # while every writer has a request in flight or about to be
-        for t in threads:
-            t.join(timeout=60)
+        writers.join()
         assert proc.wait(timeout=60) == 0, proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
 
-    assert not refused
-    assert len(acknowledged) >= 100
+    assert not writers.refused
+    assert len(writers.acknowledged) >= 100
     with sm.open_store(str(db)) as store:
         stored = {m.key for m in store.export("alice")}
         assert store.verify_audit() is None
-    assert set(acknowledged) <= stored  # every acknowledged write survived the shutdown
+    assert set(writers.acknowledged) <= stored  # every acknowledged write survived the shutdown
 
 
 def test_without_config_a_private_development_token_is_created(tmp_path):

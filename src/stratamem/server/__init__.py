@@ -37,12 +37,13 @@ def run_serve(
     port: int | None = None,
     config_path: str | None = None,
     agent: str | None = None,
+    workers: int | None = None,
 ) -> None:
     """``stratamem serve``: HTTP with MCP at /mcp, REST at /v1 and docs, until SIGTERM."""
     require_extra()
     from .serve import serve
 
-    serve(db, host=host, port=port, config_path=config_path, agent=agent)
+    serve(db, host=host, port=port, config_path=config_path, agent=agent, workers=workers)
 
 
 def run_mcp(db: str, flags: Mapping[str, Any], config_path: str | None = None) -> None:

@@ -11,6 +11,7 @@ default. Example::
     profile = "triggerfish"     # tools offered over MCP: triggerfish | zeroclaw
     # allowed_hosts = ["memory.internal:*"]   # Host headers /mcp accepts off loopback
     # graceful_timeout = 10     # seconds to finish in-flight requests on SIGTERM
+    # workers = 2               # processes running the REST memory calls (server/workers.py)
 
     [policy]
     # rules = "rules.yaml"      # operator rules (relative to this file)
@@ -59,9 +60,10 @@ from .turn_config import TurnConfig, parse_turn_config
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_GRACEFUL_TIMEOUT_S = 10.0
+MAX_WORKERS = 64
 
 _SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention"}
-_SERVER_KEYS = {"host", "port", "profile", "allowed_hosts", "graceful_timeout", "log_level"}
+_SERVER_KEYS = {"host", "port", "profile", "allowed_hosts", "graceful_timeout", "log_level", "workers"}
 _POLICY_KEYS = {"rules", "scan_mode", "read_only"}
 _PRINCIPAL_KEYS = {"name", "token_sha256", "token", "agent", "clearance", "peers", "read_only", "operator"}
 _MCP_KEYS = {"agent", "clearance", "peers", "taint", "session", "profile", "read_only", "turns"}
@@ -92,6 +94,7 @@ class ServerConfig:
     allowed_hosts: tuple[str, ...] = ()
     graceful_timeout: float = DEFAULT_GRACEFUL_TIMEOUT_S
     log_level: str = "info"
+    workers: int = 1
     policy: PolicySettings = PolicySettings()
     principals: tuple[Principal, ...] = ()
     mcp: Mapping[str, Any] = field(default_factory=dict)
@@ -248,6 +251,9 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         raise _fail(source, "server.port must be an integer 0..65535")
     timeout = server.get("graceful_timeout", DEFAULT_GRACEFUL_TIMEOUT_S)
     _typed(source, "server.graceful_timeout", timeout, (int, float))
+    workers = _typed(source, "server.workers", server.get("workers", 1), int)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise _fail(source, f"server.workers must be from 1 to {MAX_WORKERS}")
     mcp = _mcp(source, _table(source, data.get("mcp"), "mcp", _MCP_KEYS))
     turns, retention = data.get("turns", {}), data.get("retention", {})
     if not isinstance(turns, dict) or not isinstance(retention, dict):
@@ -260,6 +266,7 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         allowed_hosts=_strings(source, "server.allowed_hosts", server.get("allowed_hosts", [])),
         graceful_timeout=float(timeout),
         log_level=_typed(source, "server.log_level", server.get("log_level", "info"), str),
+        workers=workers,
         policy=_policy(source, _table(source, data.get("policy"), "policy", _POLICY_KEYS)),
         principals=principals,
         mcp=mcp,

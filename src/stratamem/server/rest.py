@@ -27,13 +27,14 @@ from .. import shapes
 from ..errors import NotFound, StratamemError, ValidationError
 from ..levels import Level
 from ..tools import definitions, execute, mcp_memory
-from ..tools.specs import MCP_MEMORY, TRIGGERFISH, specs
+from ..tools.specs import MCP_MEMORY, specs
 from . import payloads
 from .auth import principal_of
 from .mcp_tools import server_version
 from .principals import Principal
 from .responses import error_response, from_exception, from_tool_text, internal_error, json_response
 from .state import ServerState, blocking
+from .workers import run_rest_tool
 
 logger = logging.getLogger("stratamem.server")
 
@@ -170,26 +171,16 @@ class RestApi:
         ]
 
     # memories: the tools, over HTTP ------------------------------------------------------
-    def _run_tool(self, principal: Principal, session_id: str, name: str, arguments: dict[str, Any]) -> str:
-        try:
-            session = self.state.session_for(principal, session_id)
-        except StratamemError as exc:
-            return shapes.dumps(shapes.error_from(exc))
-        text = execute(
-            session,
-            name,
-            arguments,
-            policy=self.state.policy_for(principal),
-            profile=TRIGGERFISH,
-            origin="rest",
-        )
-        assert text is not None  # the names below are all triggerfish tools
-        return text
-
     async def _tool(self, request: Request, name: str, arguments: dict[str, Any]) -> Response:
-        text = await blocking(
-            self._run_tool, principal_of(request), request.path_params["session_id"], name, arguments
-        )
+        principal, session_id = principal_of(request), request.path_params["session_id"]
+        workers = self.state.workers
+        if workers is None:
+            text = await blocking(run_rest_tool, self.state, principal, session_id, name, arguments)
+        else:
+            reply = await blocking(workers.call, principal, session_id, name, arguments)
+            if reply is None:
+                return internal_error()
+            text = reply
         return from_tool_text(text)
 
     @endpoint

@@ -30,6 +30,7 @@ from .devtoken import dev_principal, ensure_token, token_path
 from .http_protocol import CorkedHttpToolsProtocol
 from .principals import Principals
 from .state import ServerState
+from .workers import ToolWorkers, WorkerSettings, check_workers
 
 
 def _url(host: str, port: int) -> str:
@@ -89,8 +90,9 @@ def serve(
     port: int | None = None,
     config_path: str | None = None,
     agent: str | None = None,
+    workers: int | None = None,
 ) -> None:
-    """Serve ``db`` over HTTP until SIGTERM/SIGINT."""
+    """Serve ``db`` over HTTP until SIGTERM/SIGINT (REST memory calls in ``workers`` processes when > 1)."""
     config = load_config(config_path) if config_path else ServerConfig()
     host = host or config.host or DEFAULT_HOST
     port = port if port is not None else (config.port if config.port is not None else DEFAULT_PORT)
@@ -107,10 +109,22 @@ def serve(
         principals = Principals(config.principals)
     policy = config.policy.build()
     turns = config.turn_config(os.environ)  # a bad price or retention stops here, before listening
+    count = check_workers(config.workers if workers is None else workers, db)
     store = Store(db, retention=turns.retention)
+    pool: ToolWorkers | None = None
     try:
+        if count > 1:
+            settings = WorkerSettings(
+                db, {"retention": turns.retention}, tuple(principals), config.policy, config.profile
+            )
+            pool = ToolWorkers(settings, count)
         state = ServerState(
-            store, principals, profile=config.profile, policy=policy, turn_settings=turns.settings
+            store,
+            principals,
+            profile=config.profile,
+            policy=policy,
+            turn_settings=turns.settings,
+            workers=pool,
         )
         app = build_app(state, host=host, allowed_hosts=config.allowed_hosts)
         server = uvicorn.Server(
@@ -126,8 +140,10 @@ def serve(
                 timeout_graceful_shutdown=math.ceil(config.graceful_timeout),
             )
         )
+        shown = f", REST memory calls in {count} worker processes" if pool else ""
         print(
-            f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, console at /ui, docs at /docs)",
+            f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, console at /ui, docs at /docs"
+            f"{shown})",
             file=sys.stderr,
             flush=True,
         )
@@ -141,4 +157,6 @@ def serve(
                 ) from None
             raise
     finally:
+        if pool is not None:
+            pool.close()  # after uvicorn has drained: the workers finish what they started
         store.close()

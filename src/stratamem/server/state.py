@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import anyio.to_thread
 
@@ -22,6 +22,9 @@ from ..tools.specs import TRIGGERFISH
 from ..turn.runtime import TurnSettings
 from .bindings import McpBindings
 from .principals import Principal, Principals
+
+if TYPE_CHECKING:
+    from .workers import ToolWorkers
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -50,6 +53,7 @@ class ServerState:
         profile: str = TRIGGERFISH,
         policy: Policy = DEFAULT_POLICY,
         turn_settings: TurnSettings | None = None,
+        workers: ToolWorkers | None = None,
     ) -> None:
         self.store = store
         self.principals = principals
@@ -58,6 +62,7 @@ class ServerState:
         self._read_only_policy = policy if policy.read_only else policy.replace(read_only=True)
         self.bindings = McpBindings()
         self.turn_settings = turn_settings or TurnSettings()  # the operator's; requests may only narrow them
+        self.workers = workers  # REST memory calls run there when set (``serve --workers``)
 
     def policy_for(self, principal: Principal) -> Policy:
         """The operator policy, read-only for read-only principals."""

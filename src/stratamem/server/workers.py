@@ -1,0 +1,227 @@
+"""``stratamem serve --workers N``: the REST memory tools run in N worker processes.
+
+One server process runs the HTTP layer, sessions, the console and MCP; the
+REST memory calls (save, get, list, search, delete, batches) are the bulk of
+a busy server's work, and under one interpreter lock the HTTP layer and the
+searches take turns on one core. With workers, each call is sent to a worker
+process that has its own :class:`~stratamem.store.Store` on the same database
+(SQLite's WAL, a Markdown store's lock and PostgreSQL all take several
+processes) and runs the very same function as without workers
+(:func:`run_rest_tool`): same gate, same session check, same audit.
+
+Nothing is cached in a worker between calls: the session, its taint and the
+principal's rights are read from the store on every call, so a session the
+server escalates is escalated for the next call on any worker.
+
+A worker ignores SIGINT and SIGTERM (a terminal's Ctrl-C or a service
+manager signals the whole process group): it stops when the server closes
+its pipes, after the calls it has started are finished and its store is
+closed. A worker that dies is replaced; the call it was running answers
+``STORAGE_ERROR`` saying it may or may not have been applied.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import queue
+import signal
+import threading
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from .. import shapes
+from ..errors import StratamemError, ValidationError
+from ..store import Store
+from ..tools import execute
+from ..tools.specs import TRIGGERFISH
+from .config import MAX_WORKERS, PolicySettings
+from .principals import Principal, Principals
+from .state import ServerState
+
+logger = logging.getLogger("stratamem.server")
+
+SLOTS_PER_WORKER = 8  # calls one worker runs at once (its threads; SQLite releases the lock in queries)
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 60.0
+LOST = "the worker process running this call stopped; the call may or may not have been applied"
+
+
+def run_rest_tool(
+    state: ServerState, principal: Principal, session_id: str, name: str, arguments: Any
+) -> str:
+    """One REST memory call: the principal's session checked, then the triggerfish tool ``name``."""
+    try:
+        session = state.session_for(principal, session_id)
+    except StratamemError as exc:
+        return shapes.dumps(shapes.error_from(exc))
+    text = execute(
+        session, name, arguments, policy=state.policy_for(principal), profile=TRIGGERFISH, origin="rest"
+    )
+    assert text is not None  # the REST routes name triggerfish tools only
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """What a worker needs to open the same store under the same operator policy."""
+
+    db: str
+    store_options: dict[str, Any]
+    principals: tuple[Principal, ...]
+    policy: PolicySettings
+    profile: str
+
+
+def check_workers(count: object, db: str) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_WORKERS:
+        raise ValidationError(f"workers must be an integer from 1 to {MAX_WORKERS}")
+    if count > 1 and db.strip() == ":memory:":
+        raise ValidationError("--workers needs a database file or a PostgreSQL URL, not :memory:")
+    return count
+
+
+def _worker_main(conns: list[Connection], settings: WorkerSettings) -> None:
+    """A worker process: one thread per pipe, each answering calls until its pipe closes."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    store = Store(settings.db, **settings.store_options)
+    try:
+        _warm(store)
+        principals = Principals(settings.principals)
+        state = ServerState(store, principals, profile=settings.profile, policy=settings.policy.build())
+        conns[0].send("ready")
+        threads = [threading.Thread(target=_answer, args=(state, conn), daemon=True) for conn in conns]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        store.close()
+
+
+def _warm(store: Store) -> None:
+    """Load the model for search by meaning now, not in a client's first search (the server waits for it).
+
+    A model that fails to load is left for that first search to report, as without workers.
+    """
+    if store.semantic.mode == "lexical":
+        return
+    with contextlib.suppress(Exception):
+        embedder = store.semantic.embedder
+        if embedder is not None:
+            embedder.embed_query("warm up")
+
+
+def _answer(state: ServerState, conn: Connection) -> None:
+    while True:
+        try:
+            principal, session_id, name, arguments = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = run_rest_tool(state, principal, session_id, name, arguments)
+        except Exception:  # logged here; the caller gets the CONTRACT's internal error
+            logger.exception("unexpected error in a worker running %s", name)
+            reply = None
+        try:
+            conn.send(reply)
+        except OSError:
+            return
+
+
+class _Worker:
+    """One worker process and the server's ends of its pipes; ``generation`` counts replacements."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        context = multiprocessing.get_context("spawn")  # the server has threads: never fork it
+        pairs = [context.Pipe() for _ in range(SLOTS_PER_WORKER)]
+        self.conns = [ours for ours, _ in pairs]
+        self.process: BaseProcess = context.Process(
+            target=_worker_main, args=([theirs for _, theirs in pairs], settings), daemon=True
+        )
+        self.process.start()
+        for _, theirs in pairs:
+            theirs.close()
+
+    def wait_ready(self) -> None:
+        if not self.conns[0].poll(START_TIMEOUT_S) or self.conns[0].recv() != "ready":
+            raise EOFError
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
+
+
+class ToolWorkers:
+    """N worker processes with ``SLOTS_PER_WORKER`` pipes each; :meth:`call` blocks for a free pipe."""
+
+    def __init__(self, settings: WorkerSettings, count: int) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._free: queue.SimpleQueue[tuple[int, int, Connection]] = queue.SimpleQueue()
+        self._workers: list[_Worker] = []
+        self._generations: list[int] = []
+        try:
+            for _ in range(count):
+                self._workers.append(_Worker(settings))
+                self._generations.append(0)
+            for worker in self._workers:
+                worker.wait_ready()
+        except (EOFError, OSError):
+            self.close()
+            raise ValidationError(
+                f"the worker processes could not open {settings.db}; run without --workers to see why"
+            ) from None
+        for index in range(count):
+            self._offer(index)
+
+    def __len__(self) -> int:
+        return len(self._workers)
+
+    def call(self, principal: Principal, session_id: str, name: str, arguments: Any) -> str | None:
+        """Blocking: run :func:`run_rest_tool` in a worker; ``None`` for an unexpected error there."""
+        index, generation, conn = self._free.get()
+        while generation != self._generations[index]:  # a pipe of a worker since replaced
+            index, generation, conn = self._free.get()
+        try:
+            conn.send((principal, session_id, name, arguments))
+            reply: str | None = conn.recv()
+        except (EOFError, OSError):
+            self._replace(index, generation)
+            return shapes.dumps(shapes.error("STORAGE_ERROR", LOST))
+        self._free.put((index, generation, conn))
+        return reply
+
+    def _offer(self, index: int) -> None:
+        for conn in self._workers[index].conns:
+            self._free.put((index, self._generations[index], conn))
+
+    def _replace(self, index: int, generation: int) -> None:
+        """Start a new worker in place of a dead one (once, whichever of its callers notices first)."""
+        with self._lock:
+            if self._generations[index] != generation:
+                return
+            logger.error("worker process %d stopped; starting a new one", index)
+            self._workers[index].close()
+            self._workers[index].process.join(timeout=STOP_TIMEOUT_S)
+            self._generations[index] += 1
+            worker = _Worker(self.settings)
+            try:
+                worker.wait_ready()
+            except (EOFError, OSError):
+                logger.error("the new worker process %d did not start", index)
+            self._workers[index] = worker
+            self._offer(index)
+
+    def close(self) -> None:
+        """Close the pipes; each worker finishes its calls, closes its store and exits."""
+        for worker in self._workers:
+            worker.close()
+        for worker in self._workers:
+            worker.process.join(timeout=STOP_TIMEOUT_S)
+            if worker.process.is_alive():
+                worker.process.terminate()

@@ -1,0 +1,249 @@
+"""``stratamem serve --workers N``: REST memory calls in worker processes, same answers, same gate.
+
+The pool is driven directly (no HTTP) where the behaviour is the pool's own: same answers as in the
+server's process, taint raised by the server honoured at once, another principal's session not
+found, a dead worker replaced. The real ``serve`` process is used for what only it shows: the REST
+routes go through the workers, a stop (SIGTERM, or Ctrl-C to the whole process group) loses no
+acknowledged write and leaves no process behind, and neither does a killed server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+from click.testing import CliRunner
+from server_support import auth, cli_env, free_port, start_serve, write_config, write_until_stopped
+
+import stratamem as sm
+from stratamem.cli import cli
+from stratamem.server.config import load_config, parse_config
+from stratamem.server.principals import Principals
+from stratamem.server.state import ServerState
+from stratamem.server.workers import LOST, ToolWorkers, WorkerSettings, check_workers, run_rest_tool
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _gone(pids: list[int], timeout: float = 30) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+        if not alive:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "X"
+
+
+@pytest.fixture
+def setup(tmp_path):
+    """A store, the server's state over it, and the principals of ``server_support``."""
+    config = load_config(write_config(tmp_path))
+    db = str(tmp_path / "memory.db")
+    store = sm.Store(db)
+    state = ServerState(store, Principals(config.principals), policy=config.policy.build())
+    settings = WorkerSettings(db, {}, tuple(config.principals), config.policy, config.profile)
+    yield state, settings, {p.name: p for p in config.principals}
+    store.close()
+
+
+@pytest.fixture
+def pool(setup):
+    state, settings, principals = setup
+    workers = ToolWorkers(settings, 2)
+    yield state, workers, principals
+    workers.close()
+
+
+def test_workers_answer_exactly_as_the_server_process_does(pool):
+    state, workers, who = pool
+    alice = who["alice"]
+    session = state.open_session(alice)
+    for i in range(12):
+        saved = workers.call(
+            alice, session.id, "memory_save", {"key": f"k{i}", "content": f"fact {i} about otters"}
+        )
+        assert json.loads(saved or "")["saved"] is True
+    calls = [
+        ("memory_search", {"query": "otters", "max_results": 5}),
+        ("memory_get", {"key": "k3"}),
+        ("memory_list", {"limit": 4}),
+        ("memory_get", {"key": "missing"}),
+        ("memory_search", {"query": 12}),  # bad arguments: the tool's own error
+        ("memory_save", {"key": "", "content": "x"}),
+    ]
+    for name, arguments in calls:
+        there = workers.call(alice, session.id, name, arguments)
+        here = run_rest_tool(state, alice, session.id, name, arguments)
+        assert there == here, name
+    batch = [{"key": f"b{i}", "content": f"batch {i}"} for i in range(50)] + [{"key": "bad"}]
+    answer = json.loads(workers.call(alice, session.id, "memory_save_many", {"items": batch}) or "")
+    assert answer["error"]["code"] == "VALIDATION_ERROR" and "50" in answer["error"]["message"]
+    assert session.get("b0") is None  # all or nothing, in the worker too
+    assert state.store.verify_audit() is None
+
+
+def test_taint_raised_by_the_server_holds_for_the_next_call_in_a_worker(pool):
+    state, workers, who = pool
+    alice = who["alice"]
+    session = state.open_session(alice)
+    first = workers.call(alice, session.id, "memory_save", {"key": "before", "content": "public fact"})
+    assert json.loads(first or "")["classification"] == "PUBLIC"
+    session.escalate(sm.Level.CONFIDENTIAL, "the user shared a diagnosis")
+    for i in range(2 * 8 + 1):  # more calls than one worker has pipes: both workers answer
+        saved = json.loads(
+            workers.call(alice, session.id, "memory_save", {"key": f"after{i}", "content": "x"}) or ""
+        )
+        assert saved["classification"] == "CONFIDENTIAL"
+    other = state.open_session(alice)  # a new PUBLIC session sees nothing written at CONFIDENTIAL
+    found = json.loads(workers.call(alice, other.id, "memory_list", {"limit": 50}) or "")
+    assert [m["key"] for m in found["memories"]] == ["before"]
+
+
+def test_another_principals_session_is_not_found_in_a_worker(pool):
+    state, workers, who = pool
+    session = state.open_session(who["alice"])
+    workers.call(who["alice"], session.id, "memory_save", {"key": "k", "content": "alice's"})
+    for principal, session_id in (
+        (who["bob"], session.id),
+        (who["intern"], session.id),
+        (who["alice"], "nope"),
+    ):
+        answer = json.loads(workers.call(principal, session_id, "memory_get", {"key": "k"}) or "")
+        assert answer["error"]["code"] == "NOT_FOUND"
+
+
+def test_a_dead_worker_is_replaced_and_its_call_says_so(pool):
+    state, workers, who = pool
+    alice = who["alice"]
+    session = state.open_session(alice)
+    old = [w.process.pid for w in workers._workers]
+    os.kill(old[0], signal.SIGKILL)
+    assert _gone([old[0]])
+    answers = [
+        workers.call(alice, session.id, "memory_save", {"key": f"k{i}", "content": "x"}) for i in range(40)
+    ]
+    lost = [a for a in answers if a and "STORAGE_ERROR" in a]
+    assert len(lost) <= 1 and all(LOST in a for a in lost)
+    assert len(answers) - len(lost) == sum(1 for a in answers if a and '"saved": true' in a)
+    new = [w.process.pid for w in workers._workers]
+    assert new[1] == old[1] and new[0] != old[0] and all(w.process.is_alive() for w in workers._workers)
+    assert state.store.verify_audit() is None
+
+
+def test_closing_the_pool_stops_every_worker(setup):
+    _, settings, _ = setup
+    workers = ToolWorkers(settings, 3)
+    pids = [w.process.pid for w in workers._workers]
+    workers.close()
+    assert _gone(pids, timeout=5)
+
+
+@pytest.mark.parametrize("count", [0, -1, 65, True, "2", 1.5])
+def test_bad_worker_counts_are_refused(count):
+    with pytest.raises(sm.ValidationError, match="workers"):
+        check_workers(count, "memory.db")
+
+
+def test_workers_need_a_database_other_processes_can_open(tmp_path):
+    assert check_workers(1, ":memory:") == 1
+    with pytest.raises(sm.ValidationError, match=":memory:"):
+        check_workers(2, ":memory:")
+
+
+@pytest.mark.parametrize("value", ["0", "65", "true", '"2"', "1.5"])
+def test_config_workers_must_be_a_count(tmp_path, value):
+    with pytest.raises(sm.ValidationError, match=r"server\.workers"):
+        parse_config(f"[server]\nworkers = {value}\n", tmp_path / "bad.toml")
+    assert parse_config("[server]\nworkers = 4\n", tmp_path / "ok.toml").workers == 4
+
+
+def test_serve_refuses_a_bad_workers_option(tmp_path, monkeypatch):
+    monkeypatch.setenv("STRATAMEM_HOME", str(tmp_path))
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--workers", "0"])
+    assert result.exit_code == 2 and "workers must be" in result.output
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "ctrl-c to the group"])
+def test_serve_with_workers_stops_cleanly_and_keeps_every_acknowledged_write(tmp_path, stop):
+    db, port = tmp_path / "memory.db", free_port()
+    proc = start_serve(
+        tmp_path, db, port, "--config", str(write_config(tmp_path)), "--workers", "2", start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        workers = _children(proc.pid)
+        assert len(workers) >= 2  # the workers (and multiprocessing's resource tracker)
+        with httpx2.Client(base_url=url, headers=auth("alice")) as client:
+            sid = client.post("/v1/sessions").json()["id"]
+        writers = write_until_stopped(url, sid, "alice", 6)
+        if stop == "sigterm":
+            proc.send_signal(signal.SIGTERM)
+        else:
+            os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the workers too
+        writers.join()
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+        assert _gone(workers)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not writers.refused and len(writers.acknowledged) >= 100
+    with sm.open_store(str(db)) as store:
+        assert set(writers.acknowledged) <= {m.key for m in store.export("alice")}
+        assert store.verify_audit() is None
+
+
+def test_workers_of_a_killed_server_exit(tmp_path):
+    db, port = tmp_path / "memory.db", free_port()
+    proc = start_serve(tmp_path, db, port, "--config", str(write_config(tmp_path)), "--workers", "2")
+    workers = _children(proc.pid)
+    assert len(workers) >= 2
+    with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=auth("alice")) as client:
+        sid = client.post("/v1/sessions").json()["id"]
+        assert client.put(f"/v1/sessions/{sid}/memories/k", json={"content": "kept"}).status_code == 200
+        found = client.post(f"/v1/sessions/{sid}/search", json={"query": "kept"}).json()
+        assert [r["key"] for r in found["results"]] == ["k"]
+    proc.kill()
+    proc.wait(timeout=30)
+    assert _gone(workers)  # their pipes closed: they finish, close the store and exit
+    with sm.open_store(str(db)) as store:
+        assert store.verify_audit() is None
+
+
+def test_the_development_server_runs_workers_too(tmp_path):
+    db, port = tmp_path / "memory.db", free_port()
+    env = cli_env(tmp_path)
+    proc = start_serve(tmp_path, db, port, "--workers", "2", env=env)
+    try:
+        token = (tmp_path / "home" / "server-token").read_text().strip()
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
+            sid = client.post("/v1/sessions").json()["id"]
+            assert (
+                client.post(f"/v1/sessions/{sid}/memories", json={"key": "k", "content": "v"}).status_code
+                == 200
+            )
+            assert client.get(f"/v1/sessions/{sid}/memories/k").json()["content"] == "v"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert "2 worker processes" in (proc.stderr.read() if proc.stderr else "")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
