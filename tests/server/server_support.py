@@ -35,6 +35,7 @@ from stratamem.server.app import build_app
 from stratamem.server.config import load_config
 from stratamem.server.principals import Principals, token_digest
 from stratamem.server.state import ServerState
+from stratamem.server.workers import ToolWorkers
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -90,11 +91,17 @@ class LiveServer:
 
 
 @contextlib.contextmanager
-def live_server(store: sm.Store, config_path: Path) -> Iterator[LiveServer]:
-    """The real app under uvicorn in a thread, on a free loopback port."""
+def live_server(
+    store: sm.Store, config_path: Path, workers: ToolWorkers | None = None
+) -> Iterator[LiveServer]:
+    """The real app under uvicorn in a thread, on a free loopback port (``workers``: ``serve --workers``)."""
     config = load_config(config_path)
     state = ServerState(
-        store, Principals(config.principals), profile=config.profile, policy=config.policy.build()
+        store,
+        Principals(config.principals),
+        profile=config.profile,
+        policy=config.policy.build(),
+        workers=workers,
     )
     port = free_port()
     server = uvicorn.Server(

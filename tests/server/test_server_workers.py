@@ -14,18 +14,31 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from click.testing import CliRunner
-from server_support import auth, cli_env, free_port, start_serve, write_config, write_until_stopped
+from server_support import (
+    auth,
+    cli_env,
+    free_port,
+    live_server,
+    mcp_http,
+    start_serve,
+    write_config,
+    write_until_stopped,
+)
 
 import stratamem as sm
 from stratamem.cli import cli
+from stratamem.server import mcp_tools
+from stratamem.server import workers as worker_module
 from stratamem.server.config import load_config, parse_config
-from stratamem.server.principals import Principals
+from stratamem.server.principals import Principal, Principals
 from stratamem.server.state import ServerState
-from stratamem.server.workers import LOST, ToolWorkers, WorkerSettings, check_workers, run_rest_tool
+from stratamem.server.workers import LOST, ToolCall, ToolWorkers, WorkerSettings, check_workers, run_tool_call
 
 
 def _children(pid: int) -> list[int]:
@@ -50,6 +63,12 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except OSError:
         return "X"
+
+
+def _call(
+    workers: ToolWorkers, principal: Principal, session_id: str, name: str, arguments: Any
+) -> str | None:
+    return workers.call(ToolCall(principal, session_id, name, arguments))
 
 
 @pytest.fixture
@@ -77,8 +96,8 @@ def test_workers_answer_exactly_as_the_server_process_does(pool):
     alice = who["alice"]
     session = state.open_session(alice)
     for i in range(12):
-        saved = workers.call(
-            alice, session.id, "memory_save", {"key": f"k{i}", "content": f"fact {i} about otters"}
+        saved = _call(
+            workers, alice, session.id, "memory_save", {"key": f"k{i}", "content": f"fact {i} about otters"}
         )
         assert json.loads(saved or "")["saved"] is True
     calls = [
@@ -90,11 +109,11 @@ def test_workers_answer_exactly_as_the_server_process_does(pool):
         ("memory_save", {"key": "", "content": "x"}),
     ]
     for name, arguments in calls:
-        there = workers.call(alice, session.id, name, arguments)
-        here = run_rest_tool(state, alice, session.id, name, arguments)
+        there = _call(workers, alice, session.id, name, arguments)
+        here = run_tool_call(state, ToolCall(alice, session.id, name, arguments))
         assert there == here, name
     batch = [{"key": f"b{i}", "content": f"batch {i}"} for i in range(50)] + [{"key": "bad"}]
-    answer = json.loads(workers.call(alice, session.id, "memory_save_many", {"items": batch}) or "")
+    answer = json.loads(_call(workers, alice, session.id, "memory_save_many", {"items": batch}) or "")
     assert answer["error"]["code"] == "VALIDATION_ERROR" and "50" in answer["error"]["message"]
     assert session.get("b0") is None  # all or nothing, in the worker too
     assert state.store.verify_audit() is None
@@ -104,30 +123,79 @@ def test_taint_raised_by_the_server_holds_for_the_next_call_in_a_worker(pool):
     state, workers, who = pool
     alice = who["alice"]
     session = state.open_session(alice)
-    first = workers.call(alice, session.id, "memory_save", {"key": "before", "content": "public fact"})
+    first = _call(workers, alice, session.id, "memory_save", {"key": "before", "content": "public fact"})
     assert json.loads(first or "")["classification"] == "PUBLIC"
     session.escalate(sm.Level.CONFIDENTIAL, "the user shared a diagnosis")
     for i in range(2 * 8 + 1):  # more calls than one worker has pipes: both workers answer
         saved = json.loads(
-            workers.call(alice, session.id, "memory_save", {"key": f"after{i}", "content": "x"}) or ""
+            _call(workers, alice, session.id, "memory_save", {"key": f"after{i}", "content": "x"}) or ""
         )
         assert saved["classification"] == "CONFIDENTIAL"
     other = state.open_session(alice)  # a new PUBLIC session sees nothing written at CONFIDENTIAL
-    found = json.loads(workers.call(alice, other.id, "memory_list", {"limit": 50}) or "")
+    found = json.loads(_call(workers, alice, other.id, "memory_list", {"limit": 50}) or "")
     assert [m["key"] for m in found["memories"]] == ["before"]
 
 
 def test_another_principals_session_is_not_found_in_a_worker(pool):
     state, workers, who = pool
     session = state.open_session(who["alice"])
-    workers.call(who["alice"], session.id, "memory_save", {"key": "k", "content": "alice's"})
+    _call(workers, who["alice"], session.id, "memory_save", {"key": "k", "content": "alice's"})
     for principal, session_id in (
         (who["bob"], session.id),
         (who["intern"], session.id),
         (who["alice"], "nope"),
     ):
-        answer = json.loads(workers.call(principal, session_id, "memory_get", {"key": "k"}) or "")
+        answer = json.loads(_call(workers, principal, session_id, "memory_get", {"key": "k"}) or "")
         assert answer["error"]["code"] == "NOT_FOUND"
+
+
+def test_rest_mcp_and_graph_calls_over_http_run_in_the_workers(setup, tmp_path, monkeypatch):
+    """The server's own process cannot run a tool here, so every answer below came from a worker."""
+    state, settings, _ = setup
+    workers = ToolWorkers(settings, 2)
+
+    def not_here(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a tool ran in the server's process")
+
+    for module in (worker_module, mcp_tools):
+        monkeypatch.setattr(module, "execute", not_here)
+    try:
+        with live_server(state.store, tmp_path / "server.toml", workers) as server:
+            with server.client("alice") as rest:
+                sid = rest.post("/v1/sessions").json()["id"]
+                assert (
+                    rest.put(f"/v1/sessions/{sid}/memories/k", json={"content": "otters"}).status_code == 200
+                )
+                found = rest.post(f"/v1/sessions/{sid}/search", json={"query": "otters"}).json()
+                assert [r["key"] for r in found["results"]] == ["k"]
+                entity = {"name": "Sam", "entityType": "person", "observations": ["likes tea"]}
+                made = rest.post(f"/v1/sessions/{sid}/graph/create_entities", json={"entities": [entity]})
+                assert made.status_code == 200 and made.json() == {"entities": [entity]}
+                assert rest.post(f"/v1/sessions/{sid}/graph/memory_save", json={}).status_code == 404
+
+            async def scenario() -> None:
+                async with mcp_http(server.url, "alice") as mcp:
+                    error, saved = await mcp.call("memory_save", key="note", content="public words")
+                    assert not error and saved["classification"] == "PUBLIC"
+                    bound = {
+                        h["x-stratamem-session-id"] for h in mcp.response_headers if h.get("mcp-session-id")
+                    }
+                    with server.client("alice") as rest:
+                        raised = rest.post(
+                            f"/v1/sessions/{bound.pop()}/escalate", json={"level": "CONFIDENTIAL"}
+                        )
+                        assert raised.status_code == 200
+                    error, saved = await mcp.call("memory_save", key="contract", content="terms")
+                    assert not error and saved["classification"] == "CONFIDENTIAL"
+                    error, got = await mcp.call("memory_get", key="k")  # the agent's, saved over REST
+                    assert not error and got["content"] == "otters"
+
+            anyio.run(scenario)
+    finally:
+        workers.close()
+    levels = {m.key: m.level for m in state.store.export("alice")}
+    assert levels == {"k": sm.Level.PUBLIC, "note": sm.Level.PUBLIC, "contract": sm.Level.CONFIDENTIAL}
+    assert state.store.verify_audit() is None
 
 
 def test_a_dead_worker_is_replaced_and_its_call_says_so(pool):
@@ -138,7 +206,7 @@ def test_a_dead_worker_is_replaced_and_its_call_says_so(pool):
     os.kill(old[0], signal.SIGKILL)
     assert _gone([old[0]])
     answers = [
-        workers.call(alice, session.id, "memory_save", {"key": f"k{i}", "content": "x"}) for i in range(40)
+        _call(workers, alice, session.id, "memory_save", {"key": f"k{i}", "content": "x"}) for i in range(40)
     ]
     lost = [a for a in answers if a and "STORAGE_ERROR" in a]
     assert len(lost) <= 1 and all(LOST in a for a in lost)

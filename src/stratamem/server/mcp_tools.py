@@ -51,12 +51,16 @@ class Caller:
 
     ``session`` is blocking (it may open a session in the store) and is only
     called for a tool that exists, so a bad tool name never creates anything.
+    ``elsewhere`` (``serve --workers``) runs the call in the resolved session
+    in a worker process: (session id, tool, arguments) -> the tool's text,
+    ``None`` for an unexpected error there.
     """
 
     session: Callable[[], Session]
     policy: Policy
     profile: str
     origin: str
+    elsewhere: Callable[[str, str, dict[str, Any]], str | None] | None = None
 
 
 Resolver = Callable[[ServerRequestContext[Any, Any]], Awaitable[Caller]]
@@ -108,6 +112,9 @@ def run_tool(caller: Caller, name: str, arguments: object) -> str | None:
     except Exception:  # noqa: BLE001 - the agent learns nothing about internals
         return shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR))
     args = arguments if isinstance(arguments, dict) else {}
+    if caller.elsewhere is not None:
+        text = caller.elsewhere(session.id, name, args)
+        return shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR)) if text is None else text
     return execute(session, name, args, policy=caller.policy, profile=caller.profile, origin=caller.origin)
 
 

@@ -26,15 +26,15 @@ from starlette.routing import Route
 from .. import shapes
 from ..errors import NotFound, StratamemError, ValidationError
 from ..levels import Level
-from ..tools import definitions, execute, mcp_memory
-from ..tools.specs import MCP_MEMORY, specs
+from ..tools import definitions, mcp_memory
+from ..tools.specs import MCP_MEMORY, TRIGGERFISH, specs
 from . import payloads
 from .auth import principal_of
 from .mcp_tools import server_version
 from .principals import Principal
 from .responses import error_response, from_exception, from_tool_text, internal_error, json_response
 from .state import ServerState, blocking
-from .workers import run_rest_tool
+from .workers import ToolCall, run_tool_call
 
 logger = logging.getLogger("stratamem.server")
 
@@ -171,17 +171,19 @@ class RestApi:
         ]
 
     # memories: the tools, over HTTP ------------------------------------------------------
-    async def _tool(self, request: Request, name: str, arguments: dict[str, Any]) -> Response:
-        principal, session_id = principal_of(request), request.path_params["session_id"]
+    async def _run(
+        self, request: Request, name: str, arguments: Any, profile: str = TRIGGERFISH
+    ) -> str | None:
+        """A tool call in the request's session: in a worker process with ``--workers``, else here."""
+        call = ToolCall(principal_of(request), request.path_params["session_id"], name, arguments, profile)
         workers = self.state.workers
         if workers is None:
-            text = await blocking(run_rest_tool, self.state, principal, session_id, name, arguments)
-        else:
-            reply = await blocking(workers.call, principal, session_id, name, arguments)
-            if reply is None:
-                return internal_error()
-            text = reply
-        return from_tool_text(text)
+            return await blocking(run_tool_call, self.state, call)
+        return await blocking(workers.call, call)
+
+    async def _tool(self, request: Request, name: str, arguments: dict[str, Any]) -> Response:
+        text = await self._run(request, name, arguments)
+        return internal_error() if text is None else from_tool_text(text)
 
     @endpoint
     async def post_memory(self, request: Request) -> Response:
@@ -237,27 +239,11 @@ class RestApi:
             raise NotFound(
                 f"no graph tool {name!r}; use one of {', '.join(s.name for s in specs(MCP_MEMORY))}"
             )
-        body = await read_json(request, self.max_body_bytes)
-        principal = principal_of(request)
-
-        def run() -> str:
-            try:
-                session = self.state.session_for(principal, request.path_params["session_id"])
-            except StratamemError as exc:
-                return shapes.dumps(shapes.error_from(exc))
-            text = execute(
-                session,
-                name,
-                body,
-                policy=self.state.policy_for(principal),
-                profile=MCP_MEMORY,
-                origin="rest",
-            )
-            assert text is not None
-            structured = mcp_memory.structured(name, text)
-            return text if structured is None else shapes.dumps(structured)
-
-        return from_tool_text(await blocking(run))
+        text = await self._run(request, name, await read_json(request, self.max_body_bytes), MCP_MEMORY)
+        if text is None:
+            return internal_error()
+        structured = mcp_memory.structured(name, text)
+        return from_tool_text(text if structured is None else shapes.dumps(structured))
 
     # sessions: the runtime's side -----------------------------------------------------------
     @endpoint

@@ -7,7 +7,7 @@ searches take turns on one core. With workers, each call is sent to a worker
 process that has its own :class:`~stratamem.store.Store` on the same database
 (SQLite's WAL, a Markdown store's lock and PostgreSQL all take several
 processes) and runs the very same function as without workers
-(:func:`run_rest_tool`): same gate, same session check, same audit.
+(:func:`run_tool_call`): same gate, same session check, same audit.
 
 Nothing is cached in a worker between calls: the session, its taint and the
 principal's rights are read from the store on every call, so a session the
@@ -50,18 +50,34 @@ STOP_TIMEOUT_S = 60.0
 LOST = "the worker process running this call stopped; the call may or may not have been applied"
 
 
-def run_rest_tool(
-    state: ServerState, principal: Principal, session_id: str, name: str, arguments: Any
-) -> str:
-    """One REST memory call: the principal's session checked, then the triggerfish tool ``name``."""
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One memory tool call of a principal in one of its sessions, as the HTTP layer received it."""
+
+    principal: Principal
+    session_id: str
+    name: str
+    arguments: Any
+    profile: str = TRIGGERFISH
+    origin: str = "rest"
+
+
+def run_tool_call(state: ServerState, call: ToolCall) -> str:
+    """The principal's session checked, then the tool through ``execute`` (the one gate)."""
     try:
-        session = state.session_for(principal, session_id)
+        session = state.session_for(call.principal, call.session_id)
     except StratamemError as exc:
         return shapes.dumps(shapes.error_from(exc))
     text = execute(
-        session, name, arguments, policy=state.policy_for(principal), profile=TRIGGERFISH, origin="rest"
+        session,
+        call.name,
+        call.arguments,
+        policy=state.policy_for(call.principal),
+        profile=call.profile,
+        origin=call.origin,
     )
-    assert text is not None  # the REST routes name triggerfish tools only
+    if text is None:  # callers check the name against the profile first
+        return shapes.dumps(shapes.error("VALIDATION_ERROR", f"unknown tool: {call.name}"))
     return text
 
 
@@ -119,13 +135,13 @@ def _warm(store: Store) -> None:
 def _answer(state: ServerState, conn: Connection) -> None:
     while True:
         try:
-            principal, session_id, name, arguments = conn.recv()
+            call: ToolCall = conn.recv()
         except (EOFError, OSError):
             return
         try:
-            reply = run_rest_tool(state, principal, session_id, name, arguments)
+            reply: str | None = run_tool_call(state, call)
         except Exception:  # logged here; the caller gets the CONTRACT's internal error
-            logger.exception("unexpected error in a worker running %s", name)
+            logger.exception("unexpected error in a worker running %s", call.name)
             reply = None
         try:
             conn.send(reply)
@@ -182,13 +198,13 @@ class ToolWorkers:
     def __len__(self) -> int:
         return len(self._workers)
 
-    def call(self, principal: Principal, session_id: str, name: str, arguments: Any) -> str | None:
-        """Blocking: run :func:`run_rest_tool` in a worker; ``None`` for an unexpected error there."""
+    def call(self, call: ToolCall) -> str | None:
+        """Blocking: :func:`run_tool_call` in a worker; ``None`` for an unexpected error there."""
         index, generation, conn = self._free.get()
         while generation != self._generations[index]:  # a pipe of a worker since replaced
             index, generation, conn = self._free.get()
         try:
-            conn.send((principal, session_id, name, arguments))
+            conn.send(call)
             reply: str | None = conn.recv()
         except (EOFError, OSError):
             self._replace(index, generation)
