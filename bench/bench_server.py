@@ -1,8 +1,8 @@
 """Server benchmark: memory_search over HTTP (REST and MCP tool calls) beside the in-process tool call.
 
 Run: ``python bench/bench_server.py`` (``--memories 10000 --clients 8 --requests 1600``;
-``--backend sqlite|postgres|both``, ``--no-mcp``, ``--client httpx|lean|both``, ``--workers 1,2`` (REST is
-measured on a server with each number of worker processes; MCP on the first); ``--pg URL`` for a
+``--backend sqlite|postgres|both``, ``--no-mcp``, ``--client httpx|lean|both``, ``--workers 1,2`` (REST and MCP
+are measured on a server with each number of worker processes); ``--pg URL`` for a
 server of yours, else an embedded one with its default, durable settings). The store gets N memories (SciFact sentences
 when ``bench_core``'s data files are there, else ``bench_scale``'s seeded synthetic texts), imported
 with ``store.import_memories``; queries are SciFact claims (else 3-word synthetic queries).
@@ -317,7 +317,7 @@ def bench_backend(
         try:
             leans = {"httpx": [False], "lean": [True], "both": [False, True]}[client]
             paths = [functools.partial(bench_rest, lean=lean) for lean in leans]
-            if mcp and count == workers[0]:
+            if mcp:
                 paths.append(bench_mcp)
             for path in paths:
                 before, cpu0, client0 = load(), tree_cpu_s(proc.pid), time.process_time()
@@ -326,7 +326,7 @@ def bench_backend(
                 row["client_cpu_ms"] = (time.process_time() - client0) * 1000 / row["requests"]
                 row["backend"], row["load"] = label, f"{before} -> {load()}"
                 row["ratio"] = row["rps"] / ceiling
-                if count > 1 and path is not bench_mcp:
+                if count > 1:
                     row["path"] += f" --workers {count}"
                 rows.append(row)
         finally:
@@ -352,7 +352,7 @@ def main() -> None:
     parser.add_argument(
         "--workers",
         default="1,2",
-        help="serve --workers values to measure REST with, comma-separated (MCP runs on the first)",
+        help="serve --workers values to measure REST and MCP with, comma-separated",
     )
     args = parser.parse_args()
     workers = tuple(int(w) for w in args.workers.split(","))

@@ -35,7 +35,7 @@ from stratamem.server.app import build_app
 from stratamem.server.config import load_config
 from stratamem.server.principals import Principals, token_digest
 from stratamem.server.state import ServerState
-from stratamem.server.workers import ToolWorkers
+from stratamem.server.tool_workers import ToolWorkers
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 

@@ -34,11 +34,18 @@ from server_support import (
 import stratamem as sm
 from stratamem.cli import cli
 from stratamem.server import mcp_tools
-from stratamem.server import workers as worker_module
+from stratamem.server import tool_workers as worker_module
 from stratamem.server.config import load_config, parse_config
 from stratamem.server.principals import Principal, Principals
 from stratamem.server.state import ServerState
-from stratamem.server.workers import LOST, ToolCall, ToolWorkers, WorkerSettings, check_workers, run_tool_call
+from stratamem.server.tool_workers import (
+    LOST,
+    ToolCall,
+    ToolWorkers,
+    WorkerSettings,
+    check_workers,
+    run_tool_call,
+)
 
 
 def _children(pid: int) -> list[int]:
@@ -281,15 +288,17 @@ def test_serve_with_workers_stops_cleanly_and_keeps_every_acknowledged_write(tmp
 def test_workers_of_a_killed_server_exit(tmp_path):
     db, port = tmp_path / "memory.db", free_port()
     proc = start_serve(tmp_path, db, port, "--config", str(write_config(tmp_path)), "--workers", "2")
-    workers = _children(proc.pid)
-    assert len(workers) >= 2
-    with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=auth("alice")) as client:
-        sid = client.post("/v1/sessions").json()["id"]
-        assert client.put(f"/v1/sessions/{sid}/memories/k", json={"content": "kept"}).status_code == 200
-        found = client.post(f"/v1/sessions/{sid}/search", json={"query": "kept"}).json()
-        assert [r["key"] for r in found["results"]] == ["k"]
-    proc.kill()
-    proc.wait(timeout=30)
+    try:
+        workers = _children(proc.pid)
+        assert len(workers) >= 2
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=auth("alice"), timeout=30) as client:
+            sid = client.post("/v1/sessions").json()["id"]
+            assert client.put(f"/v1/sessions/{sid}/memories/k", json={"content": "kept"}).status_code == 200
+            found = client.post(f"/v1/sessions/{sid}/search", json={"query": "kept"}).json()
+            assert [r["key"] for r in found["results"]] == ["k"]
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
     assert _gone(workers)  # their pipes closed: they finish, close the store and exit
     with sm.open_store(str(db)) as store:
         assert store.verify_audit() is None
@@ -302,7 +311,7 @@ def test_the_development_server_runs_workers_too(tmp_path):
     try:
         token = (tmp_path / "home" / "server-token").read_text().strip()
         headers = {"Authorization": f"Bearer {token}"}
-        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=headers) as client:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=30) as client:
             sid = client.post("/v1/sessions").json()["id"]
             assert (
                 client.post(f"/v1/sessions/{sid}/memories", json={"key": "k", "content": "v"}).status_code

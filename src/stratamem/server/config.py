@@ -11,7 +11,7 @@ default. Example::
     profile = "triggerfish"     # tools offered over MCP: triggerfish | zeroclaw
     # allowed_hosts = ["memory.internal:*"]   # Host headers /mcp accepts off loopback
     # graceful_timeout = 10     # seconds to finish in-flight requests on SIGTERM
-    # workers = 2               # processes running the REST memory calls (server/workers.py)
+    # workers = 2               # processes running the REST and MCP memory tool calls (server/tool_workers.py)
 
     [policy]
     # rules = "rules.yaml"      # operator rules (relative to this file)

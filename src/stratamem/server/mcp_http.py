@@ -35,7 +35,7 @@ from .mcp_tools import Caller, Resolver
 from .principals import Principal
 from .responses import from_exception
 from .state import ServerState, blocking
-from .workers import ToolCall
+from .tool_workers import ToolCall
 
 SESSION_HEADER = "x-stratamem-session"  # request: act in this existing session
 SESSION_ID_HEADER = "x-stratamem-session-id"  # response: the session this MCP connection acts in

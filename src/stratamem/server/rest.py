@@ -34,7 +34,7 @@ from .mcp_tools import server_version
 from .principals import Principal
 from .responses import error_response, from_exception, from_tool_text, internal_error, json_response
 from .state import ServerState, blocking
-from .workers import ToolCall, run_tool_call
+from .tool_workers import ToolCall, run_tool_call
 
 logger = logging.getLogger("stratamem.server")
 

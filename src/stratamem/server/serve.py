@@ -30,7 +30,7 @@ from .devtoken import dev_principal, ensure_token, token_path
 from .http_protocol import CorkedHttpToolsProtocol
 from .principals import Principals
 from .state import ServerState
-from .workers import ToolWorkers, WorkerSettings, check_workers
+from .tool_workers import ToolWorkers, WorkerSettings, check_workers
 
 
 def _url(host: str, port: int) -> str:

@@ -24,7 +24,7 @@ from .bindings import McpBindings
 from .principals import Principal, Principals
 
 if TYPE_CHECKING:
-    from .workers import ToolWorkers
+    from .tool_workers import ToolWorkers
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -1,9 +1,11 @@
-"""``stratamem serve --workers N``: the REST memory tools run in N worker processes.
+"""``stratamem serve --workers N``: the memory tool calls run in N worker processes.
 
-One server process runs the HTTP layer, sessions, the console and MCP; the
-REST memory calls (save, get, list, search, delete, batches) are the bulk of
-a busy server's work, and under one interpreter lock the HTTP layer and the
-searches take turns on one core. With workers, each call is sent to a worker
+One server process runs the HTTP layer, sessions and their MCP bindings, the
+console and the turn API; the memory tool calls over REST and MCP (save, get,
+list, search, delete, batches, the graph) are the bulk of a busy server's
+work, and under one interpreter lock the HTTP layer and the searches take
+turns on one core. With workers, the server resolves the call's session
+(opening one for a stateless MCP call) and sends the call to a worker
 process that has its own :class:`~stratamem.store.Store` on the same database
 (SQLite's WAL, a Markdown store's lock and PostgreSQL all take several
 processes) and runs the very same function as without workers
