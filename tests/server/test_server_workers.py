@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ from stratamem.server.tool_workers import (
     ToolWorkers,
     WorkerSettings,
     check_workers,
+    run_call,
     run_tool_call,
 )
 
@@ -75,7 +77,7 @@ def _state(pid: int) -> str:
 def _call(
     workers: ToolWorkers, principal: Principal, session_id: str, name: str, arguments: Any
 ) -> str | None:
-    return workers.call(ToolCall(principal, session_id, name, arguments))
+    return workers.call(pickle.dumps(ToolCall(principal, session_id, name, arguments)))
 
 
 @pytest.fixture
@@ -203,6 +205,24 @@ def test_rest_mcp_and_graph_calls_over_http_run_in_the_workers(setup, tmp_path, 
     levels = {m.key: m.level for m in state.store.export("alice")}
     assert levels == {"k": sm.Level.PUBLIC, "note": sm.Level.PUBLIC, "contract": sm.Level.CONFIDENTIAL}
     assert state.store.verify_audit() is None
+
+
+def test_arguments_nested_deeper_than_pickle_goes_get_the_same_answer_and_cost_no_pipe(pool):
+    """JSON takes ~1,000 levels, pickle fewer: such a call runs in the server, and no pipe is lost to it."""
+    state, workers, who = pool
+    alice = who["alice"]
+    session = state.open_session(alice)
+    deep: Any = "x"
+    for _ in range(900):
+        deep = [deep]
+    call = ToolCall(alice, session.id, "memory_save", {"key": "k", "content": deep})
+    expected = run_tool_call(state, call)
+    assert json.loads(expected)["error"]["code"] == "VALIDATION_ERROR"
+    state.workers = workers
+    for _ in range(3 * 8 * len(workers)):  # more than every pipe of every worker
+        assert run_call(state, call) == expected
+    ok = run_call(state, ToolCall(alice, session.id, "memory_save", {"key": "k", "content": "flat"}))
+    assert json.loads(ok or "")["saved"] is True
 
 
 def test_a_dead_worker_is_replaced_and_its_call_says_so(pool):

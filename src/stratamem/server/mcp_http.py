@@ -35,7 +35,7 @@ from .mcp_tools import Caller, Resolver
 from .principals import Principal
 from .responses import from_exception
 from .state import ServerState, blocking
-from .tool_workers import ToolCall
+from .tool_workers import ToolCall, run_call
 
 SESSION_HEADER = "x-stratamem-session"  # request: act in this existing session
 SESSION_ID_HEADER = "x-stratamem-session-id"  # response: the session this MCP connection acts in
@@ -65,18 +65,17 @@ def http_resolver(state: ServerState) -> Resolver:
                 return state.session_for(principal, binding.session_id)
             return state.open_session(principal)
 
-        workers = state.workers
-
         def elsewhere(session_id: str, name: str, arguments: dict[str, Any]) -> str | None:
-            assert workers is not None
-            return workers.call(ToolCall(principal, session_id, name, arguments, state.profile, "mcp-http"))
+            return run_call(
+                state, ToolCall(principal, session_id, name, arguments, state.profile, "mcp-http")
+            )
 
         return Caller(
             session=session,
             policy=state.policy_for(principal),
             profile=state.profile,
             origin="mcp-http",
-            elsewhere=elsewhere if workers is not None else None,
+            elsewhere=elsewhere if state.workers is not None else None,
         )
 
     return resolve

@@ -34,7 +34,7 @@ from .mcp_tools import server_version
 from .principals import Principal
 from .responses import error_response, from_exception, from_tool_text, internal_error, json_response
 from .state import ServerState, blocking
-from .tool_workers import ToolCall, run_tool_call
+from .tool_workers import ToolCall, run_call
 
 logger = logging.getLogger("stratamem.server")
 
@@ -176,10 +176,7 @@ class RestApi:
     ) -> str | None:
         """A tool call in the request's session: in a worker process with ``--workers``, else here."""
         call = ToolCall(principal_of(request), request.path_params["session_id"], name, arguments, profile)
-        workers = self.state.workers
-        if workers is None:
-            return await blocking(run_tool_call, self.state, call)
-        return await blocking(workers.call, call)
+        return await blocking(run_call, self.state, call)
 
     async def _tool(self, request: Request, name: str, arguments: dict[str, Any]) -> Response:
         text = await self._run(request, name, arguments)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import pickle
 import queue
 import signal
 import threading
@@ -121,6 +122,23 @@ def _worker_main(conns: list[Connection], settings: WorkerSettings) -> None:
         store.close()
 
 
+def run_call(state: ServerState, call: ToolCall) -> str | None:
+    """Blocking: the call in a worker process when the server has them, else in this process.
+
+    ``None`` stands for an unexpected error in a worker (logged there). A call
+    whose arguments nest deeper than pickle goes (JSON takes more) runs here:
+    the answer is the same, only where it is computed differs.
+    """
+    if state.workers is not None:
+        try:
+            message = pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
+        except RecursionError:
+            message = None
+        if message is not None:
+            return state.workers.call(message)
+    return run_tool_call(state, call)
+
+
 def _warm(store: Store) -> None:
     """Load the model for search by meaning now, not in a client's first search (the server waits for it).
 
@@ -137,14 +155,14 @@ def _warm(store: Store) -> None:
 def _answer(state: ServerState, conn: Connection) -> None:
     while True:
         try:
-            call: ToolCall = conn.recv()
+            message = conn.recv_bytes()  # a whole message, so a bad one below leaves the pipe in step
         except (EOFError, OSError):
             return
+        reply: str | None = None
         try:
-            reply: str | None = run_tool_call(state, call)
+            reply = run_tool_call(state, pickle.loads(message))
         except Exception:  # logged here; the caller gets the CONTRACT's internal error
-            logger.exception("unexpected error in a worker running %s", call.name)
-            reply = None
+            logger.exception("unexpected error in a worker")
         try:
             conn.send(reply)
         except OSError:
@@ -200,17 +218,19 @@ class ToolWorkers:
     def __len__(self) -> int:
         return len(self._workers)
 
-    def call(self, call: ToolCall) -> str | None:
-        """Blocking: :func:`run_tool_call` in a worker; ``None`` for an unexpected error there."""
+    def call(self, message: bytes) -> str | None:
+        """Blocking: a pickled :class:`ToolCall` run in a worker; ``None`` for an unexpected error there."""
         index, generation, conn = self._free.get()
         while generation != self._generations[index]:  # a pipe of a worker since replaced
             index, generation, conn = self._free.get()
         try:
-            conn.send(call)
+            conn.send_bytes(message)
             reply: str | None = conn.recv()
-        except (EOFError, OSError):
-            self._replace(index, generation)
-            return shapes.dumps(shapes.error("STORAGE_ERROR", LOST))
+        except BaseException as exc:
+            self._replace(index, generation)  # never reuse a pipe that may still owe an answer
+            if isinstance(exc, (EOFError, OSError)):
+                return shapes.dumps(shapes.error("STORAGE_ERROR", LOST))
+            raise
         self._free.put((index, generation, conn))
         return reply
 
