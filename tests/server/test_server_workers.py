@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import httpx2
+import pg_server
 import pytest
 from click.testing import CliRunner
 from server_support import (
@@ -80,11 +81,17 @@ def _call(
     return workers.call(pickle.dumps(ToolCall(principal, session_id, name, arguments)))
 
 
-@pytest.fixture
-def setup(tmp_path):
-    """A store, the server's state over it, and the principals of ``server_support``."""
+BACKENDS = [
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.skipif(not pg_server.available(), reason="no PostgreSQL")),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def setup(request, tmp_path):
+    """A store (a SQLite file, or a PostgreSQL schema), the server's state over it, the principals."""
     config = load_config(write_config(tmp_path))
-    db = str(tmp_path / "memory.db")
+    db = str(tmp_path / "memory.db") if request.param == "sqlite" else pg_server.fresh_url()
     store = sm.Store(db)
     state = ServerState(store, Principals(config.principals), policy=config.policy.build())
     settings = WorkerSettings(db, {}, tuple(config.principals), config.policy, config.profile)
