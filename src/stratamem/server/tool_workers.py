@@ -201,6 +201,7 @@ class ToolWorkers:
         self._free: queue.SimpleQueue[tuple[int, int, Connection]] = queue.SimpleQueue()
         self._workers: list[_Worker] = []
         self._generations: list[int] = []
+        self._closed = False
         try:
             for _ in range(count):
                 self._workers.append(_Worker(settings))
@@ -241,7 +242,7 @@ class ToolWorkers:
     def _replace(self, index: int, generation: int) -> None:
         """Start a new worker in place of a dead one (once, whichever of its callers notices first)."""
         with self._lock:
-            if self._generations[index] != generation:
+            if self._generations[index] != generation or self._closed:
                 return
             logger.error("worker process %d stopped; starting a new one", index)
             self._workers[index].close()
@@ -257,6 +258,8 @@ class ToolWorkers:
 
     def close(self) -> None:
         """Close the pipes; each worker finishes its calls, closes its store and exits."""
+        with self._lock:
+            self._closed = True  # a call cut off by this is not a dead worker to replace
         for worker in self._workers:
             worker.close()
         for worker in self._workers:
