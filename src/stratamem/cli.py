@@ -695,7 +695,7 @@ def demo(ctx: Context) -> None:
 @click.option(
     "--workers",
     type=int,
-    help="Processes running the REST memory calls (default 1: in the server's own process; "
+    help="Processes running the memory tool calls of REST and MCP (default 1: in the server's own process; "
     "[server] workers in --config).",
 )
 @click.pass_obj

@@ -92,7 +92,7 @@ def serve(
     agent: str | None = None,
     workers: int | None = None,
 ) -> None:
-    """Serve ``db`` over HTTP until SIGTERM/SIGINT (REST memory calls in ``workers`` processes when > 1)."""
+    """Serve ``db`` over HTTP until SIGTERM/SIGINT (memory tool calls in ``workers`` processes when > 1)."""
     config = load_config(config_path) if config_path else ServerConfig()
     host = host or config.host or DEFAULT_HOST
     port = port if port is not None else (config.port if config.port is not None else DEFAULT_PORT)
@@ -140,7 +140,7 @@ def serve(
                 timeout_graceful_shutdown=math.ceil(config.graceful_timeout),
             )
         )
-        shown = f", REST memory calls in {count} worker processes" if pool else ""
+        shown = f", memory tool calls in {count} worker processes" if pool else ""
         print(
             f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, console at /ui, docs at /docs"
             f"{shown})",
