@@ -13,6 +13,7 @@ import json
 import os
 import pickle
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,35 @@ def test_a_dead_worker_is_replaced_and_its_call_says_so(pool):
     new = [w.process.pid for w in workers._workers]
     assert new[1] == old[1] and new[0] != old[0] and all(w.process.is_alive() for w in workers._workers)
     assert state.store.verify_audit() is None
+
+
+def test_a_worker_killed_during_a_batch_leaves_all_of_it_or_none(pool):
+    """SIGKILL while a 2,000-item batch may be anywhere from arriving to committing: never half of it."""
+    state, workers, who = pool
+    alice = who["alice"]
+    session = state.open_session(alice)
+    items = [{"key": f"b{i}", "content": f"batch item {i} about otters"} for i in range(2000)]
+    answer: list[str | None] = []
+    caller = threading.Thread(
+        target=lambda: answer.append(_call(workers, alice, session.id, "memory_save_many", {"items": items}))
+    )
+    caller.start()
+    time.sleep(0.05)
+    for worker in list(workers._workers):
+        os.kill(worker.process.pid, signal.SIGKILL)
+    caller.join(timeout=120)
+    assert answer and answer[0] is not None
+    stored = {m.key for m in state.store.export("alice")}
+    if LOST in answer[0]:
+        assert len(stored) in (0, len(items))
+    else:
+        assert json.loads(answer[0])["saved"] == len(items) and len(stored) == len(items)
+    assert state.store.verify_audit() is None
+    for _ in range(3):  # the other killed worker's pipes answer LOST once, then it is replaced too
+        after = _call(workers, alice, session.id, "memory_get", {"key": "b0"})
+        if after is not None and LOST not in after:
+            break
+    assert after is not None and ("batch item 0" in after) == (len(stored) == len(items)), after
 
 
 def test_closing_the_pool_stops_every_worker(setup):
