@@ -18,8 +18,9 @@ server escalates is escalated for the next call on any worker.
 A worker ignores SIGINT and SIGTERM (a terminal's Ctrl-C or a service
 manager signals the whole process group): it stops when the server closes
 its pipes, after the calls it has started are finished and its store is
-closed. A worker that dies is replaced; the call it was running answers
-``STORAGE_ERROR`` saying it may or may not have been applied.
+closed. A worker that dies is replaced; a call it may have received answers
+``STORAGE_ERROR`` saying it may or may not have been applied, and a call that
+finds it dead goes to another worker.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ SLOTS_PER_WORKER = 8  # calls one worker runs at once (its threads; SQLite relea
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
 LOST = "the worker process running this call stopped; the call may or may not have been applied"
+UNAVAILABLE = "no worker process could take this call; it was not applied"
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,20 +222,33 @@ class ToolWorkers:
         return len(self._workers)
 
     def call(self, message: bytes) -> str | None:
-        """Blocking: a pickled :class:`ToolCall` run in a worker; ``None`` for an unexpected error there."""
-        index, generation, conn = self._free.get()
-        while generation != self._generations[index]:  # a pipe of a worker since replaced
+        """Blocking: a pickled :class:`ToolCall` run in a worker; ``None`` for an unexpected error there.
+
+        A worker found dead before the call reaches it is replaced and the call goes to another pipe
+        (nothing was applied); only a call a worker may have received can be lost. Replacements that
+        keep dying (a store no process can open any more) end the call after one try per worker.
+        """
+        for _ in range(len(self._workers) + 1):
             index, generation, conn = self._free.get()
-        try:
-            conn.send_bytes(message)
-            reply: str | None = conn.recv()
-        except BaseException as exc:
-            self._replace(index, generation)  # never reuse a pipe that may still owe an answer
-            if isinstance(exc, (EOFError, OSError)):
-                return shapes.dumps(shapes.error("STORAGE_ERROR", LOST))
-            raise
-        self._free.put((index, generation, conn))
-        return reply
+            while generation != self._generations[index]:  # a pipe of a worker since replaced
+                index, generation, conn = self._free.get()
+            try:
+                if not self._workers[index].process.is_alive():
+                    raise BrokenPipeError
+                conn.send_bytes(message)
+            except OSError:  # the worker is gone, and it never saw this call
+                self._replace(index, generation)
+                continue
+            try:
+                reply: str | None = conn.recv()
+            except BaseException as exc:
+                self._replace(index, generation)  # never reuse a pipe that may still owe an answer
+                if isinstance(exc, (EOFError, OSError)):
+                    return shapes.dumps(shapes.error("STORAGE_ERROR", LOST))
+                raise
+            self._free.put((index, generation, conn))
+            return reply
+        return shapes.dumps(shapes.error("STORAGE_ERROR", UNAVAILABLE))
 
     def _offer(self, index: int) -> None:
         for conn in self._workers[index].conns:
