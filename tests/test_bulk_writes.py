@@ -10,7 +10,7 @@ import sys
 import unicodedata
 from datetime import UTC, datetime
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import stratamem as sm
@@ -115,7 +115,36 @@ def test_batch_analysis_equals_one_document_at_a_time(docs):
         assert [(sorted(c.elements()), n) for c, n in batch] == one_by_one
 
 
-@given(st.text())
+_DOCS = st.lists(
+    st.tuples(
+        st.text(max_size=30),
+        st.text(alphabet=st.sampled_from("ab é東京 Ü_.\n") | st.characters(), max_size=200),
+        st.lists(st.text(max_size=8), max_size=3),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@given(_DOCS)
+def test_one_document_gets_exactly_its_terms_in_a_batch(docs):
+    """A single save's analysis (one document, stemmed as it comes) equals the batch's, order of terms included."""
+    for languages in (("english",), ("english", "french")):
+        analyzer = Analyzer(languages)
+        batch = analyzer.document_terms_many(docs)
+        for doc, (counts, length) in zip(docs, batch, strict=True):
+            alone, alone_length = analyzer.document_terms(*doc)
+            assert (list(alone.items()), alone_length) == (list(counts.items()), length)
+
+
+_LONG_WORDS = st.lists(st.text(alphabet=st.sampled_from("aZé東9"), min_size=1, max_size=150), max_size=5)
+
+
+@given(st.text() | _LONG_WORDS.map(" ".join) | _LONG_WORDS.map("".join).map(str.upper))
+@example("a" * 64)
+@example("b " + "a" * 65)
+@example("É" * 65 + " x")
+@example("東京" + "z" * 66)
 def test_tokens_fast_paths_equal_the_general_fold(text):
     """ASCII text is lower-cased and text without CJK split in one pass; both equal the general path."""
     decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())

@@ -21,7 +21,6 @@ from .errors import ValidationError
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 32
 MAX_TOKEN_CHARS = 64
-_LONG = re.compile(rf"[^\W_]{{{MAX_TOKEN_CHARS + 1}}}")  # some word is longer than a token may be
 # Bump when tokens() changes: stores re-index their terms on the next open.
 ANALYZER_VERSION = "2"
 # Combining diacritics (Latin, Greek, Cyrillic accents) are folded away: "café" is "cafe".
@@ -278,14 +277,23 @@ def _split_cjk(word: str) -> list[str]:
 def tokens(text: str) -> list[str]:
     """Words, folded (``fold``); CJK runs as character bigrams; very long runs are cut, not dropped."""
     folded = fold(text)
-    if _CJK.search(folded) is None:  # the common case: no word to split, one pass
+    if folded.isascii() or _CJK.search(folded) is None:  # the common case: no word to split, one pass
         found: list[str] = _WORD.findall(folded)
-        if _LONG.search(folded) is None:
+        # words are maximal runs, so measuring them finds any over the bound (cheaper than another search)
+        if max(map(len, found), default=0) <= MAX_TOKEN_CHARS:
             return found
         return [w[:MAX_TOKEN_CHARS] for w in found]
     words: list[str] = []
     for word in _WORD.findall(folded):
         words.extend(w[:MAX_TOKEN_CHARS] for w in (_split_cjk(word) if _CJK.search(word) else [word]))
+    return words
+
+
+def _words(key: str, content: str, tags: Sequence[str]) -> list[str]:
+    """A document's words: its key's, its content's, then each tag's."""
+    words = tokens(key) + tokens(content)
+    for tag in tags:
+        words.extend(tokens(tag))
     return words
 
 
@@ -316,18 +324,19 @@ class Analyzer:
 
         A batch of a thousand memories repeats most of its words; stemming the
         distinct ones once is the same mapping (a stem depends on the word
-        alone) at a fraction of the calls.
+        alone) at a fraction of the calls. For one document (a single save)
+        collecting the distinct words costs more than it saves: its words are
+        stemmed as they come, in the same order, so the result is the same.
         """
-        texts: list[list[str]] = []
-        for key, content, tags in docs:
-            words = tokens(key) + tokens(content)
-            for tag in tags:
-                words.extend(tokens(tag))
-            texts.append(words)
-        distinct = list({word for words in texts for word in words})
+        texts = [_words(key, content, tags) for key, content, tags in docs]
         if len(self._stemmers) == 1:
-            stem = dict(zip(distinct, self._stemmers[0].stemWords(distinct), strict=True)).__getitem__
+            stemmer = self._stemmers[0]
+            if len(texts) == 1:
+                return [(Counter(stemmer.stemWords(texts[0])), len(texts[0]))]
+            distinct = list({word for words in texts for word in words})
+            stem = dict(zip(distinct, stemmer.stemWords(distinct), strict=True)).__getitem__
             return [(Counter(map(stem, words)), len(words)) for words in texts]
+        distinct = list({word for words in texts for word in words})
         per_language = [dict(zip(distinct, s.stemWords(distinct), strict=True)) for s in self._stemmers]
         return [
             (Counter(stems[word] for stems in per_language for word in words), len(words)) for words in texts
