@@ -37,7 +37,9 @@ from server_support import (
 
 import stratamem as sm
 from stratamem.cli import cli
+from stratamem.policy import credentials
 from stratamem.server import mcp_tools
+from stratamem.server import serve as serve_module
 from stratamem.server import tool_workers as worker_module
 from stratamem.server.config import load_config, parse_config
 from stratamem.server.principals import Principal, Principals
@@ -51,6 +53,7 @@ from stratamem.server.tool_workers import (
     check_workers,
     run_call,
     run_tool_call,
+    warm_up,
 )
 
 
@@ -345,6 +348,28 @@ def test_serve_refuses_a_bad_workers_option(tmp_path, monkeypatch):
     monkeypatch.setenv("STRATAMEM_HOME", str(tmp_path))
     result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--workers", "0"])
     assert result.exit_code == 2 and "workers must be" in result.output
+
+
+def test_warm_up_loads_the_credential_scrubber(tmp_path):
+    credentials._plugin_patterns.cache_clear()
+    with sm.open_store(str(tmp_path / "m.db"), search_mode="lexical") as store:
+        warm_up(store)
+    assert credentials._plugin_patterns.cache_info().currsize == 1
+
+
+def test_serve_warms_up_before_it_listens(tmp_path, monkeypatch):
+    """The first client of a fresh server must not wait while detect-secrets' detectors load."""
+    loaded_when_listening = []
+    credentials._plugin_patterns.cache_clear()
+    monkeypatch.setattr(
+        serve_module.uvicorn.Server,
+        "run",
+        lambda self: loaded_when_listening.append(credentials._plugin_patterns.cache_info().currsize),
+    )
+    config = write_config(tmp_path)
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--config", str(config)])
+    assert result.exit_code == 0, result.output
+    assert loaded_when_listening == [1]
 
 
 @pytest.mark.parametrize("stop", ["sigterm", "ctrl-c to the group"])

@@ -30,7 +30,7 @@ from .devtoken import dev_principal, ensure_token, token_path
 from .http_protocol import CorkedHttpToolsProtocol
 from .principals import Principals
 from .state import ServerState
-from .tool_workers import ToolWorkers, WorkerSettings, check_workers
+from .tool_workers import ToolWorkers, WorkerSettings, check_workers, warm_up
 
 
 def _url(host: str, port: int) -> str:
@@ -113,6 +113,7 @@ def serve(
     store = Store(db, retention=turns.retention)
     pool: ToolWorkers | None = None
     try:
+        warm_up(store)  # the server's own calls (turns, MCP without workers, errors) pay no first-call load
         if count > 1:
             settings = WorkerSettings(
                 db, {"retention": turns.retention}, tuple(principals), config.policy, config.profile
