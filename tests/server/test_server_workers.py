@@ -350,11 +350,40 @@ def test_serve_refuses_a_bad_workers_option(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "workers must be" in result.output
 
 
-def test_warm_up_loads_the_credential_scrubber(tmp_path):
+def test_warm_up_loads_the_credential_scrubber_and_the_model(tmp_path, monkeypatch):
     credentials._plugin_patterns.cache_clear()
-    with sm.open_store(str(tmp_path / "m.db"), search_mode="lexical") as store:
+    with sm.open_store(str(tmp_path / "m.db"), search_mode="hybrid", embedder="hash") as store:
+        embedded: list[str] = []
+        monkeypatch.setattr(
+            type(store.semantic.embedder), "embed_query", lambda self, text: embedded.append(text)
+        )
+        warm_up(store, model=False)
+        assert credentials._plugin_patterns.cache_info().currsize == 1 and embedded == []
         warm_up(store)
-    assert credentials._plugin_patterns.cache_info().currsize == 1
+        assert embedded == ["warm up"]
+
+
+@pytest.mark.parametrize(("workers", "model"), [("1", True), ("2", False)])
+def test_serve_loads_the_model_where_the_searches_run(tmp_path, monkeypatch, workers, model):
+    """One process: the server searches, so it loads the model before listening; with workers they do."""
+    warmed: list[bool] = []
+
+    class Pool:
+        def __init__(self, settings: WorkerSettings, count: int) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(serve_module, "warm_up", lambda store, model=True: warmed.append(model))
+    monkeypatch.setattr(serve_module, "ToolWorkers", Pool)
+    monkeypatch.setattr(serve_module.uvicorn.Server, "run", lambda self: None)
+    config = write_config(tmp_path)
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "m.db"), "serve", "--config", str(config), "--workers", workers]
+    )
+    assert result.exit_code == 0, result.output
+    assert warmed == [model]
 
 
 def test_serve_warms_up_before_it_listens(tmp_path, monkeypatch):

@@ -113,7 +113,7 @@ def serve(
     store = Store(db, retention=turns.retention)
     pool: ToolWorkers | None = None
     try:
-        warm_up(store)  # the server's own calls (turns, MCP without workers, errors) pay no first-call load
+        warm_up(store, model=count == 1)  # no client's first call waits for a load
         if count > 1:
             settings = WorkerSettings(
                 db, {"retention": turns.retention}, tuple(principals), config.policy, config.profile

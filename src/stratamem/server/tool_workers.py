@@ -142,15 +142,17 @@ def run_call(state: ServerState, call: ToolCall) -> str | None:
     return run_tool_call(state, call)
 
 
-def warm_up(store: Store) -> None:
+def warm_up(store: Store, model: bool = True) -> None:
     """Load now what a process's first call would otherwise load under a client's timeout: the credential
     scrubber every answer and event passes (detect-secrets' detectors, about 0.1 s) and, with search by
-    meaning, the model (0.6 s and more). The server and each worker call it before they answer anything.
+    meaning and ``model``, the model (0.6 s and more). Each worker calls it before it answers anything, and
+    the server before it listens — without the model when workers run the memory searches: the server's
+    process then searches only for the turn API's recall and loads its copy of the model on first use.
 
     A model that fails to load is left for the first search to report, as if nothing had been loaded.
     """
     redact_secrets("warm up")
-    if store.semantic.mode == "lexical":
+    if not model or store.semantic.mode == "lexical":
         return
     with contextlib.suppress(Exception):
         embedder = store.semantic.embedder
