@@ -1,6 +1,8 @@
 """Markdown store benchmark beside SQLite: saves/s, search p50 at N memories, open time, reindex after hand edits.
 
-Run: ``python bench/bench_markdown.py`` (``--size 10000``). Texts are SciFact sentences from
+Run: ``python bench/bench_markdown.py`` (``--size 10000``; ``--search-mode`` lexical by default: with the
+semantic extra a store would otherwise default to hybrid, and the first searches would time the model
+embedding the store's pending memories, not the search). Texts are SciFact sentences from
 ../shared/data when present (synthetic sentences otherwise). Memories are spread like an agent's:
 20% core (one MEMORY.md per level), 50% daily over 100 days, 30% in 10 topic files; two levels.
 Nothing here is a unit test and nothing asserts on time.
@@ -92,8 +94,8 @@ def timed(action) -> float:
     return time.perf_counter() - t0
 
 
-def build(url: str, mems: list[Memory], saves: int, result: dict) -> tuple[sm.Store, sm.Session]:
-    store = sm.open_store(url)
+def build(url: str, mems: list[Memory], saves: int, result: dict, mode: str) -> tuple[sm.Store, sm.Session]:
+    store = sm.open_store(url, search_mode=mode)
     result["import_s"] = timed(lambda: store.import_memories(mems))
     s = store.session("main")
     s.escalate(sm.Level.INTERNAL, "bench")
@@ -129,6 +131,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--saves", type=int, default=100)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--search-mode", default="lexical", choices=["lexical", "semantic", "hybrid"])
     args = parser.parse_args()
     mems = corpus(args.size)
     rng = random.Random(3)
@@ -142,12 +145,15 @@ def main() -> None:
             f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
             f"Python {platform.python_version()}, SQLite {__import__('sqlite3').sqlite_version}"
         )
-        print(f"{args.size} memories, {args.saves} saves per category, {args.queries} queries")
+        print(
+            f"{args.size} memories, {args.saves} saves per category, {args.queries} queries, "
+            f"{args.search_mode} search"
+        )
         lite: dict = {}
         md: dict = {}
         md_dir = tmp / "md"
-        lite_store, lite_s = build(str(tmp / "lite.db"), mems, args.saves, lite)
-        md_store, md_s = build(f"markdown://{md_dir}", mems, args.saves, md)
+        lite_store, lite_s = build(str(tmp / "lite.db"), mems, args.saves, lite, args.search_mode)
+        md_store, md_s = build(f"markdown://{md_dir}", mems, args.saves, md, args.search_mode)
         search_latencies({"sqlite": lite_s, "markdown": md_s}, queries, {"sqlite": lite, "markdown": md})
         lite_store.close()
         md_store.close()
