@@ -127,6 +127,7 @@ _DOCS = st.lists(
 
 
 @given(_DOCS)
+@example([("k", "running runs " * 300 + "ran", ["tag"])])  # over ONE_PASS_WORDS: the batch's way
 def test_one_document_gets_exactly_its_terms_in_a_batch(docs):
     """A single save's analysis (one document, stemmed as it comes) equals the batch's, order of terms included."""
     for languages in (("english",), ("english", "french")):

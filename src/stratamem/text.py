@@ -21,6 +21,7 @@ from .errors import ValidationError
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_QUERY_TERMS = 32
 MAX_TOKEN_CHARS = 64
+ONE_PASS_WORDS = 512  # a single document up to this many words is stemmed word by word, repeats and all
 # Bump when tokens() changes: stores re-index their terms on the next open.
 ANALYZER_VERSION = "2"
 # Combining diacritics (Latin, Greek, Cyrillic accents) are folded away: "café" is "cafe".
@@ -324,14 +325,16 @@ class Analyzer:
 
         A batch of a thousand memories repeats most of its words; stemming the
         distinct ones once is the same mapping (a stem depends on the word
-        alone) at a fraction of the calls. For one document (a single save)
-        collecting the distinct words costs more than it saves: its words are
-        stemmed as they come, in the same order, so the result is the same.
+        alone) at a fraction of the calls. For one ordinary document (a single
+        save) collecting the distinct words costs more than it saves: its words
+        are stemmed as they come, in the same order, so the result is the same;
+        a long one (over ``ONE_PASS_WORDS``) repeats enough words to take the
+        batch's way.
         """
         texts = [_words(key, content, tags) for key, content, tags in docs]
         if len(self._stemmers) == 1:
             stemmer = self._stemmers[0]
-            if len(texts) == 1:
+            if len(texts) == 1 and len(texts[0]) <= ONE_PASS_WORDS:
                 return [(Counter(stemmer.stemWords(texts[0])), len(texts[0]))]
             distinct = list({word for words in texts for word in words})
             stem = dict(zip(distinct, stemmer.stemWords(distinct), strict=True)).__getitem__
