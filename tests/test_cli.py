@@ -6,7 +6,10 @@ import sys
 import pytest
 from click.testing import CliRunner
 
+import stratamem as sm
 from stratamem.cli import cli
+from stratamem.storage.vectors import CATCH_UP
+from stratamem.transfer import dump_lines
 
 
 @pytest.fixture
@@ -89,6 +92,24 @@ def test_export_import_round_trips_every_field(run, tmp_path):
     again = CliRunner().invoke(cli, ["--db", other_db, "export"]).output
     assert [json.loads(line) for line in again.splitlines()] == lines
     assert run("audit", "verify").exit_code == 0
+
+
+@pytest.mark.parametrize(("mode", "hinted"), [("hybrid", True), ("lexical", False)])
+def test_an_import_bigger_than_a_search_catches_up_says_to_reindex(tmp_path, monkeypatch, mode, hinted):
+    """An import writes no vectors: a store that searches by meaning says how to embed them before the first
+    searches each pay for CATCH_UP of them."""
+    dump = tmp_path / "dump.jsonl"
+    with sm.open_store(str(tmp_path / "source.db"), search_mode="lexical") as source:
+        source.session("main").save_many(
+            [{"key": f"k{i}", "content": f"note {i}"} for i in range(CATCH_UP + 1)]
+        )
+        dump.write_text("".join(dump_lines(source.export())), encoding="utf-8")
+    monkeypatch.setenv("STRATAMEM_SEARCH_MODE", mode)
+    result = CliRunner().invoke(cli, ["--json", "--db", str(tmp_path / "new.db"), "import", str(dump)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"imported": CATCH_UP + 1}
+    assert ("stratamem reindex" in result.stderr) is hinted
+    assert (f"the {CATCH_UP + 1} memories have no vectors yet" in result.stderr) is hinted
 
 
 def test_import_refuses_bad_lines_with_numbers_and_imports_nothing(run, tmp_path):

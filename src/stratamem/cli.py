@@ -34,6 +34,7 @@ from .private import private_writer
 from .progress import reporter, tracked
 from .session import Session
 from .storage.base import SessionRecord
+from .storage.vectors import CATCH_UP
 from .store import Store, default_url
 from .transfer import dump_lines, read_records
 from .validation import check_agent_id, check_id, parse_time
@@ -627,9 +628,19 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
 
 def _import(store: Store, memories: list[Any], no_scan: bool, turns: Sequence[Any] = ()) -> int:
     """Every format's memories (and an export's turn records) through the gate and one batch
-    transaction, a bar on a terminal."""
+    transaction, a bar on a terminal; then, for a store that searches by meaning, what to run next."""
     with reporter("importing") as progress:
-        return store.import_memories(memories, scan=not no_scan, progress=progress, turns=turns)
+        count = store.import_memories(memories, scan=not no_scan, progress=progress, turns=turns)
+    if count > CATCH_UP and store.semantic.mode != "lexical":
+        # An import writes no vectors (saves pay no inference); without this a user meets the backlog as
+        # searches that each embed CATCH_UP memories first, seconds apiece, until it is worked off.
+        click.echo(
+            f"stratamem import: the {count} memories have no vectors yet for search by meaning; "
+            f"`stratamem reindex` embeds them all now (until then each search embeds up to {CATCH_UP} "
+            "of its own first, seconds a search)",
+            err=True,
+        )
+    return count
 
 
 def _read_foreign(ctx: Context, store: Store, file: str, fmt: str, level: str | None) -> list[Any]:
