@@ -80,7 +80,7 @@ def test_a_matrix_ahead_of_the_snapshot_changes_nothing_in_its_answer(tmp_path, 
     """Another reader, in a newer transaction, brings the shared matrix further during a search's
     transaction: that search still answers from its own snapshot — same hits, same scores."""
     from stratamem.storage.rows import to_us
-    from stratamem.storage.sqlite import _Scope
+    from stratamem.storage.sqlite_rank import Scope
     from stratamem.storage.vectors import DenseQuery
 
     embedder = HashEmbedder(32)
@@ -93,7 +93,7 @@ def test_a_matrix_ahead_of_the_snapshot_changes_nothing_in_its_answer(tmp_path, 
     query = DenseQuery.make(embedder.identity, embedder.embed_query("heron"))
 
     def answer(conn):
-        scope = _Scope(backend._session(conn, s.id), to_us(store.now()))
+        scope = Scope(backend._session(conn, s.id), to_us(store.now()))
         hits = sqlite_vectors.search(backend, conn, scope, ["heron"], 10, mode, query)
         return [(h.memory.key, h.score) for h in hits]
 

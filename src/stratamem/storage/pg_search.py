@@ -1,7 +1,7 @@
 """A session's visible view and BM25 ranking over it, in PostgreSQL.
 
-A port of the SQLite backend's design (see ``sqlite._Scope`` and
-``SQLiteBackend._ranked``): statistics come from ``part_stats`` and
+A port of the SQLite backend's design (see ``sqlite_rank.Scope`` and
+``sqlite_rank.ranked``): statistics come from ``part_stats`` and
 ``term_stats`` over the session's partitions minus the versions hidden from it
 (expired or shadowed), weights from ``ranking.idf`` in Python, the choice of
 exhaustive or pruned scoring from ``pruning``, each contribution is truncated
@@ -28,7 +28,7 @@ from .rows import one_row
 D_COLUMNS = ", ".join("d." + c for c in MEMORY_COLUMNS.split(", "))
 
 # Written operation for operation as SQLite evaluates the same expression (see
-# SQLiteBackend._ranked): double precision throughout, the weight computed in
+# sqlite_rank.ranked): double precision throughout, the weight computed in
 # Python, and truncation toward zero (SQLite's CAST AS INTEGER) before the
 # integer sum — PostgreSQL's float8-to-bigint cast would round instead.
 _CONTRIBUTION = (
@@ -83,7 +83,7 @@ def recent(conn: psycopg.Connection, scope: Scope, limit: int) -> list[Hit]:
 
 
 def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: int) -> list[Hit]:
-    """Exact BM25 top-k over the visible view, as ``SQLiteBackend._ranked`` computes it.
+    """Exact BM25 top-k over the visible view, as ``sqlite_rank.ranked`` computes it.
 
     One statement gathers the view's statistics: ``hidden`` (live versions in
     the session's partitions that it cannot see: expired, or shadowed by a

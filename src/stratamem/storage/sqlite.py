@@ -23,7 +23,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .. import paging, ranking
+from .. import paging
 from ..audit import GENESIS, AuditDraft, first_bad_sequence, operator_draft, seal_many
 from ..errors import ClearanceError, NotFound, StorageError, ValidationError
 from ..levels import Level
@@ -36,12 +36,12 @@ from . import (
     graph_sql,
     graph_write,
     listing,
-    pruning,
     sqlite_bulk,
     sqlite_checkpoint,
     sqlite_console,
     sqlite_deltas,
     sqlite_graph,
+    sqlite_rank,
     sqlite_sessions,
     sqlite_tail,
     sqlite_turns,
@@ -55,12 +55,12 @@ from .rows import (
     event_to_row,
     from_us,
     json_strings,
-    memory_rows,
     row_to_event,
     row_to_memory,
     to_us,
 )
 from .sqlite_batch import PendingIndex
+from .sqlite_rank import Scope
 from .sqlite_readers import ReadConnections
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord
@@ -160,31 +160,6 @@ CREATE TABLE IF NOT EXISTS audit (
     hash TEXT NOT NULL
 );
 """
-
-
-class _Scope:
-    """SQL fragments and parameters for one session's visible view."""
-
-    def __init__(self, record: SessionRecord, now_us: int) -> None:
-        self.record = record
-        self.agents = record.agents
-        self.params: dict[str, object] = {"lvl": int(record.taint), "now": now_us}
-        names = []
-        for i, agent in enumerate(self.agents):
-            self.params[f"a{i}"] = agent
-            names.append(f":a{i}")
-        self.agent_list = ", ".join(names)
-        self.rank = (
-            "CASE d.agent_id " + " ".join(f"WHEN :a{i} THEN {i}" for i in range(len(self.agents))) + " END"
-        )
-        self.visible = f"""
-            d.agent_id IN ({self.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL
-            AND (d.expires_us IS NULL OR d.expires_us > :now)
-            AND (d.shadowable = 0 OR NOT EXISTS (
-                SELECT 1 FROM memories h
-                WHERE h.agent_id = d.agent_id AND h.key = d.key AND h.level > d.level
-                  AND h.level <= :lvl AND h.deleted_us IS NULL
-                  AND (h.expires_us IS NULL OR h.expires_us > :now)))"""
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -836,7 +811,7 @@ class SQLiteBackend:
     def list(self, session_id: str, query: ListQuery, now: datetime) -> Page:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
-            scope = _Scope(record, to_us(now))
+            scope = Scope(record, to_us(now))
             sql, extra = listing.listing_sql(listing.SQLITE, query, scope.agents, scope.visible)
             rows = conn.execute(sql, {**scope.params, **extra}).fetchall()
         found = paging.paged([row_to_memory(r) for r in rows], query.limit)
@@ -856,13 +831,13 @@ class SQLiteBackend:
     ) -> builtins.list[Hit]:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
-            scope = _Scope(record, to_us(now))
+            scope = Scope(record, to_us(now))
             if terms is None:
-                hits = self._recent(conn, scope, limit)
+                hits = sqlite_rank.recent(conn, scope, limit)
             elif mode != "lexical" and query is not None:
                 hits = sqlite_vectors.search(self, conn, scope, terms, limit, mode, query)
             else:
-                hits = self._ranked(conn, scope, terms, limit) if terms else []
+                hits = sqlite_rank.ranked(conn, scope, terms, limit) if terms else []
         detail: dict[str, Any] = {"results": len(hits), "terms": len(terms or ())}
         if mode != "lexical":
             detail["mode"] = mode
@@ -882,7 +857,7 @@ class SQLiteBackend:
 
     def pending_vectors(self, session_id: str, limit: int, now: datetime) -> builtins.list[Pending]:
         with self._errors(), self._tx(write=False) as conn:
-            scope = _Scope(self._session(conn, session_id), to_us(now))
+            scope = Scope(self._session(conn, session_id), to_us(now))
             return sqlite_vectors.pending(conn, scope, limit)
 
     def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]:
@@ -902,148 +877,6 @@ class SQLiteBackend:
                 )
                 sqlite_vectors.bump_epoch(conn)
             sqlite_vectors.use_model(conn, identity)
-
-    def _recent(self, conn: sqlite3.Connection, scope: _Scope, limit: int) -> builtins.list[Hit]:
-        rows = conn.execute(
-            f"SELECT {MEMORY_COLUMNS.replace('id,', 'd.id,', 1)} FROM memories d WHERE {scope.visible} "
-            f"ORDER BY d.updated_us DESC, d.key, {scope.rank} LIMIT :limit",
-            {**scope.params, "limit": limit},
-        ).fetchall()
-        return [Hit(row_to_memory(r), 0.0) for r in rows]
-
-    def _visible_stats(self, conn: sqlite3.Connection, scope: _Scope) -> tuple[int, int, builtins.list[int]]:
-        """Document count and total length over exactly the session's visible view.
-
-        ``part_stats`` counts every live version in the session's partitions;
-        the few that are expired or shadowed for this session are found through
-        two partial indexes, subtracted, and returned so ranking can skip them.
-        """
-        n, total = conn.execute(
-            f"SELECT coalesce(sum(n), 0), coalesce(sum(total_len), 0) FROM part_stats "
-            f"WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
-            scope.params,
-        ).fetchone()
-        in_scope = f"d.agent_id IN ({scope.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL"
-        hidden = conn.execute(
-            f"""SELECT d.id, d.length FROM memories d
-                WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= :now AND +{in_scope}
-                UNION
-                SELECT d.id, d.length FROM memories d
-                WHERE d.shadowable = 1 AND d.deleted_us IS NULL AND {in_scope} AND NOT ({scope.visible})""",
-            scope.params,
-        ).fetchall()
-        return n - len(hidden), total - sum(length for _, length in hidden), [mem_id for mem_id, _ in hidden]
-
-    def _ranked(
-        self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], limit: int
-    ) -> builtins.list[Hit]:
-        """Exact BM25 top-k over the visible view (``_ranked_rows``), as hits."""
-        return [Hit(row_to_memory(row), score) for row, score in self._ranked_rows(conn, scope, terms, limit)]
-
-    def _ranked_rows(
-        self,
-        conn: sqlite3.Connection,
-        scope: _Scope,
-        terms: Sequence[str],
-        limit: int,
-        stats: tuple[int, int, builtins.list[int]] | None = None,
-    ) -> builtins.list[tuple[Any, float]]:
-        """Exact BM25 top-k over the visible view: (memory row, score), best first.
-
-        Document frequencies are counted over visible postings only; which
-        postings are scored (exhaustive or MaxScore-pruned, always with the
-        exhaustive answer) is decided by ``pruning.top_scores``, shared with
-        the PostgreSQL backend. Contributions are summed as
-        fixed-point integers (order-independent) and ties are broken by key
-        and agent order, never row ids: two stores that differ only by
-        invisible records return bit-identical results. ``stats``: the view's
-        ``_visible_stats`` when the caller already read them in this transaction.
-        """
-        n_docs, total_len, hidden = stats if stats is not None else self._visible_stats(conn, scope)
-        if n_docs <= 0:
-            return []
-        filters = f"p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl"
-        if hidden:
-            filters += " AND p.memory_id NOT IN (SELECT value FROM json_each(:hidden))"
-        freqs = self._visible_doc_freqs(conn, scope, terms, hidden)
-        weights, order = pruning.weigh(n_docs, freqs)
-        if not weights:
-            return []
-        params: dict[str, object] = {
-            **scope.params,
-            "hidden": json.dumps(hidden),
-            "avgdl": total_len / n_docs if total_len > 0 else 1.0,
-            "scale": ranking.SCORE_SCALE,
-            "k1": ranking.K1,
-            "k1p": ranking.K1 + 1.0,
-            "b": ranking.B,
-            "omb": 1.0 - ranking.B,
-        }
-        for i, term in enumerate(order):
-            params[f"t{i}"], params[f"w{i}"] = term, weights[term]
-        weight = "CASE p.term " + " ".join(f"WHEN :t{i} THEN :w{i}" for i in range(len(order))) + " END"
-        contribution = (
-            f"CAST({weight} * p.tf * :k1p / (p.tf + :k1 * (:omb + :b * p.length / :avgdl)) "
-            f"* :scale AS INTEGER)"
-        )
-        all_terms = ", ".join(f":t{i}" for i in range(len(order)))
-
-        # postings and the single writes' tail scored alike (sqlite_tail.union): integers summed per memory
-        scored = f"SELECT p.memory_id AS id, {contribution} AS s"
-
-        def run(essential: int, window: int | None, floor: int | None) -> list[Any]:
-            if essential >= len(order):
-                head = (
-                    f"WITH g AS (SELECT id, sum(s) AS s FROM "
-                    f"({sqlite_tail.union(scored, f'p.term IN ({all_terms}) AND {filters}')}) GROUP BY id) "
-                )
-            else:
-                some = ", ".join(f":t{i}" for i in range(essential))
-                candidates = sqlite_tail.union(
-                    "SELECT p.memory_id AS id", f"p.term IN ({some}) AND {filters}"
-                )
-                in_c = f"p.term IN ({all_terms}) AND p.memory_id IN (SELECT id FROM c)"
-                head = (
-                    f"WITH c AS (SELECT DISTINCT id FROM ({candidates})), "
-                    f"g AS (SELECT id, sum(s) AS s FROM ({sqlite_tail.union(scored, in_c)}) GROUP BY id) "
-                )
-            if floor is None:
-                return conn.execute(
-                    head + "SELECT id, s FROM g ORDER BY s DESC LIMIT :window", {**params, "window": window}
-                ).fetchall()
-            return conn.execute(
-                head + "SELECT id, s FROM g WHERE s >= :floor", {**params, "floor": floor}
-            ).fetchall()
-
-        ranked = pruning.top_scores(order, freqs, weights, limit, run)
-        if not ranked:
-            return []
-        by_id = {r[0]: r for r in memory_rows(conn, [r[0] for r in ranked])}
-        agent_rank = {agent: i for i, agent in enumerate(scope.agents)}
-        ranked.sort(key=lambda r: (-r[1], by_id[r[0]][2], agent_rank[by_id[r[0]][1]]))
-        return [(by_id[mem_id], score / ranking.SCORE_SCALE) for mem_id, score in ranked[:limit]]
-
-    def _visible_doc_freqs(
-        self, conn: sqlite3.Connection, scope: _Scope, terms: Sequence[str], hidden: builtins.list[int]
-    ) -> dict[str, int]:
-        """Per-term document frequency over the visible view: partition counts minus hidden versions."""
-        term_params = {f"t{i}": term for i, term in enumerate(terms)}
-        term_list = ", ".join(f":t{i}" for i in range(len(terms)))
-        freqs = dict.fromkeys(terms, 0)
-        for term, df in conn.execute(
-            f"SELECT term, sum(df) FROM ({sqlite_tail.doc_freqs(term_list, scope.agent_list)}) GROUP BY term",
-            {**scope.params, **term_params},
-        ):
-            freqs[term] = df
-        sqlite_deltas.add_pending(conn, freqs, scope.agent_list, scope.params)
-        if hidden:
-            held = f"p.term IN ({term_list}) AND p.memory_id IN (SELECT value FROM json_each(:hidden))"
-            for term, df in conn.execute(
-                f"SELECT term, count(*) FROM ({sqlite_tail.union('SELECT p.term AS term', held)}) GROUP BY term",
-                {**term_params, "hidden": json.dumps(hidden)},
-            ):
-                freqs[term] -= df
-        return freqs
 
     def delete(self, session_id: str, key: str, now: datetime) -> Memory:
         now_us = to_us(now)

@@ -28,7 +28,9 @@ from ..embed import EmbedderError
 from ..models import Hit
 from ..search import fusion
 from ..search.fusion import CANDIDATES
+from . import sqlite_rank
 from .rows import memory_rows, row_to_memory
+from .sqlite_rank import Scope
 from .vectors import (
     Candidate,
     DenseQuery,
@@ -43,7 +45,7 @@ from .vectors import (
 )
 
 if TYPE_CHECKING:
-    from .sqlite import SQLiteBackend, _Scope
+    from .sqlite import SQLiteBackend
 
 log = logging.getLogger("stratamem.vectors")
 
@@ -158,7 +160,7 @@ def use_model(conn: sqlite3.Connection, identity: str) -> None:
     )
 
 
-def pending(conn: sqlite3.Connection, scope: _Scope, limit: int | None) -> list[Pending]:
+def pending(conn: sqlite3.Connection, scope: Scope, limit: int | None) -> list[Pending]:
     """Visible versions without a current vector.
 
     Driven from the small ``vectors_pending`` partial index (CROSS JOIN fixes the loop order): a store
@@ -207,7 +209,7 @@ def store_vectors(conn: sqlite3.Connection, model: str, items: Sequence[tuple[An
 def search(
     backend: SQLiteBackend,
     conn: sqlite3.Connection,
-    scope: _Scope,
+    scope: Scope,
     terms: Sequence[str] | None,
     limit: int,
     mode: str,
@@ -226,7 +228,9 @@ def search(
         mode = "hybrid"
     model, dim = identity(query)
     cache = backend.vector_cache()
-    stats = backend._visible_stats(conn, scope)  # read once: the dense side's hidden ids, BM25's statistics
+    stats = sqlite_rank.visible_stats(
+        conn, scope
+    )  # read once: the dense side's hidden ids, BM25's statistics
     hidden = stats[2]
     taint = int(scope.record.taint)
     depth = fusion.DENSE_CANDIDATES
@@ -249,7 +253,7 @@ def search(
 
     top_future = when_ready(query, dense_top)
     ranked = (
-        backend._ranked_rows(conn, scope, terms, CANDIDATES, stats) if (mode == "hybrid" and terms) else []
+        sqlite_rank.ranked_rows(conn, scope, terms, CANDIDATES, stats) if (mode == "hybrid" and terms) else []
     )
     top, exact = top_future.result()
     if exact and len(top) <= depth:
