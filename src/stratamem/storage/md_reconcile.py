@@ -29,6 +29,7 @@ from ..audit import AuditDraft, operator_draft
 from ..levels import Level
 from ..models import Memory
 from . import md_format as fmt
+from . import sqlite_versions
 from .md_files import FileProblem
 from .rows import MEMORY_COLUMNS, row_to_memory, to_us
 
@@ -105,7 +106,9 @@ def apply(
         if existing is not None and row_to_memory(existing[:12]) == memory:
             continue
         terms, length = backend.analyzer.document_terms(memory.key, memory.content, memory.tags)
-        backend._write_version(conn, memory, terms, length, keep_created=False, now_us=now_us)
+        sqlite_versions.write_version(
+            conn, backend.analyzer, memory, terms, length, keep_created=False, now_us=now_us
+        )
         note(p.rel, memory, "saved")
     for (agent, level), versions in live.items():
         for key, row in versions.items():
@@ -115,7 +118,9 @@ def apply(
                 continue
             moved = lineages.get((agent, memory.lineage_id))
             if holder in good or (holder in removed and moved):
-                backend._remove_live(conn, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us)
+                sqlite_versions.remove_live(
+                    conn, backend.analyzer, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us
+                )
                 note(holder, memory, "deleted")
                 if moved and moved[0] != level:
                     out.drafts.append(

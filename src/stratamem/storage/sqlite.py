@@ -36,7 +36,6 @@ from . import (
     graph_sql,
     graph_write,
     listing,
-    sqlite_bulk,
     sqlite_checkpoint,
     sqlite_console,
     sqlite_deltas,
@@ -46,6 +45,7 @@ from . import (
     sqlite_tail,
     sqlite_turns,
     sqlite_vectors,
+    sqlite_versions,
 )
 from .audit_group import GroupAppender
 from .audit_query import AuditQuery, audit_sql, descending
@@ -54,7 +54,6 @@ from .rows import (
     MEMORY_COLUMNS,
     event_to_row,
     from_us,
-    json_strings,
     row_to_event,
     row_to_memory,
     to_us,
@@ -309,7 +308,7 @@ class SQLiteBackend:
             terms, length = self.analyzer.document_terms(key, content, json.loads(tags))
             conn.execute("UPDATE memories SET length = ? WHERE id = ?", (length, mem_id))
             pending.add(mem_id, terms, agent, level, length)
-            self._stats_add(conn, agent, level, 1, length)
+            sqlite_versions.stats_add(conn, agent, level, 1, length)
         pending.flush(conn)
         graph_write.reindex(graph_sql.GraphConn(conn, postgres=False), self.analyzer)
 
@@ -468,182 +467,7 @@ class SQLiteBackend:
             ).fetchall()
         return [TaintEvent(from_us(a), Level(p), Level(n), r, s) for a, p, n, r, s in rows]
 
-    # ------------------------------------------------------------------ index upkeep
-
-    @staticmethod
-    def _index(
-        conn: sqlite3.Connection, mem_id: int, terms: dict[str, int], agent: str, level: int, length: int
-    ) -> None:
-        """Postings carry the document's agent, level and length so ranking never joins; they go to
-        the append-only ``sqlite_tail`` (a page or two, not one per term), whose rows are also the
-        document's frequencies until they are folded into ``postings`` and ``term_stats``."""
-        level = int(level)
-        sqlite_tail.append(conn, [(term, mem_id, tf, agent, level, length) for term, tf in terms.items()])
-
-    def _unindex(
-        self,
-        conn: sqlite3.Connection,
-        mem_id: int,
-        key: str,
-        content: str,
-        tags_json: str,
-        agent: str,
-        level: int,
-    ) -> None:
-        if sqlite_tail.remove(conn, mem_id):
-            return  # its frequencies were its tail rows (and its postings all there: written together)
-        terms, _ = self.analyzer.document_terms(key, content, json.loads(tags_json))
-        conn.executemany(
-            "DELETE FROM postings WHERE term = ? AND memory_id = ?", [(term, mem_id) for term in terms]
-        )
-        # A term no live memory holds any more leaves term_stats when the tail is folded (purge folds).
-        sqlite_deltas.record(conn, terms, agent, level, -1)
-
-    @staticmethod
-    def _stats_add(conn: sqlite3.Connection, agent: str, level: int, n: int, length: int) -> None:
-        conn.execute(
-            "INSERT INTO part_stats(agent_id, level, n, total_len) VALUES (?,?,?,?) "
-            "ON CONFLICT(agent_id, level) DO UPDATE SET n = n + excluded.n, total_len = total_len + excluded.total_len",
-            (agent, int(level), n, length),
-        )
-
-    def _stats(
-        self,
-        conn: sqlite3.Connection,
-        pending: PendingIndex | None,
-        agent: str,
-        level: int,
-        n: int,
-        length: int,
-    ) -> None:
-        """Partition counts: at once for a single write, once per partition at the end of a batch."""
-        if pending is not None:
-            pending.count(agent, level, n, length)
-        else:
-            self._stats_add(conn, agent, level, n, length)
-
-    @staticmethod
-    def _refresh_shadowable(conn: sqlite3.Connection, agent: str, key: str) -> None:
-        """Flag live versions that some higher live version of the same key could shadow."""
-        conn.execute(
-            """UPDATE memories SET shadowable = EXISTS (
-                   SELECT 1 FROM memories h WHERE h.agent_id = memories.agent_id AND h.key = memories.key
-                   AND h.level > memories.level AND h.deleted_us IS NULL)
-               WHERE agent_id = ? AND key = ? AND deleted_us IS NULL""",
-            (agent, key),
-        )
-
-    def _remove_live(self, conn: sqlite3.Connection, row: Sequence[Any], deleted_us: int | None) -> None:
-        """Take a live version out of the index and statistics (soft delete or purge)."""
-        mem_id, agent, key, level, content, tags, length = row
-        self._unindex(conn, mem_id, key, content, tags, agent, level)
-        self._stats_add(conn, agent, level, -1, -length)
-        sqlite_vectors.mark_dead(conn, mem_id)
-        if deleted_us is not None:
-            conn.execute(
-                "UPDATE memories SET deleted_us = ?, shadowable = 0 WHERE id = ?", (deleted_us, mem_id)
-            )
-        self._refresh_shadowable(conn, agent, key)
-
     # ------------------------------------------------------------------ memories
-
-    def _write_version(
-        self,
-        conn: sqlite3.Connection,
-        memory: Memory,
-        terms: dict[str, int],
-        length: int,
-        keep_created: bool,
-        now_us: int,
-        pending: PendingIndex | None = None,
-    ) -> Memory:
-        """Insert or update the live version at (agent, key, level); returns what is stored.
-
-        An expired version is not updated: it is retired first (out of the
-        index, marked deleted as of its expiry, purgeable as before) and a fresh
-        record takes its place, so nothing of it — created time, lineage —
-        carries over. An expired record behaves exactly like an absent one.
-        """
-        live = conn.execute(
-            "SELECT id, agent_id, key, level, content, tags, length, created_us, lineage_id, expires_us "
-            "FROM memories WHERE agent_id = ? AND key = ? AND deleted_us IS NULL",
-            (memory.agent_id, memory.key),
-        ).fetchall()
-        existing = next((row for row in live if row[3] == int(memory.level)), None)
-        # Shadowing flags change only when the key has a live version at another level.
-        other_levels = len(live) > (existing is not None)
-        if existing and pending is not None and pending.holds(existing[0]):
-            pending.flush(conn)  # the same key twice in one batch: its first postings must be in place
-        if existing and existing[9] is not None and existing[9] <= now_us:
-            self._remove_live(conn, existing[:7], deleted_us=existing[9])
-            existing = None
-        tags_json = json_strings(memory.tags)  # json.dumps's text, without its per-call set-up
-        updated_us = to_us(memory.updated_at)
-        expires = to_us(memory.expires_at) if memory.expires_at else None
-        if existing:
-            mem_id = existing[0]
-            created_us = existing[7] if keep_created else to_us(memory.created_at)
-            lineage = existing[8] if keep_created else memory.lineage_id
-            self._unindex(conn, mem_id, existing[2], existing[4], existing[5], existing[1], existing[3])
-            self._stats(conn, pending, memory.agent_id, memory.level, 0, length - existing[6])
-            conn.execute(
-                "UPDATE memories SET content = ?, tags = ?, category = ?, session_id = ?, created_us = ?, "
-                "updated_us = ?, lineage_id = ?, expires_us = ?, length = ? WHERE id = ?",
-                (
-                    memory.content,
-                    tags_json,
-                    memory.category,
-                    memory.session_id,
-                    created_us,
-                    updated_us,
-                    lineage,
-                    expires,
-                    length,
-                    mem_id,
-                ),
-            )
-        else:
-            created_us, lineage = to_us(memory.created_at), memory.lineage_id
-            mem_id = conn.execute(
-                "INSERT INTO memories(agent_id, key, level, content, tags, category, session_id, created_us, "
-                "updated_us, lineage_id, expires_us, length) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    memory.agent_id,
-                    memory.key,
-                    int(memory.level),
-                    memory.content,
-                    tags_json,
-                    memory.category,
-                    memory.session_id,
-                    created_us,
-                    updated_us,
-                    lineage,
-                    expires,
-                    length,
-                ),
-            ).lastrowid
-            self._stats(conn, pending, memory.agent_id, memory.level, 1, length)
-        if pending is not None:
-            pending.add(mem_id, terms, memory.agent_id, memory.level, length)
-        else:
-            self._index(conn, mem_id, terms, memory.agent_id, memory.level, length)
-            sqlite_vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
-        if other_levels:
-            self._refresh_shadowable(conn, memory.agent_id, memory.key)
-        # what was just written, as ``row_to_memory`` would read it back (times at stored precision)
-        return Memory(
-            key=memory.key,
-            content=memory.content,
-            level=Level(memory.level),
-            tags=tuple(memory.tags),
-            category=memory.category,
-            agent_id=memory.agent_id,
-            session_id=memory.session_id,
-            created_at=from_us(created_us),
-            updated_at=from_us(updated_us),
-            lineage_id=lineage,
-            expires_at=from_us(expires) if expires is not None else None,
-        )
 
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
         return self.save_many(session_id, [draft], now)[0]
@@ -653,32 +477,11 @@ class SQLiteBackend:
         analysed = self.analyzer.document_terms_many((d.key, d.content, d.tags) for d in drafts)
         with self._errors(), self._tx(write=True) as conn:
             record = self._session(conn, session_id)
-            stored = self._write_batch(
-                conn, [draft_memory(record, d, now) for d in drafts], analysed, True, now
+            stored = sqlite_versions.write_batch(
+                conn, self.analyzer, [draft_memory(record, d, now) for d in drafts], analysed, True, now
             )
             self._append_many(conn, [save_event(record, m) for m in stored], now)
             return stored
-
-    def _write_batch(
-        self,
-        conn: sqlite3.Connection,
-        memories: Sequence[Memory],
-        analysed: Sequence[tuple[dict[str, int], int]],
-        keep_created: bool,
-        now: datetime,
-    ) -> list[Memory]:
-        """The versions of a batch (save_many or import) with their index upkeep deferred to one flush."""
-        if len(memories) > 1 and sqlite_bulk.all_new(conn, memories):
-            return sqlite_bulk.insert_new(conn, memories, analysed)
-        now_us = to_us(now)
-        pending = PendingIndex() if len(memories) > 1 else None
-        stored = [
-            self._write_version(conn, m, terms, length, keep_created, now_us, pending)
-            for m, (terms, length) in zip(memories, analysed, strict=True)
-        ]
-        if pending is not None:
-            pending.flush(conn)
-        return stored
 
     def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
         now_us = to_us(now)
@@ -903,7 +706,9 @@ class SQLiteBackend:
                 )
             else:
                 memory = row_to_memory(row[:12])
-                self._remove_live(conn, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us)
+                sqlite_versions.remove_live(
+                    conn, self.analyzer, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us
+                )
                 self._append(
                     conn,
                     AuditDraft(
@@ -934,7 +739,7 @@ class SQLiteBackend:
                 [now_us, before_us, *agent_params],
             ).fetchall()
             for row in expired:
-                self._remove_live(conn, row, deleted_us=None)
+                sqlite_versions.remove_live(conn, self.analyzer, row, deleted_us=None)
             deleted = conn.execute(
                 "SELECT id FROM memories WHERE deleted_us IS NOT NULL AND deleted_us < ? " + agent_sql,
                 [before_us, *agent_params],
@@ -987,7 +792,7 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=True) as conn:
             if turns:
                 self._import_turn_rows(conn, turns, now)
-            self._write_batch(conn, prepared, analysed, False, now)
+            sqlite_versions.write_batch(conn, self.analyzer, prepared, analysed, False, now)
             self._append_many(conn, import_events(prepared), now)
         return len(prepared)
 
@@ -1049,7 +854,7 @@ class SQLiteBackend:
             self._reindex(conn)
             sqlite_vectors.backfill(conn)
             for agent, key in conn.execute("SELECT DISTINCT agent_id, key FROM memories").fetchall():
-                self._refresh_shadowable(conn, agent, key)
+                sqlite_versions.refresh_shadowable(conn, agent, key)
         return count
 
     # ------------------------------------------------------------------ knowledge graph (storage/graph_sql.py)

@@ -9,7 +9,7 @@ maximum — the ids SQLite would have given them one by one — then indexes
 them through ``PendingIndex`` (sorted postings, one upsert per term and per
 partition). Any batch with a key that is live at some level of its agent, or
 repeated within the batch, takes the one-by-one path instead
-(``SQLiteBackend._write_version``), which handles replacement, expiry and
+(``sqlite_versions.write_version``), which handles replacement, expiry and
 shadowing. Same rows, same numbers, same transaction.
 """
 

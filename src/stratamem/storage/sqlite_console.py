@@ -15,7 +15,7 @@ from ..audit import AuditDraft
 from ..errors import NotFound, ValidationError
 from ..levels import Level
 from ..models import Memory
-from . import console_sql
+from . import console_sql, sqlite_versions
 from .rows import MEMORY_COLUMNS, row_to_memory, to_us
 
 if TYPE_CHECKING:
@@ -47,14 +47,16 @@ def restore(backend: SQLiteBackend, ref: int, clearance: Level, actor: str, now:
             (agent, key, level),
         ).fetchone()
         if holder is not None and holder[7] is not None and holder[7] <= to_us(now):
-            backend._remove_live(conn, holder[:7], deleted_us=holder[7])  # retired as a save would retire it
+            sqlite_versions.remove_live(
+                conn, backend.analyzer, holder[:7], deleted_us=holder[7]
+            )  # retired as a save would retire it
         elif holder is not None:
             raise ValidationError(f"a live version of {key!r} exists at {Level(level).name}; delete it first")
         terms, length = backend.analyzer.document_terms(key, content, json.loads(tags))
         conn.execute("UPDATE memories SET deleted_us = NULL, length = ? WHERE id = ?", (length, mem_id))
-        backend._index(conn, mem_id, terms, agent, level, length)
-        backend._stats_add(conn, agent, level, 1, length)
-        backend._refresh_shadowable(conn, agent, key)
+        sqlite_versions.index(conn, mem_id, terms, agent, level, length)
+        sqlite_versions.stats_add(conn, agent, level, 1, length)
+        sqlite_versions.refresh_shadowable(conn, agent, key)
         memory = row_to_memory(
             conn.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ?", (mem_id,)).fetchone()
         )
