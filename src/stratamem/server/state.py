@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import ParamSpec, Protocol, TypeVar
 
 import anyio.to_thread
 
@@ -22,9 +22,6 @@ from ..tools.specs import TRIGGERFISH
 from ..turn.runtime import TurnSettings
 from .bindings import McpBindings
 from .principals import Principal, Principals
-
-if TYPE_CHECKING:
-    from .tool_workers import ToolWorkers
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -42,6 +39,13 @@ async def blocking(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
 
+class Workers(Protocol):
+    """Where a server with worker processes sends a memory tool call (``tool_workers.ToolWorkers``): a
+    pickled call in, the answer's text out (``None``: an unexpected error in the worker, logged there)."""
+
+    def call(self, message: bytes) -> str | None: ...
+
+
 class ServerState:
     """The store and the operator's settings, shared by every request of one server."""
 
@@ -53,7 +57,7 @@ class ServerState:
         profile: str = TRIGGERFISH,
         policy: Policy = DEFAULT_POLICY,
         turn_settings: TurnSettings | None = None,
-        workers: ToolWorkers | None = None,
+        workers: Workers | None = None,
     ) -> None:
         self.store = store
         self.principals = principals
@@ -62,7 +66,7 @@ class ServerState:
         self._read_only_policy = policy if policy.read_only else policy.replace(read_only=True)
         self.bindings = McpBindings()
         self.turn_settings = turn_settings or TurnSettings()  # the operator's; requests may only narrow them
-        self.workers = workers  # REST memory calls run there when set (``serve --workers``)
+        self.workers = workers  # memory tool calls run there when set (``serve --workers``)
 
     def policy_for(self, principal: Principal) -> Policy:
         """The operator policy, read-only for read-only principals."""
