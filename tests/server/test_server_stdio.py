@@ -118,3 +118,19 @@ def test_stdio_settings_precedence(tmp_path, flag_wins):
     assert settings.agent == ("from-flag" if flag_wins else "from-env")
     assert settings.clearance is sm.Level.INTERNAL and settings.peers == ("p1",)
     assert resolve_settings({}, {}, None).clearance is None  # RESTRICTED for a new session; kept on resume
+
+
+def test_stdio_warms_up_before_it_reads_its_first_message(tmp_path, monkeypatch):
+    """The client's first tool call must not wait while detect-secrets' detectors load."""
+    from stratamem.policy import credentials
+    from stratamem.server import stdio
+
+    loaded_when_serving = []
+
+    async def serve(caller, extra):
+        loaded_when_serving.append(credentials._plugin_patterns.cache_info().currsize)
+
+    credentials._plugin_patterns.cache_clear()
+    monkeypatch.setattr(stdio, "_serve", serve)
+    stdio.run_stdio(str(tmp_path / "m.db"), stdio.StdioSettings())
+    assert loaded_when_serving == [1]

@@ -53,8 +53,8 @@ from stratamem.server.tool_workers import (
     check_workers,
     run_call,
     run_tool_call,
-    warm_up,
 )
+from stratamem.server.warm import warm_up
 
 
 def _children(pid: int) -> list[int]:

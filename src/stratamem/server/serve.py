@@ -30,7 +30,8 @@ from .devtoken import dev_principal, ensure_token, token_path
 from .http_protocol import CorkedHttpToolsProtocol
 from .principals import Principals
 from .state import ServerState
-from .tool_workers import ToolWorkers, WorkerSettings, check_workers, warm_up
+from .tool_workers import ToolWorkers, WorkerSettings, check_workers
+from .warm import warm_up
 
 
 def _url(host: str, port: int) -> str:

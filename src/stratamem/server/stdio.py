@@ -37,6 +37,7 @@ from .config import PolicySettings, ServerConfig
 from .mcp_tools import Caller, ExtraTools, build_mcp_server
 from .mcp_turns import stdio_turn_tools
 from .turn_config import TurnConfig
+from .warm import warm_up
 
 ENV_PREFIX = "STRATAMEM_"
 _TRUE = {"1", "true", "yes", "on"}
@@ -167,6 +168,7 @@ def run_stdio(db: str, settings: StdioSettings) -> None:
         )
         caller = Caller(session=lambda: session, policy=policy, profile=settings.profile, origin="mcp-stdio")
         extra = stdio_turn_tools(session, policy, settings.turn_config.settings) if settings.turns else None
+        warm_up(store)  # the client's first tool call does not wait for the scrubber or the model
         anyio.run(_serve, caller, extra)
     finally:
         store.close()

@@ -25,7 +25,6 @@ finds it dead goes to another worker.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import multiprocessing
 import pickle
@@ -39,13 +38,13 @@ from typing import Any
 
 from .. import shapes
 from ..errors import StratamemError, ValidationError
-from ..policy.redact import redact_secrets
 from ..store import Store
 from ..tools import execute
 from ..tools.specs import TRIGGERFISH
 from .config import MAX_WORKERS, PolicySettings
 from .principals import Principal, Principals
 from .state import ServerState
+from .warm import warm_up
 
 logger = logging.getLogger("stratamem.server")
 
@@ -140,24 +139,6 @@ def run_call(state: ServerState, call: ToolCall) -> str | None:
         if message is not None:
             return state.workers.call(message)
     return run_tool_call(state, call)
-
-
-def warm_up(store: Store, model: bool = True) -> None:
-    """Load now what a process's first call would otherwise load under a client's timeout: the credential
-    scrubber every answer and event passes (detect-secrets' detectors, about 0.1 s) and, with search by
-    meaning and ``model``, the model (0.6 s and more). Each worker calls it before it answers anything, and
-    the server before it listens — without the model when workers run the memory searches: the server's
-    process then searches only for the turn API's recall and loads its copy of the model on first use.
-
-    A model that fails to load is left for the first search to report, as if nothing had been loaded.
-    """
-    redact_secrets("warm up")
-    if not model or store.semantic.mode == "lexical":
-        return
-    with contextlib.suppress(Exception):
-        embedder = store.semantic.embedder
-        if embedder is not None:
-            embedder.embed_query("warm up")
 
 
 def _answer(state: ServerState, conn: Connection) -> None:
