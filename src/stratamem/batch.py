@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .errors import ValidationError
-from .storage.base import MemoryDraft
+from .storage.records import MemoryDraft
 from .validation import check_category, check_content, check_key, check_tags, check_ttl
 
 DEFAULT_MAX_BATCH = 10_000

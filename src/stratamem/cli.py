@@ -33,7 +33,7 @@ from .policy.redact import redact_secrets
 from .private import private_writer
 from .progress import reporter, tracked
 from .session import Session
-from .storage.base import SessionRecord
+from .storage.records import SessionRecord
 from .storage.vectors import CATCH_UP
 from .store import Store, default_url
 from .transfer import dump_lines, read_records

@@ -18,7 +18,7 @@ from .errors import ValidationError
 from .levels import Level
 from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
-from .storage.base import MemoryDraft, SessionRecord
+from .storage.records import MemoryDraft, SessionRecord
 from .storage.rows import to_us
 from .validation import (
     check_category,

@@ -27,7 +27,8 @@ from .retention import Retention
 from .semantic import SemanticIndex
 from .session import Session
 from .storage.audit_query import AuditQuery, read_page
-from .storage.base import Backend, SessionRecord
+from .storage.base import Backend
+from .storage.records import SessionRecord
 from .storage.sqlite import SQLiteBackend
 from .storage.turn_rows import TranscriptMessage, UsageRecord
 from .text import Analyzer

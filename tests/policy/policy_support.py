@@ -9,7 +9,7 @@ import stratamem as sm
 from stratamem.levels import Level
 from stratamem.policy import facts
 from stratamem.policy.model import HookPoint
-from stratamem.storage.base import SessionRecord
+from stratamem.storage.records import SessionRecord
 
 
 class TickingClock:

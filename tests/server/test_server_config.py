@@ -15,7 +15,7 @@ from stratamem.cli import cli
 from stratamem.server.config import load_config, parse_config
 from stratamem.server.devtoken import ensure_token
 from stratamem.server.principals import Principal, Principals, token_digest
-from stratamem.storage.base import SessionRecord
+from stratamem.storage.records import SessionRecord
 
 
 def _record(agent="alice", clearance=sm.Level.INTERNAL, peers=(), owner="a") -> SessionRecord:

@@ -17,8 +17,9 @@ from ..errors import ValidationError
 from ..storage import graph_batch as b
 from ..storage import graph_sql as q
 from ..storage import graph_write as w
-from ..storage.base import GraphBody, SessionRecord, T
+from ..storage.base import GraphBody, T
 from ..storage.graph_sql import GraphConn
+from ..storage.records import SessionRecord
 from ..validation import check_tags, clamp_max_results
 from . import checks, traverse
 from .model import Edge, EdgeDraft, GraphPage, GraphStats, Neighbor, Node, NodeDraft, NodeHit, Suggestion

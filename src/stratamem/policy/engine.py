@@ -27,7 +27,7 @@ from ..audit import AuditDraft
 from ..errors import ValidationError
 from ..levels import Level
 from ..models import Memory
-from ..storage.base import SessionRecord
+from ..storage.records import SessionRecord
 from . import facts as facts_mod
 from .guards import write_down_guard
 from .loader import load_rules, rules_from_yaml

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..levels import Level
 from ..models import Memory
-from ..storage.base import SessionRecord
+from ..storage.records import SessionRecord
 from .model import HookPoint
 
 # Arguments no tool caller may set: the level is always the live taint, the

@@ -33,7 +33,7 @@ from ..batch import as_items, check_batch
 from ..errors import PolicyBlocked
 from ..levels import Level
 from ..models import Memory
-from ..storage.base import SessionRecord
+from ..storage.records import SessionRecord
 from ..validation import check_category, check_content, check_key, check_tags
 from . import facts as facts_mod
 from .engine import DEFAULT_POLICY, Policy

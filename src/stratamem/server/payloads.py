@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import shapes
 from ..models import TaintEvent
-from ..storage.base import SessionRecord
+from ..storage.records import SessionRecord
 
 
 def session(record: SessionRecord, history: Iterable[TaintEvent] | None = None) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from ..levels import Level
-from ..storage.base import SessionRecord
+from ..storage.records import SessionRecord
 
 
 def token_digest(token: str) -> str:

@@ -18,14 +18,11 @@ Both backends build their WHERE clause here, so the rule is written once.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import ValidationError
 from ..levels import Level
 from ..models import AuditEvent
-
-if TYPE_CHECKING:
-    from .base import Backend
 
 MAX_AUDIT_PAGE = 1000
 
@@ -90,7 +87,13 @@ def descending(query: AuditQuery) -> bool:
     return query.after is None and query.limit is not None
 
 
-def read_page(backend: Backend, query: AuditQuery) -> tuple[list[AuditEvent], bool]:
+class AuditReader(Protocol):
+    """What ``read_page`` needs of a backend (``base.Backend`` has it)."""
+
+    def audit_events(self, query: AuditQuery) -> list[AuditEvent]: ...
+
+
+def read_page(backend: AuditReader, query: AuditQuery) -> tuple[list[AuditEvent], bool]:
     """One page of ``query.limit`` events (oldest first) and whether more lie beyond it.
 
     Forward pages (``after``) continue after their last event; backward pages

@@ -23,7 +23,7 @@ from typing import Any
 from ..levels import Level
 from ..models import AuditEvent, Memory, TaintEvent
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import SessionRecord
+from .records import SessionRecord
 from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
 
 MAX_PAGE = 200

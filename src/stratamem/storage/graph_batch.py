@@ -23,7 +23,6 @@ from ..graph.checks import DEFAULT_TYPE, MAX_OBSERVATIONS_PER_NODE
 from ..graph.model import Edge, EdgeDraft, Node, NodeDraft, Observation
 from ..text import Analyzer
 from . import graph_write as w
-from .base import SessionRecord
 from .graph_sql import (
     EDGE_COLUMNS,
     NODE_COLUMNS,
@@ -35,6 +34,7 @@ from .graph_sql import (
     load_nodes,
     not_found,
 )
+from .records import SessionRecord
 from .rows import from_us, to_us
 
 EDGE_CHUNK = 300  # (from, to, relation) triples per lookup: 900 parameters, under every backend's limit

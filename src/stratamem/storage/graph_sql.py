@@ -36,7 +36,7 @@ from ..errors import NotFound
 from ..graph import rank
 from ..graph.model import Edge, GraphStats, Node, Observation
 from ..levels import Level
-from .base import SessionRecord
+from .records import SessionRecord
 from .rows import from_us, one_row
 
 NODE_COLUMNS = (

@@ -21,7 +21,6 @@ from ..graph.checks import DEFAULT_TYPE, MAX_OBSERVATIONS_PER_NODE
 from ..graph.model import Edge, EdgeDraft, Node, NodeDraft
 from ..levels import Level
 from ..text import Analyzer
-from .base import SessionRecord
 from .graph_sql import (
     COPIED_TABLES,
     GraphConn,
@@ -33,6 +32,7 @@ from .graph_sql import (
     not_found,
     visible_version,
 )
+from .records import SessionRecord
 from .rows import to_us
 
 # ---------------------------------------------------------------------------------- index upkeep

@@ -44,7 +44,7 @@ from ..private import make_private_dirs
 from ..text import Analyzer
 from . import md_files, md_reconcile
 from . import md_format as fmt
-from .base import MemoryDraft
+from .records import MemoryDraft
 from .rows import MEMORY_COLUMNS, from_us, row_to_memory
 from .sqlite import SQLiteBackend
 from .turn_rows import TranscriptMessage, UsageRecord

@@ -44,9 +44,9 @@ from ..errors import NotFound, StorageError
 from ..models import Memory
 from ..text import Analyzer
 from . import pg_save_one
-from .base import MemoryDraft
 from .pg_rows import enc, row_to_memory
 from .pg_save_set import BIND_SESSION
+from .records import MemoryDraft
 from .rows import from_us, to_us
 
 NO_SESSION = "SM001"

@@ -21,8 +21,8 @@ from ..models import Hit, Memory
 from ..paging import ListQuery, Page
 from . import listing as list_sql
 from . import pruning
-from .base import SessionRecord
 from .pg_rows import MEMORY_COLUMNS, row_to_memory
+from .records import SessionRecord
 from .rows import one_row
 
 D_COLUMNS = ", ".join("d." + c for c in MEMORY_COLUMNS.split(", "))

@@ -20,9 +20,9 @@ from ..errors import NotFound
 from ..levels import Level
 from ..models import AuditEvent
 from . import session_rules
-from .base import SessionRecord
 from .pg_connect import bind_operator
 from .pg_rows import enc
+from .records import SessionRecord
 from .rows import to_us
 
 Append = Callable[[psycopg.Connection, AuditDraft, datetime], AuditEvent]

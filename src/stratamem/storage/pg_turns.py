@@ -43,8 +43,8 @@ from .turn_rows import (
 )
 
 if TYPE_CHECKING:
-    from .base import SessionRecord
     from .postgres import PostgresBackend
+    from .records import SessionRecord
 
 # Columns that may hold NUL, per table (for dump/restore as well).
 ESCAPED = {

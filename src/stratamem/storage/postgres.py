@@ -74,7 +74,7 @@ from . import (
 )
 from .audit_group import GroupAppender
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import GraphBody, MemoryDraft, SessionRecord, T, import_events
+from .base import GraphBody, T
 from .pg_connect import (
     bind,
     bind_operator,
@@ -87,6 +87,7 @@ from .pg_connect import (
 )
 from .pg_rows import MEMORY_COLUMNS, dec, enc, row_to_event, row_to_memory
 from .pg_schema import migrate_schema
+from .records import MemoryDraft, SessionRecord, import_events
 from .rows import event_to_row, from_us, one_row, to_us
 from .turn_rows import COPIED as TURN_TABLES
 from .turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage, UsageDraft, UsageRecord

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from ..audit import AuditDraft, operator_draft
 from ..errors import ClearanceError, NotFound, ValidationError
 from ..levels import Level
-from .base import SessionRecord
+from .records import SessionRecord
 
 DEFAULT_CLEARANCE = Level.RESTRICTED
 

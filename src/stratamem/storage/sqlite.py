@@ -49,7 +49,8 @@ from . import (
 )
 from .audit_group import GroupAppender
 from .audit_query import AuditQuery, audit_sql, descending
-from .base import GraphBody, MemoryDraft, SessionRecord, T, draft_memory, import_events, save_event
+from .base import GraphBody, T
+from .records import MemoryDraft, SessionRecord, draft_memory, import_events, save_event
 from .rows import (
     MEMORY_COLUMNS,
     event_to_row,

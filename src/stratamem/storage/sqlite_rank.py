@@ -19,7 +19,7 @@ from typing import Any
 from .. import ranking
 from ..models import Hit
 from . import pruning, sqlite_deltas, sqlite_tail
-from .base import SessionRecord
+from .records import SessionRecord
 from .rows import MEMORY_COLUMNS, memory_rows, row_to_memory
 
 

@@ -20,7 +20,7 @@ from ..errors import NotFound
 from ..levels import Level
 from ..models import AuditEvent
 from . import session_rules
-from .base import SessionRecord
+from .records import SessionRecord
 from .rows import from_us, to_us
 
 Append = Callable[[sqlite3.Connection, AuditDraft, datetime], AuditEvent]

@@ -39,7 +39,7 @@ from .turn_rows import (
 if TYPE_CHECKING:
     from decimal import Decimal
 
-    from .base import SessionRecord
+    from .records import SessionRecord
     from .sqlite import SQLiteBackend
 
 SCHEMA = """

@@ -25,7 +25,7 @@ from ..levels import Level
 from .rows import from_us
 
 if TYPE_CHECKING:
-    from .base import SessionRecord
+    from .records import SessionRecord
 
 MESSAGE_COLUMNS = (
     "id, session_id, agent_id, level, role, content, tool_calls, tool_call_id, origin, created_us"

@@ -37,7 +37,7 @@ from ..policy.model import Action, HookPoint
 from ..policy.redact import redact_fields, redact_text
 from ..scope import scoped
 from ..session import Session
-from ..storage.base import SessionRecord
+from ..storage.records import SessionRecord
 from . import batch_tools, knowledge, mcp_memory, triggerfish, zeroclaw
 from .arguments import parse_arguments
 from .events import emit_tool_events
