@@ -92,6 +92,9 @@ SPECIAL = [
     "·",
     *".-_/|,*~+=",
     *list(CONFUSABLES)[::7],
+    # dashes, minus signs, other separators and punctuation look-alikes the views fold to ASCII
+    *"\u2010\u2011\u2013\u2014\u2212\ufe58\uff0d\u2500\u2215\u2223\u2236\u201c\u2019\u0701\u02cd",
+    *"\x0b\x0c\x1e\x85\u180e\u00a0\u2009",
     "\ud800",
 ]
 ENCODERS = [

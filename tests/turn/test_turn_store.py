@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import stratamem as sm
+from stratamem import shapes
 from stratamem.migrate import migrate
 from stratamem.retention import Retention
 from stratamem.storage.turn_rows import TranscriptMessage, UsageRecord
@@ -168,3 +169,20 @@ def test_a_long_transcript_is_read_in_bounded_pages(store) -> None:
     offset, tail = transcript.tail(10)
     assert offset == 1490 and [m.content for m in tail] == [f"m{i}" for i in range(1490, 1500)]
     assert timedelta  # keep the import for readers of the retention test
+
+
+def test_a_transcript_the_caller_may_not_name_reads_as_an_unknown_one(store) -> None:
+    """``named=False`` (a server's principal does not own that session): the same page and audit event."""
+    writer = store.session("main")
+    Transcript(writer).append(Message("user", SECRET))
+    reader = store.session("main")
+
+    def read(transcript_id: str, *, named: bool = True) -> tuple:
+        page = Transcript(reader).page(0, 10, transcript_id, named=named)
+        event = shapes.audit_event(store.audit_events()[-1])
+        return page, {k: v for k, v in event.items() if k not in ("seq", "time", "hash")}
+
+    assert Transcript(reader).page(0, 10, writer.id)[1] == 1  # the same agent may name it
+    unnamed = read(writer.id, named=False)
+    assert unnamed == read("no-such-session")
+    assert unnamed[0] == ([], 0) and unnamed[1]["operation"] == "transcript.read"

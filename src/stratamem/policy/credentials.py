@@ -17,6 +17,12 @@ of spaces; JWT and npm are quadratic), so those plugins are not used (the
 pair pattern and our own formats cover them) and the others run on overlapping windows of
 ``WINDOW`` characters; our own patterns are linear (possessive quantifiers,
 look-behinds instead of ``\\b`` inside runs, bounded repeats).
+
+Look-alikes are looked through: a text that is not plain ASCII is also searched folded (every dash and
+minus sign as ``-``, spaces as `` ``, fullwidth forms, look-alike letters and punctuation as ASCII,
+invisibles removed — ``normalize.fold_positions``; and once more with soft hyphens and zero-width spaces as
+the separator they may stand for), and what is found there is masked at the same place in the text. A key
+written with en dashes is still a key to whoever reads it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
+
+from .normalize import fold_positions, separated, strip_invisible
 
 __all__ = ["PASSWORD_PHRASE", "SECRET_WORD", "find_credentials", "is_secret_name"]
 
@@ -52,9 +60,10 @@ PASSWORD_PHRASE = (
 
 _SEP = r"[^\S\n]*+[:=][^\S\n]*+"
 _OWN_PATTERNS: tuple[str, ...] = (
-    # private key blocks (PEM, OpenSSH, PGP, PuTTY): the whole block goes
-    r"(?P<secret>-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----[\s\S]{0,20000}?"
-    r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----|\Z))",
+    # private key blocks (PEM, OpenSSH, PGP, PuTTY): the whole block goes; any space or line break
+    # between the armour's words
+    r"(?P<secret>-----BEGIN[\sA-Z0-9]{0,40}PRIVATE\s{1,3}KEY(?:\s{1,3}BLOCK)?-----[\s\S]{0,20000}?"
+    r"(?:-----END[\sA-Z0-9]{0,40}PRIVATE\s{1,3}KEY(?:\s{1,3}BLOCK)?-----|\Z))",
     r"PuTTY-User-Key-File-\d:[^\n]*+\n(?P<secret>(?:[^\n]*+\n?){1,40})",
     # URL credentials, user optional (redis://:pw@host)
     r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}+://[^\s:/@]{0,128}+:(?P<secret>[^\s@/]{1,256}+)@",
@@ -128,6 +137,12 @@ _OWN_PATTERNS: tuple[str, ...] = (
     r"(?<![A-Za-z0-9_])(?P<secret>glsa_[A-Za-z0-9]{32}_[a-f0-9]{8})",
     r"(?<![A-Za-z0-9_])(?P<secret>ops_eyJ[A-Za-z0-9_.-]{20,}+)",
     r"(?<![A-Za-z0-9_])(?P<secret>sl\.[A-Za-z0-9_-]{60,}+)",
+    # password hashes (an offline guess away from the password): bcrypt, the PHC strings of argon2,
+    # scrypt, pbkdf2 and yescrypt, crypt(3)'s MD5 and SHA-2 forms, Django's
+    r"(?P<secret>\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{50,200}+)",
+    r"(?P<secret>\$(?:argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha\d{1,3})?|yescrypt|y|gy|7)\$[A-Za-z0-9+/.=,$_-]{16,800}+)",
+    r"(?P<secret>\$(?:1|5|6|apr1|md5|sha1)\$(?:rounds=\d{1,9}\$)?[./A-Za-z0-9]{1,64}\$[./A-Za-z0-9]{20,200}+)",
+    r"(?<![A-Za-z0-9_])(?P<secret>(?:pbkdf2_sha\d{1,3}|argon2|bcrypt_sha256|scrypt)\$[A-Za-z0-9+/.=,$_-]{20,800}+)",
     # name = value pairs whose name looks secret: "name": "value", name=value, name: value
     rf"""(?ix)(?<![\w.-])
         \\?["']?(?=[\w.-]{{0,80}}?{SECRET_WORD})[\w.-]{{1,120}}+\\?["']?
@@ -188,8 +203,13 @@ def _plugin_patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a field or parameter name looks like it holds a credential."""
-    return _SECRET_WORD_RE.search(name) is not None
+    """Whether a field or parameter name looks like it holds a credential (``api‐key`` with another dash,
+    or ``pаssword`` with a Cyrillic letter, too)."""
+    if _SECRET_WORD_RE.search(name) is not None:
+        return True
+    return not name.isascii() and any(
+        _SECRET_WORD_RE.search(strip_invisible(reading)) is not None for reading in (name, separated(name))
+    )
 
 
 def _value_span(match: re.Match[str]) -> tuple[int, int]:
@@ -221,7 +241,29 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def find_credentials(text: str) -> list[tuple[int, int]]:
-    """Sorted, merged ``(start, end)`` spans of credential values in ``text``."""
+    """Sorted, merged ``(start, end)`` spans of credential values in ``text``, or in ``text`` with its
+    look-alike characters folded (see the module's docstring)."""
+    spans = _found(text)
+    if not text.isascii():
+        spelled = separated(text)  # one character for one: its positions are the text's
+        for reading in dict.fromkeys((text, spelled)):
+            folded = fold_positions(reading)
+            if folded is not None:
+                view, origin = folded
+                spans.extend((origin[s], origin[e - 1] + 1) for s, e in _found(view) if s < e)
+            elif reading is not text:  # nothing to fold: the separators are all that differ
+                spans.extend(_found(reading))
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _found(text: str) -> list[tuple[int, int]]:
+    """Sorted, trimmed, non-empty ``(start, end)`` spans of credential values in ``text`` as it is."""
     spans: list[tuple[int, int]] = []
     for pattern in _COMPILED:
         spans.extend(_value_span(m) for m in pattern.finditer(text))
@@ -230,12 +272,4 @@ def find_credentials(text: str) -> list[tuple[int, int]]:
         for lo, hi, window in windows:
             if any(anchor in window for anchor in anchors):
                 spans.extend(_value_span(m) for m in pattern.finditer(text, lo, hi))
-    merged: list[tuple[int, int]] = []
-    for start, end in sorted(_trimmed(text, s, e) for s, e in spans):
-        if start >= end:
-            continue
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
+    return sorted(span for s, e in spans if (span := _trimmed(text, s, e))[0] < span[1])

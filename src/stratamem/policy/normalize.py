@@ -4,7 +4,10 @@ A model follows ``c u r l``, ``"cu"+"rl"``, ``Y3VybCAt...`` and ``ⅽսrl``
 as readily as ``curl``, so the scanner cannot match the surface text alone.
 :func:`views` returns the text folded (NFKC, format and zero-width characters
 and soft hyphens removed, accents dropped, Cyrillic/Greek/Armenian look-alikes
-mapped to Latin, case folded), repaired (quoted concatenation undone; spaced
+mapped to Latin, every dash and minus sign to ``-``, every space to `` ``,
+look-alike quotes, slashes, full stops, colons and bars to ASCII, case
+folded), the same with soft hyphens and zero-width spaces read as the dash or
+space they may stand for, repaired (quoted concatenation undone; spaced
 letters, letters interleaved with one separator and split lines joined),
 decoded (base64, base32, hex, URL-encoding, ``\\u``/``\\x`` escapes, HTML
 entities; also inside the rot13 and reversed text; nested up to
@@ -30,9 +33,9 @@ from collections import deque
 from collections.abc import Iterator
 from urllib.parse import unquote
 
-from .confusables import CONFUSABLES, INVISIBLE
+from .confusables import CONFUSABLES, INVISIBLE, LINE_BREAKS, PUNCTUATION, SEPARATING_INVISIBLES
 
-__all__ = ["CHUNK_CHARS", "MAX_DEPTH", "MAX_VIEWS", "chunks", "fold", "views"]
+__all__ = ["CHUNK_CHARS", "MAX_DEPTH", "MAX_VIEWS", "chunks", "fold", "fold_positions", "separated", "views"]
 
 MAX_VIEWS = 24
 MAX_DEPTH = 2
@@ -51,14 +54,16 @@ class _FoldTable(dict[int, str | None]):
         value: str | None
         if char in "\n\t":
             value = char
-        elif char == "\r":
+        elif char == "\r" or code in LINE_BREAKS:
             value = "\n"
         elif category in ("Cf", "Mn", "Me", "Cc", "Cs", "Co", "Cn") or code in INVISIBLE:
             value = None
         elif category.startswith("Z"):
             value = " "
+        elif category == "Pd":  # every dash: a key or a PEM armour line written with en dashes is still one
+            value = "-"
         else:
-            value = CONFUSABLES.get(char, char)
+            value = PUNCTUATION.get(char) or CONFUSABLES.get(char, char)
         self[code] = value
         return value
 
@@ -74,6 +79,55 @@ def strip_invisible(text: str) -> str:
 def fold(text: str) -> str:
     """What a reader sees: compatibility forms, invisibles, accents, look-alikes and case folded away."""
     return strip_invisible(text).casefold()
+
+
+def separated(text: str) -> str:
+    """``text`` with each invisible that may stand for a separator (soft hyphen, zero-width space) as it.
+
+    :func:`fold` removes them, which joins ``cu\u00adrl`` into ``curl`` but turns ``sk\u00adproj\u00ad...``
+    into ``skproj...``; the scanner and the scrubber look at both readings. Maps one character to one, so
+    positions in the result are positions in ``text``.
+    """
+    return text.translate(SEPARATING_INVISIBLES)
+
+
+_ONE_BY_ONE: dict[str, str] = {}
+
+
+def fold_positions(text: str) -> tuple[str, list[int]] | None:
+    """``text`` folded like :func:`strip_invisible` (case kept) character by character, with the position in
+    ``text`` each folded character came from (one more entry: ``len(text)``); ``None`` when folding
+    changes nothing.
+
+    For finding spans in the folded text and masking them in the original (``credentials``). Only
+    characters outside printable ASCII are looked at one by one; NFKC of a lone character may differ from
+    NFKC in context (a base letter and a combining mark), which only matters for letters, never for the
+    dashes, spaces and punctuation the patterns need.
+    """
+    pieces: list[str] = []
+    origin: list[int] = []
+    last = 0
+    changed = False
+    for match in _NOT_PRINTABLE_ASCII.finditer(text):
+        start = match.start()
+        pieces.append(text[last:start])
+        origin.extend(range(last, start))
+        char = match.group(0)
+        folded = _ONE_BY_ONE.get(char)
+        if folded is None:
+            folded = _ONE_BY_ONE.setdefault(char, strip_invisible(char))
+        changed = changed or folded != char
+        pieces.append(folded)
+        origin.extend([start] * len(folded))
+        last = start + 1
+    if not changed:
+        return None
+    pieces.append(text[last:])
+    origin.extend(range(last, len(text) + 1))
+    return "".join(pieces), origin
+
+
+_NOT_PRINTABLE_ASCII = re.compile(r"[^\x20-\x7e\n\t]")
 
 
 # ---------------------------------------------------------------------------- repairs
@@ -325,6 +379,8 @@ def views(
         plain = raw if shortcuts and raw.isascii() and raw.isprintable() else strip_invisible(raw)
         folded = plain.casefold()
         add(folded)
+        if not (shortcuts and raw.isascii()) and (spelled := separated(raw)) != raw:
+            add(fold(spelled))
         if shortcuts and "\n" not in folded:  # the newline argument is all that tells the three repairs apart
             joined_space = repair(folded, " ") if _repairable(folded) else folded
             add(joined_space)

@@ -10,7 +10,8 @@ as REST; errors come back as ``isError`` results in the CONTRACT's shape.
 On stdio (``stratamem mcp --turns``) the same tools are served beside the
 memory tools of the one session the process acts in: ``session_id`` may be
 left out (it is that session), and any other id is NOT_FOUND, as for a
-session of another principal over HTTP.
+session of another principal over HTTP (a ``transcript_id`` naming any
+other session reads as one that does not exist, as over HTTP).
 """
 
 from __future__ import annotations

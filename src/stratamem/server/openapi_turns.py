@@ -156,7 +156,8 @@ def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
                     o._query(
                         "transcript_id",
                         {"type": "string"},
-                        "Another session of this agent (e.g. before a reset)",
+                        "Another session this token may use (e.g. before a reset); any other id reads "
+                        "as an empty transcript, exactly like one that does not exist",
                     ),
                 ],
             )

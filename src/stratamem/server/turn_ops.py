@@ -3,10 +3,12 @@
 Each operation is blocking (call it through ``state.blocking``), takes the
 caller's principal, a session id the principal owns (``state.session_for``:
 another principal's session is NOT_FOUND) and a decoded JSON object, and
-returns a JSON-ready dict. Nothing is kept between requests but a bounded
-cache of rendered memory blocks: a turn is found again by its id (the
-position of its user message) with ``Turn.resume``, so any worker of any
-process can serve the next call, and a turn ends at most once.
+returns a JSON-ready dict. Nothing is kept between requests: a turn is found
+again by its id (the position of its user message) with ``Turn.resume``, so
+any worker of any process can serve the next call, and a turn ends at most
+once. Not even a rendered memory block is kept: each prompt recalls anew
+(``Turn.messages``), so a memory deleted, purged or expired since — by any
+process, the CLI's ``purge`` and the console included — is never served again.
 
 Turn settings (token budget, prices, spending budget, recall bounds) are the
 operator's (``ServerState.turn_settings``); a request may only choose the
@@ -15,14 +17,12 @@ origin, a system prompt, and a smaller history budget.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import ValidationError
+from ..errors import NotFound, ValidationError
 from ..session import Session
-from ..turn import ToolCallRequest, ToolResult, Transcript, Turn, TurnSettings
+from ..turn import Message, ToolCallRequest, ToolResult, Transcript, Turn, TurnSettings
 from ..turn.costs import BudgetReport
 from .principals import Principal
 
@@ -41,7 +41,6 @@ MAX_SYSTEM_PROMPT_CHARS = 100_000
 MAX_OUTPUT_CHARS = (
     16 * 1024 * 1024
 )  # larger tool output is refused; anything below is truncated to the limits
-CONTEXT_CACHE = 1024
 
 
 class TurnOps:
@@ -50,25 +49,28 @@ class TurnOps:
     def __init__(self, state: TurnState, settings: TurnSettings | None = None) -> None:
         self.state = state
         self.settings = settings or TurnSettings()
-        self._contexts: OrderedDict[tuple[str, int], str] = OrderedDict()
-        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ plumbing
 
     def _session(self, principal: Principal, session_id: str) -> Session:
         return self.state.session_for(principal, session_id)
 
+    def _usable(self, principal: Principal, session_id: object) -> bool:
+        """Whether a session id another part of the request names is one the principal may use."""
+        if not isinstance(session_id, str):
+            return False  # not an id at all: the transcript read refuses it as such
+        try:
+            self.state.session_for(principal, session_id)
+        except NotFound:
+            return False
+        return True
+
     def _turn(self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]) -> Turn:
-        turn = Turn.resume(
+        return Turn.resume(
             self._session(principal, session_id),
             _int(turn_id, "turn_id"),
             **self._options(principal, body, origin=False),
         )
-        with self._lock:
-            cached = self._contexts.get((session_id, turn.id or 0))
-        if cached is not None:
-            turn._context = cached
-        return turn
 
     def _options(self, principal: Principal, body: dict[str, Any], *, origin: bool) -> dict[str, Any]:
         settings = self.settings
@@ -89,18 +91,9 @@ class TurnOps:
             options["origin"] = body.get("origin", "interactive")
         return options
 
-    def _remember(self, session_id: str, turn: Turn) -> None:
-        if turn._context is None or turn.id is None:
-            return
-        with self._lock:
-            self._contexts[(session_id, turn.id)] = turn._context
-            self._contexts.move_to_end((session_id, turn.id))
-            while len(self._contexts) > CONTEXT_CACHE:
-                self._contexts.popitem(last=False)
-
     @staticmethod
-    def _prompt(turn: Turn) -> dict[str, Any]:
-        messages = [m.to_dict() for m in turn.messages()]
+    def _prompt(turn: Turn, prompt: list[Message] | None = None) -> dict[str, Any]:
+        messages = [m.to_dict() for m in (turn.messages() if prompt is None else prompt)]
         trim = turn.last_trim.to_dict() if turn.last_trim else None
         return {
             "turn_id": turn.id,
@@ -119,17 +112,12 @@ class TurnOps:
             raise ValidationError("user_message is required (a string)")
         options = self._options(principal, body, origin=True)
         turn = Turn(self._session(principal, session_id), options.pop("origin"), **options)
-        turn.begin(message)
-        self._remember(session_id, turn)
-        return self._prompt(turn)
+        return self._prompt(turn, turn.begin(message))
 
     def prompt(
         self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]
     ) -> dict[str, Any]:
-        turn = self._turn(principal, session_id, turn_id, body)
-        answer = self._prompt(turn)
-        self._remember(session_id, turn)
-        return answer
+        return self._prompt(self._turn(principal, session_id, turn_id, body))
 
     def tool_calls(
         self, principal: Principal, session_id: str, turn_id: object, body: dict[str, Any]
@@ -203,18 +191,21 @@ class TurnOps:
             raise ValidationError("content is required (the final assistant message)")
         turn = self._turn(principal, session_id, turn_id, {})
         turn.end(content)
-        with self._lock:
-            self._contexts.pop((session_id, turn.id or 0), None)
         return {"turn_id": turn.id, "state": turn.state}
 
     def transcript(self, principal: Principal, session_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        """A range of a transcript (default: the session's own), as the session may see it."""
+        """A range of a transcript (default: the session's own), as the session may see it.
+
+        A transcript is its session's: ``transcript_id`` passes the same
+        ownership rule as the path's session (``session_for``), and one the
+        principal may not use reads exactly as one that does not exist.
+        """
         start = _int(body.get("start", 0), "start")
         limit = _int(body.get("limit", 100), "limit")
+        session = self._session(principal, session_id)
         transcript_id = body.get("transcript_id")
-        rows, total = Transcript(self._session(principal, session_id)).page(
-            start, max(1, limit), transcript_id
-        )
+        named = transcript_id is None or self._usable(principal, transcript_id)
+        rows, total = Transcript(session).page(start, max(1, limit), transcript_id, named=named)
         end = start + len(rows)
         return {
             "messages": [r.to_dict() for r in rows],

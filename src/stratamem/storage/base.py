@@ -103,10 +103,11 @@ class Backend(Protocol):
         limit: int,
         since: TailMark | None,
     ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]: ...
+    # ``transcript_id`` None: one the caller may not name; read as one that does not exist (audited the same)
     def read_messages(
         self,
         session_id: str,
-        transcript_id: str,
+        transcript_id: str | None,
         start: int | None,
         limit: int,
         now: datetime,

@@ -24,6 +24,7 @@ from .pg_rows import dec, enc
 from .rows import one_row, to_us
 from .turn_rows import (
     MESSAGE_COLUMNS,
+    UNNAMED,
     USAGE_COLUMNS,
     MessageDraft,
     Query,
@@ -137,15 +138,19 @@ def _tail(
 def read_messages(
     b: PostgresBackend,
     session_id: str,
-    transcript_id: str,
+    transcript_id: str | None,
     start: int | None,
     limit: int,
     now: datetime,
     since: TailMark | None = None,
 ) -> TranscriptPage:
+    """As ``sqlite_turns.read_messages``: ``transcript_id`` None reads as a transcript that does not exist."""
+
     def body(conn: psycopg.Connection) -> TranscriptPage:
         record = b._bound_session(conn, session_id)
-        if start is None:
+        if transcript_id is None:
+            page = UNNAMED
+        elif start is None:
             page = _tail(conn, record, transcript_id, limit, since)
         else:
             scope = (enc(transcript_id), record.agent_id, int(record.taint))

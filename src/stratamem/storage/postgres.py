@@ -640,7 +640,7 @@ class PostgresBackend:
     def read_messages(
         self,
         session_id: str,
-        transcript_id: str,
+        transcript_id: str | None,
         start: int | None,
         limit: int,
         now: datetime,

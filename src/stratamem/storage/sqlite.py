@@ -545,7 +545,7 @@ class SQLiteBackend:
     def read_messages(
         self,
         session_id: str,
-        transcript_id: str,
+        transcript_id: str | None,
         start: int | None,
         limit: int,
         now: datetime,

@@ -18,6 +18,7 @@ from ..levels import Level
 from .rows import to_us
 from .turn_rows import (
     MESSAGE_COLUMNS,
+    UNNAMED,
     USAGE_COLUMNS,
     MessageDraft,
     Query,
@@ -135,7 +136,7 @@ def _tail(
 def read_messages(
     b: SQLiteBackend,
     session_id: str,
-    transcript_id: str,
+    transcript_id: str | None,
     start: int | None,
     limit: int,
     now: datetime,
@@ -144,10 +145,13 @@ def read_messages(
     """Positions ``start .. start+limit`` of what the reader may see of ``transcript_id``.
 
     ``start`` None: the last ``limit`` (only those after ``since`` when the reader holds the rest).
+    ``transcript_id`` None: a transcript the caller may not name (``turn_rows.UNNAMED``).
     """
     with b._errors(), b._tx(write=False) as conn:
         record = b._session(conn, session_id)
-        if start is None:
+        if transcript_id is None:
+            page = UNNAMED
+        elif start is None:
             page = _tail(conn, record, transcript_id, limit, since)
         else:
             rows, total = range_rows(

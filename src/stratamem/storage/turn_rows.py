@@ -97,6 +97,11 @@ class TranscriptPage:
     delta: bool = False
 
 
+# What a read of a transcript the caller may not name returns (another principal's, or none at all: the
+# server cannot tell them apart, so neither can the caller): nothing, audited like any other read.
+UNNAMED = TranscriptPage((), 0)
+
+
 @dataclass(frozen=True, slots=True)
 class TailMark:
     """What a reader already holds of its own transcript: how many visible messages, the newest row id.

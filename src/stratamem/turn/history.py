@@ -109,13 +109,16 @@ class Transcript:
         return self._backend.append_messages(self.session.id, drafts, self.session.store.now())
 
     def page(
-        self, start: int = 0, limit: int = 100, transcript_id: str | None = None
+        self, start: int = 0, limit: int = 100, transcript_id: str | None = None, *, named: bool = True
     ) -> tuple[list[StoredMessage], int]:
         """Positions ``start .. start+limit`` of a transcript as this session may see it, and the total.
 
         ``transcript_id`` (another session's id, e.g. the one before a reset)
         reads that transcript: only the own agent's messages at levels <= the
         live taint; an unknown id and one with nothing visible look the same.
+        ``named=False``: the caller may not name that transcript (a server's
+        principal does not own its session); it reads exactly as an unknown
+        id, after the same checks.
         """
         if isinstance(start, bool) or not isinstance(start, int) or start < 0:
             raise ValidationError("start must be an integer >= 0")
@@ -125,7 +128,7 @@ class Transcript:
         if not isinstance(target, str) or not 0 < len(target) <= 256:
             raise ValidationError("transcript_id must be a session id")
         result = self._backend.read_messages(
-            self.session.id, target, start, min(limit, MAX_PAGE), self.session.store.now()
+            self.session.id, target if named else None, start, min(limit, MAX_PAGE), self.session.store.now()
         )
         return [StoredMessage.of(m) for m in result.messages], result.total
 
