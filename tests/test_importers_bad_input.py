@@ -84,7 +84,7 @@ ENTITY = '{"type": "entity", "name": "Sam", "entityType": "person", "observation
         (
             ENTITY
             + '\n{"type": "entity", "name": "A", "name": "B", "entityType": "t", "observations": []}\n',
-            ["line 2: not valid JSON (duplicate key 'name' at column 33)"],
+            ["line 2: not valid JSON at line 2 column 33: duplicate key 'name'"],
         ),
         (ENTITY + "\n" + ENTITY.replace("person", "project") + "\n", ["line 2", "'Sam' repeats line 1"]),
         (ENTITY + '\n{"type": "relation", "from": "Sam", "to"', ["line 2", "not valid JSON"]),
@@ -120,7 +120,7 @@ LINE = '{"key": "k", "content": "c", "level": "PUBLIC", "agent_id": "main"}'
     [
         (
             LINE + '\n{"key": "a", "key": "b", "content": "c", "level": "PUBLIC", "agent_id": "main"}\n',
-            ["line 2: not valid JSON (duplicate key 'key' at column 14)"],
+            ["line 2: not valid JSON at line 2 column 14: duplicate key 'key'"],
         ),
         (
             LINE + "\n" + LINE.replace('"c"', '"d"') + "\n",

@@ -16,6 +16,8 @@ from typing import IO, Any
 from .errors import ValidationError
 from .levels import Level
 from .models import Memory
+from .strict_json import DuplicateKey as DuplicateKey  # re-exported: importers and tests name it here
+from .strict_json import read_json as strict_json
 from .validation import (
     check_agent_id,
     check_category,
@@ -39,94 +41,20 @@ def _time(value: object, field: str) -> datetime:
     return parse_time(value, field, naive_is_utc=False)
 
 
-class DuplicateKey(ValueError):
-    """A JSON object names one key twice; ``lineno``/``colno`` locate the second one."""
+def json_object(text: str, line: int = 1) -> dict[str, Any]:
+    """One JSON Lines line (line ``line`` of its file) as an object, or a ValidationError saying why.
 
-    def __init__(self, key: str, lineno: int = 0, colno: int = 0) -> None:
-        where = f"line {lineno} column {colno}: " if lineno else ""
-        super().__init__(f"{where}duplicate key {key!r}")
-        self.key, self.lineno, self.colno = key, lineno, colno
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise DuplicateKey(key)
-        out[key] = value
-    return out
-
-
-def _string_end(text: str, start: int) -> int:
-    """The index just past the JSON string that opens at ``start``."""
-    i = start + 1
-    while text[i] != '"':
-        i += 2 if text[i] == "\\" else 1
-    return i + 1
-
-
-def _locate_duplicate(text: str) -> DuplicateKey | None:
-    """Where the first repeated key is, in JSON that parses otherwise (only on the error path).
-
-    A plain scan: objects on a stack with the keys seen so far; a string right after ``{`` or an
-    object's ``,`` is a key.
+    Read by ``strict_json.read_json``, the reader of every body and import (a repeated key, NaN,
+    a lone surrogate or deep nesting refused, located).
     """
-    objects: list[set[str] | None] = []  # None: an array
-    expect_key, i = False, 0
-    while i < len(text):
-        char = text[i]
-        if char == '"':
-            end = _string_end(text, i)
-            keys = objects[-1] if objects else None
-            if expect_key and keys is not None:
-                key = json.loads(text[i:end])
-                if key in keys:
-                    return DuplicateKey(key, text.count("\n", 0, i) + 1, i - text.rfind("\n", 0, i))
-                keys.add(key)
-                expect_key = False
-            i = end
-            continue
-        if char in "{[":
-            objects.append(set() if char == "{" else None)
-            expect_key = char == "{"
-        elif char in "}]" and objects:
-            objects.pop()
-        elif char == ",":
-            expect_key = bool(objects) and objects[-1] is not None
-        i += 1
-    return None
-
-
-def strict_json(text: str) -> Any:
-    """``json.loads`` that refuses a key repeated in any object (``DuplicateKey``, with its position).
-
-    Python's parser keeps the last of two values silently; an import that keeps one of two contents
-    loses the other without saying so, so every imported file is read with this.
-    """
-    try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except DuplicateKey as exc:
-        raise _locate_duplicate(text) or exc from None
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """One JSON Lines line as an object, or a ValidationError that says what is wrong with it."""
-    try:
-        data = strict_json(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise ValidationError("not valid JSON (nested too deeply)") from None
-    except DuplicateKey as exc:
-        at = f" at column {exc.colno}" if exc.colno else ""
-        raise ValidationError(f"not valid JSON (duplicate key {exc.key!r}{at})") from None
+    data = strict_json(text, first_line=line)
     if not isinstance(data, dict):
         raise ValidationError("each line must be a JSON object")
     return data
 
 
-def parse_line(text: str, max_content_bytes: int) -> Memory:
-    data = json_object(text)
+def parse_line(text: str, max_content_bytes: int, line: int = 1) -> Memory:
+    data = json_object(text, line)
     missing = [f for f in ("key", "content", "level", "agent_id") if f not in data]
     if missing:
         raise ValidationError(f"missing field(s): {', '.join(missing)}")
@@ -141,7 +69,7 @@ def parse_line(text: str, max_content_bytes: int) -> Memory:
         key=check_key(data["key"]),
         content=check_content(data["content"], max_content_bytes),
         level=Level.parse(data["level"]),
-        tags=check_tags(data.get("tags") or ()),
+        tags=check_tags(data.get("tags")),  # a list of strings, as a save takes it: not an object, not false
         category=check_category(data.get("category", "core")),
         agent_id=check_agent_id(data["agent_id"]),
         session_id=session_id,
@@ -175,11 +103,11 @@ def read_records(stream: IO[str], max_content_bytes: int) -> tuple[list[Memory],
             continue
         try:
             if '"record"' in line:
-                data = json_object(line)
+                data = json_object(line, number)
                 if "record" in data:
                     turns.append(parse_turn_record(data))
                     continue
-            memory = parse_line(line, max_content_bytes)
+            memory = parse_line(line, max_content_bytes, number)
             version = (memory.agent_id, memory.level, memory.key)
             if version in seen:
                 raise ValidationError(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from .errors import ValidationError
@@ -82,11 +82,16 @@ def check_tag(tag: object) -> str:
 
 
 def check_tags(tags: object) -> tuple[str, ...]:
+    """Tags as a list (any iterable from Python) of strings.
+
+    A mapping is refused, not read as its keys: a JSON object in ``tags`` would otherwise become
+    tags on one surface and an error on another.
+    """
     if tags is None:
         return ()
     if isinstance(tags, (tuple, list)):  # the usual case, without the ABC check below
         pass
-    elif isinstance(tags, str) or not isinstance(tags, Iterable):
+    elif isinstance(tags, (str, bytes, Mapping)) or not isinstance(tags, Iterable):
         raise ValidationError("tags must be a list of strings")
     out: list[str] = []
     for tag in tags:

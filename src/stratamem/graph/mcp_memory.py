@@ -28,8 +28,8 @@ def relation(edge: Edge) -> dict[str, Any]:
     return {"from": edge.source, "to": edge.target, "relationType": edge.relation}
 
 
-def parse_line(text: str, max_content_bytes: int) -> NodeDraft | EdgeDraft:
-    data = json_object(text)
+def parse_line(text: str, max_content_bytes: int, line: int = 1) -> NodeDraft | EdgeDraft:
+    data = json_object(text, line)
     kind = data.get("type")
     if kind == "entity":
         for field in ("name", "entityType"):
@@ -58,7 +58,7 @@ def parse_lines(
         if not line.strip():
             continue
         try:
-            item = parse_line(line, max_content_bytes)
+            item = parse_line(line, max_content_bytes, number)
             if isinstance(item, NodeDraft) and item.name in known:
                 raise ValidationError(f"entity {item.name!r} repeats line {known[item.name]}")
         except StratamemError as exc:

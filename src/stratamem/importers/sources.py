@@ -8,7 +8,6 @@ with its position so one run shows them all — and nothing is imported.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..levels import Level
 from ..models import Memory
-from ..transfer import DuplicateKey, strict_json
+from ..strict_json import JsonRefused, read_json
 from ..validation import check_agent_id, check_category, check_content, check_key, check_tags, parse_time
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # one source file
@@ -76,17 +75,11 @@ def read_text(path: Path, shown: str | None = None) -> str:
 
 
 def load_json(text: str, name: str) -> Any:
-    """Strict JSON: positions on syntax errors, duplicate keys refused."""
+    """The strict reader of every body and import, its refusal naming the file."""
     try:
-        return strict_json(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(
-            f"{name} line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})"
-        ) from None
-    except RecursionError:
-        raise ValidationError(f"{name}: not valid JSON (nested too deeply)") from None
-    except DuplicateKey as exc:
-        raise ValidationError(f"{name} {exc}" if exc.lineno else f"{name}: {exc}") from None
+        return read_json(text)
+    except JsonRefused as exc:
+        raise exc.located(name) from None
 
 
 def memory(
@@ -118,15 +111,24 @@ def memory(
 
 
 def tag_list(value: object) -> list[str]:
-    """Tags as notes write them: a list, or one string of comma/space separated tags; ``#`` dropped."""
+    """Tags as notes write them: a list of strings, or one string of comma/space separated tags; ``#`` dropped.
+
+    Anything else (an object, a number, a boolean, a list holding one) is refused as a save refuses
+    it, rather than turned into tags by ``str()``.
+    """
     if value is None:
         return []
-    items = value if isinstance(value, list) else str(value).replace(",", " ").split()
+    if isinstance(value, str):
+        items: list[object] = list(value.replace(",", " ").split())
+    elif isinstance(value, list):
+        items = value
+    else:
+        raise ValidationError("tags must be a list of strings")
     tags = []
     for item in items:
-        if not isinstance(item, str | int | float) or isinstance(item, bool):
-            raise ValidationError("tags must be strings")
-        tag = str(item).strip().lstrip("#")
+        if not isinstance(item, str):
+            raise ValidationError("tags must be a list of strings")
+        tag = item.strip().lstrip("#")
         if tag:
             tags.append(tag)
     return tags

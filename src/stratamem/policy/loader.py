@@ -9,13 +9,13 @@ YAML needs PyYAML (``pip install stratamem[policy]``); JSON needs nothing.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
+from ..strict_json import JsonRefused, read_json
 from .model import Action, Condition, HookPoint, Operator, Rule
 
 RULE_FIELDS = frozenset({"id", "priority", "hook", "conditions", "action", "message"})
@@ -116,8 +116,9 @@ def load_rules(source: str | Path | Iterable[Mapping[str, Any]]) -> list[Rule]:
             raise ValidationError(f"cannot read rules from {path}: {exc.strerror}") from None
         if path.suffix.lower() == ".json":
             try:
-                return rules_from_data(json.loads(text))
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"rules are not valid JSON: {exc}") from None
+                data = read_json(text)  # a repeated key would silently drop one of two rule fields
+            except JsonRefused as exc:
+                raise exc.located(f"rules file {path}") from None
+            return rules_from_data(data)
         return rules_from_yaml(text)
     return rules_from_data(list(source))

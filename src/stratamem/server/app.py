@@ -28,6 +28,7 @@ from .auth import BearerAuth
 from .console import ConsoleApi
 from .console_openapi import console_paths
 from .mcp_http import McpEndpoint, http_resolver
+from .mcp_strict import StrictBodies
 from .mcp_tools import build_mcp_server
 from .mcp_turns import TurnMcpEndpoint, build_turn_server
 from .openapi import document
@@ -112,9 +113,9 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
             yield
 
     routes = [
-        Route("/mcp", McpEndpoint(state, manager)),
+        Route("/mcp", StrictBodies(McpEndpoint(state, manager))),
         *RestApi(state).routes(),
-        Route("/mcp-turns", TurnMcpEndpoint(turn_manager)),
+        Route("/mcp-turns", StrictBodies(TurnMcpEndpoint(turn_manager))),
         *TurnApi(state, ops).routes(),
         *ConsoleApi(state).routes(),
         Route("/openapi.json", openapi_json, methods=["GET"]),

@@ -14,7 +14,6 @@ Every session id is checked against the caller's principal
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .. import shapes
+from .. import shapes, strict_json
 from ..errors import NotFound, StratamemError, ValidationError
 from ..levels import Level
 from ..tools import definitions, mcp_memory
@@ -79,7 +78,11 @@ endpoint = guard(from_exception)  # the CONTRACT's error bodies and statuses
 
 
 async def read_json(request: Request, limit: int) -> dict[str, Any]:
-    """The request body as a JSON object (``{}`` when empty), or VALIDATION_ERROR."""
+    """The request body as a JSON object (``{}`` when empty), or VALIDATION_ERROR.
+
+    Read by ``strict_json.read_json``, as every import and MCP message is: a repeated key, NaN,
+    a lone surrogate, invalid UTF-8 or deep nesting is refused with the position named.
+    """
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(f"the request body is larger than {limit} bytes")
@@ -94,11 +97,9 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise ValidationError("the request body is not valid JSON") from None
-    except RecursionError:
-        raise ValidationError("the request body is nested too deeply") from None
+        data = strict_json.read_json(raw, max_bytes=limit)
+    except strict_json.JsonRefused as exc:
+        raise exc.located("request body") from None
     if not isinstance(data, dict):
         raise ValidationError("the request body must be a JSON object")
     return data

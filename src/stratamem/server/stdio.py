@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from mcp.server.stdio import stdio_server
@@ -34,6 +34,7 @@ from ..session import Session
 from ..store import Store
 from ..tools.specs import PROFILES, TRIGGERFISH
 from .config import PolicySettings, ServerConfig
+from .mcp_strict import StrictLines
 from .mcp_tools import Caller, ExtraTools, build_mcp_server
 from .mcp_turns import stdio_turn_tools
 from .turn_config import TurnConfig
@@ -146,7 +147,9 @@ async def _serve(caller: Caller, extra: ExtraTools | None) -> None:
         return caller  # one process, one session: the operator's
 
     server = build_mcp_server(resolve, extra)
-    async with stdio_server() as (read_stream, write_stream):
+    lines = StrictLines(sys.stdin.buffer)  # every message through the strict JSON reader first
+    async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+        lines.answer_to(write_stream)
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 

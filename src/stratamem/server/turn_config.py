@@ -36,7 +36,6 @@ turn could be billed at zero.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..retention import Retention
+from ..strict_json import JsonRefused, read_json
 from ..turn.costs import Budget, ModelPrice
 from ..turn.runtime import TurnSettings
 
@@ -155,9 +155,9 @@ def parse_turn_config(
     prices = _prices(source, "turns.prices", turns.get("prices", {}))
     if env.get(ENV_PREFIX + "PRICES"):
         try:
-            table = json.loads(env[ENV_PREFIX + "PRICES"])
-        except ValueError:
-            raise ValidationError(f"{ENV_PREFIX}PRICES must be a JSON object of models") from None
+            table = read_json(env[ENV_PREFIX + "PRICES"])  # a model priced twice is refused, not last-wins
+        except JsonRefused as exc:
+            raise exc.located(f"{ENV_PREFIX}PRICES") from None
         prices = _prices(None, f"{ENV_PREFIX}PRICES", table)
     budget: dict[str, Any] = {}
     for key, env_name in (
