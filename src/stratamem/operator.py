@@ -26,6 +26,7 @@ from .audit import AuditDraft
 from .errors import NotFound, PolicyBlocked, ValidationError
 from .levels import Level
 from .models import Memory
+from .scope import ALL
 from .session import Session
 from .storage import console_sql
 from .storage.base import T
@@ -178,11 +179,16 @@ class OperatorView:
         return session
 
     def search(self, agent_id: str, query: str, max_results: int = 10) -> list[PlaygroundHit]:
-        """Search as ``agent_id`` would at the console's clearance, with the matched terms of each hit."""
+        """Search as ``agent_id`` would at the console's clearance, with the matched terms of each hit.
+
+        The console is the operator's audited view, not an agent's read: it sees every conversation's
+        ``conversation`` memories the clearance allows (``scope.ALL``), where an agent's session sees
+        its own conversation's only.
+        """
         if not isinstance(query, str):
             raise ValidationError("query must be a string")
         session = self.session_at(agent_id, self.clearance)
-        hits = session.search(query, max_results)
+        hits = session.search(query, max_results, conversations=ALL)
         analyzer = self.store.analyzer
         wanted = set(analyzer.query_terms(query[:10_000])) if query.strip() not in ("", "*") else set()
         out = []

@@ -1,25 +1,36 @@
 """Conversation scope: ``conversation`` memories belong to the conversation that wrote them.
 
 The conversation is the stratamem session that saved the memory (the
-memory's ``session_id``; ``reset()`` starts a new one). Two rules, applied on
-top of the store's own lattice filtering (they only ever hide more):
+memory's ``session_id``; ``reset()`` starts a new one). One rule, applied by
+the store to every read a session makes — ``get``, ``list``, ``recent``,
+``search`` in every mode, and so every tool, REST and MCP read, recall into a
+turn, the CLI's reads and the LangGraph store — on top of the lattice (it only
+ever hides more):
 
-- recall into a turn's ``[Memory context]`` injects conversation memories of
-  the turn's own session only;
-- reads from autonomous origins (``cron``, ``daemon``, ``subturn``) — recall
-  and the memory tools alike — see no conversation memories at all: a
-  scheduled job is nobody's conversation.
+- ``own`` (every session read): conversation memories of this session only;
+  another conversation's are absent from the read, exactly as a record above
+  the taint is: they shadow nothing and count in no BM25 statistic;
+- ``none`` (reads from autonomous origins — ``cron``, ``daemon``,
+  ``subturn`` — recall and the memory tools alike): no conversation memories
+  at all, a scheduled job is nobody's conversation;
+- ``all``: every conversation memory the lattice allows. Only the operator's
+  audited views use it (the console's search playground); no tool or
+  transport can ask for it.
 
-Searches over-fetch (the store's maximum page) before filtering, so a scoped
-search still returns up to ``max_results`` hits.
+The backends build the rule into their visible-view SQL (``sqlite_rank.Scope``,
+``pg_search.Scope``) from the fragments below, so no surface can forget it.
+Writes are the lattice's alone: a save or delete at a slot acts on the
+version there whatever its category (the console deletes through the agent's
+own delete).
 """
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from .errors import ValidationError
 from .models import Hit, Memory
 
 if TYPE_CHECKING:
@@ -27,22 +38,57 @@ if TYPE_CHECKING:
 
 CONVERSATION = "conversation"
 AUTONOMOUS_ORIGINS = frozenset({"cron", "daemon", "subturn"})
-_OVERFETCH = 100  # the store's largest page
+
+Conversations = Literal["own", "none", "all"]
+OWN: Conversations = "own"
+NONE: Conversations = "none"
+ALL: Conversations = "all"
+_MODES: tuple[Conversations, ...] = (OWN, NONE, ALL)
 
 
 def is_autonomous(origin: str | None) -> bool:
     return origin in AUTONOMOUS_ORIGINS
 
 
-def in_scope(memory: Memory, session_id: str, origin: str | None) -> bool:
-    """May a read for ``session_id`` from ``origin`` see ``memory`` under the conversation rules?"""
-    if memory.category != CONVERSATION:
-        return True
-    return not is_autonomous(origin) and memory.session_id == session_id
+def for_origin(origin: str | None) -> Conversations:
+    """The conversation scope of a read made from ``origin``."""
+    return NONE if is_autonomous(origin) else OWN
+
+
+def check(conversations: object) -> Conversations:
+    if conversations not in _MODES:
+        raise ValidationError(f"conversations must be one of {', '.join(_MODES)}")
+    return conversations
+
+
+def readable(conversations: Conversations, alias: str, session: str) -> str:
+    """SQL: may the session read the row ``alias``? ``session`` is the placeholder of the reading session's id.
+
+    Written the same for SQLite and PostgreSQL. A conversation memory with no
+    session (imported) belongs to no live conversation: only ``all`` reads it.
+    """
+    if conversations == ALL:
+        return "1 = 1"
+    if conversations == NONE:
+        return f"{alias}.category <> '{CONVERSATION}'"
+    return f"({alias}.category <> '{CONVERSATION}' OR {alias}.session_id = {session})"
+
+
+def unreadable(conversations: Conversations, alias: str, session: str) -> str | None:
+    """SQL: the conversation memories the rule hides (the complement of ``readable``), or None for none.
+
+    Its literal ``category = 'conversation' AND deleted_us IS NULL`` terms, added
+    by the caller, let the ``memories_conversation`` partial index answer it.
+    """
+    if conversations == ALL:
+        return None
+    if conversations == NONE:
+        return f"{alias}.category = '{CONVERSATION}'"
+    return f"{alias}.category = '{CONVERSATION}' AND coalesce({alias}.session_id, '') <> {session}"
 
 
 class ScopedSession:
-    """A session whose reads leave out conversation memories (for autonomous origins).
+    """A session whose reads run under the ``none`` rule (for autonomous origins).
 
     Everything else is the wrapped session's: writes, taint, audit.
     """
@@ -54,24 +100,17 @@ class ScopedSession:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
 
-    def _keep(self, memory: Memory) -> bool:
-        return memory.category != CONVERSATION
-
     def get(self, key: str) -> Memory | None:
-        found = self._session.get(key)
-        return found if found is None or self._keep(found) else None
+        return self._session.get(key, conversations=NONE)
 
-    def list(self, *args: Any, **options: Any) -> list[Memory]:
-        """The session's listing without conversation memories, left out in the store so pages stay exact."""
-        return self._session.list(*args, without_category=CONVERSATION, **options)
+    def list(self, *args: Any, **options: Any) -> builtins.list[Memory]:
+        return self._session.list(*args, conversations=NONE, **options)
 
     def recent(self, *args: Any, **options: Any) -> builtins.list[Memory]:
-        return self._session.recent(*args, without_category=CONVERSATION, **options)
+        return self._session.recent(*args, conversations=NONE, **options)
 
-    def search(self, query: str, max_results: int = 10) -> Sequence[Hit]:
-        limit = max_results if isinstance(max_results, int) and not isinstance(max_results, bool) else 10
-        hits = self._session.search(query, max_results=_OVERFETCH)
-        return [h for h in hits if self._keep(h.memory)][: max(1, min(limit, _OVERFETCH))]
+    def search(self, query: str, max_results: int = 10, mode: str | None = None) -> Sequence[Hit]:
+        return self._session.search(query, max_results, mode, conversations=NONE)
 
 
 def scoped(session: Session, origin: str | None) -> Session | ScopedSession:

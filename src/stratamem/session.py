@@ -18,6 +18,7 @@ from .errors import ValidationError
 from .levels import Level
 from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
+from .scope import OWN, Conversations, check
 from .storage.records import MemoryDraft, SessionRecord
 from .storage.rows import to_us
 from .validation import (
@@ -145,8 +146,11 @@ class Session:
         now = self._store.now()
         return self._backend.save_many(self.id, [item.draft(now) for item in checked], now)
 
-    def get(self, key: str) -> Memory | None:
-        return self._backend.get(self.id, check_key(key), self._store.now())
+    def get(self, key: str, *, conversations: Conversations = OWN) -> Memory | None:
+        """The highest visible version of ``key``; ``conversations``: the conversation scope (``scope.py``)."""
+        return self._backend.get(
+            self.id, check_key(key), self._store.now(), conversations=check(conversations)
+        )
 
     def list(
         self,
@@ -160,6 +164,7 @@ class Session:
         until: datetime | None = None,
         without_tag: str | None = None,
         without_category: str | None = None,
+        conversations: Conversations = OWN,
     ) -> Page:
         """The visible, shadowed view in (agent order, key) order, filtered in the store.
 
@@ -168,7 +173,9 @@ class Session:
         a limit (``paging.DEFAULT_PAGE_SIZE``, at most ``paging.MAX_PAGE_SIZE``).
         The result is a list; ``result.next_cursor`` is the ``cursor`` for the
         next page, ``None`` on the last. ``since``/``until`` bound ``created_at``
-        (inclusive); ``saved_by`` is the saving session's id.
+        (inclusive); ``saved_by`` is the saving session's id. ``conversations``:
+        which conversation memories the view holds (``scope.py``; default: this
+        session's own only).
         """
         if limit is not None:
             if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -187,7 +194,7 @@ class Session:
             limit=limit,
             after=cursor,
         )
-        return self._backend.list(self.id, query, self._store.now())
+        return self._backend.list(self.id, query, self._store.now(), conversations=check(conversations))
 
     def recent(
         self,
@@ -197,6 +204,7 @@ class Session:
         until: datetime | None = None,
         without_tag: str | None = None,
         without_category: str | None = None,
+        conversations: Conversations = OWN,
     ) -> builtins.list[Memory]:
         """The ``limit`` (clamped to 1..100) most recently updated visible memories created in [since, until]."""
         query = ListQuery(
@@ -207,10 +215,22 @@ class Session:
             limit=clamp_max_results(limit),
             newest_first=True,
         )
-        return list(self._backend.list(self.id, query, self._store.now()))
+        return list(self._backend.list(self.id, query, self._store.now(), conversations=check(conversations)))
 
-    def search(self, query: str, max_results: int = 10, mode: str | None = None) -> builtins.list[Hit]:
-        """Best first. ``mode``: ``lexical``, ``semantic`` or ``hybrid``; None = the store's mode."""
+    def search(
+        self,
+        query: str,
+        max_results: int = 10,
+        mode: str | None = None,
+        *,
+        conversations: Conversations = OWN,
+    ) -> builtins.list[Hit]:
+        """Best first. ``mode``: ``lexical``, ``semantic`` or ``hybrid``; None = the store's mode.
+
+        ``conversations``: which conversation memories the view holds (``scope.py``;
+        default: this session's own only), statistics included.
+        """
+        conversations = check(conversations)
         if not isinstance(query, str):
             raise ValidationError("query must be a string")
         limit = clamp_max_results(max_results)
@@ -224,12 +244,18 @@ class Session:
                 chosen, vector = dense
                 try:
                     return self._backend.search(
-                        self.id, terms, limit, self._store.now(), mode=chosen, query=vector
+                        self.id,
+                        terms,
+                        limit,
+                        self._store.now(),
+                        mode=chosen,
+                        query=vector,
+                        conversations=conversations,
                     )
                 except EmbedderError as exc:  # the query's embedding ran while the backend searched
                     if not semantic.failed(exc, mode):
                         raise
-        return self._backend.search(self.id, terms, limit, self._store.now())
+        return self._backend.search(self.id, terms, limit, self._store.now(), conversations=conversations)
 
     def delete(self, key: str) -> Memory:
         return self._backend.delete(self.id, check_key(key), self._store.now())

@@ -19,6 +19,7 @@ from ..audit import AuditDraft
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
+from ..scope import OWN, Conversations
 from ..text import Analyzer
 from .audit_query import AuditQuery
 from .records import MemoryDraft, SessionRecord
@@ -65,8 +66,13 @@ class Backend(Protocol):
         """Every draft saved as ``save`` would, in one transaction, one audit event each; all or nothing."""
         ...
 
-    def get(self, session_id: str, key: str, now: datetime) -> Memory | None: ...
-    def list(self, session_id: str, query: ListQuery, now: datetime) -> Page: ...
+    # ``conversations``: the conversation scope of the read (``stratamem.scope``), part of the visible view
+    def get(
+        self, session_id: str, key: str, now: datetime, conversations: Conversations = OWN
+    ) -> Memory | None: ...
+    def list(
+        self, session_id: str, query: ListQuery, now: datetime, conversations: Conversations = OWN
+    ) -> Page: ...
     def search(
         self,
         session_id: str,
@@ -75,6 +81,7 @@ class Backend(Protocol):
         now: datetime,
         mode: str = "lexical",
         query: QueryVector | None = None,
+        conversations: Conversations = OWN,
     ) -> builtins.list[Hit]: ...
     def delete(self, session_id: str, key: str, now: datetime) -> Memory: ...
 

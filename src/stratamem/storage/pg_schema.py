@@ -302,8 +302,14 @@ V4 = [
 # (pg_vectors); version 7: the operator console pages one agent's versions by (key, level) across every
 # status, live and soft-deleted; version 8: a save in one statement, the server-side ``sm_save`` (pg_save);
 # version 9: ``sm_save`` and the shadowing refresh without per-row work that grows with the store (pg_save_set);
-# version 10: ``sm_save_one``, a single save from one record's scalars with plans made for one row (pg_save_one).
+# version 10: ``sm_save_one``, a single save from one record's scalars with plans made for one row (pg_save_one);
+# version 11: a search finds the conversation memories its conversation scope hides (``stratamem.scope``)
+# without reading the rest of its partitions.
 V7 = ["CREATE INDEX IF NOT EXISTS memories_console ON memories (agent_id, key, level DESC, id)"]
+V11 = [
+    "CREATE INDEX IF NOT EXISTS memories_conversation ON memories (agent_id, level) "
+    "WHERE category = 'conversation' AND deleted_us IS NULL"
+]
 
 MIGRATIONS: list[tuple[int, list[str]]] = [
     (1, V1),
@@ -316,6 +322,7 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (8, pg_save.MIGRATION),
     (9, pg_save_set.MIGRATION),
     (10, pg_save_one.MIGRATION),
+    (11, V11),
 ]
 LATEST = MIGRATIONS[-1][0]
 

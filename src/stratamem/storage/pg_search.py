@@ -19,6 +19,7 @@ import psycopg
 from .. import paging, ranking
 from ..models import Hit, Memory
 from ..paging import ListQuery, Page
+from ..scope import OWN, Conversations, readable, unreadable
 from . import listing as list_sql
 from . import pruning
 from .pg_rows import MEMORY_COLUMNS, row_to_memory
@@ -39,27 +40,41 @@ _CONTRIBUTION = (
 
 
 class Scope:
-    """SQL fragments and parameters for one session's visible view (rows aliased ``d``)."""
+    """SQL fragments and parameters for one session's visible view (rows aliased ``d``).
 
-    def __init__(self, record: SessionRecord, now_us: int) -> None:
+    As ``sqlite_rank.Scope``: the lattice, the conversation scope
+    (``stratamem.scope``) and shadowing by a higher version in the view only.
+    """
+
+    def __init__(self, record: SessionRecord, now_us: int, conversations: Conversations = OWN) -> None:
         self.record = record
         self.agents = list(record.agents)
-        self.params: dict[str, object] = {"lvl": int(record.taint), "now": now_us, "agents": self.agents}
+        self.params: dict[str, object] = {
+            "lvl": int(record.taint),
+            "now": now_us,
+            "agents": self.agents,
+            "csid": record.id,
+        }
         self.in_scope = "d.agent_id = ANY(%(agents)s::text[]) AND d.level <= %(lvl)s AND d.deleted_us IS NULL"
+        self.readable = readable(conversations, "d", "%(csid)s")
         self.visible = f"""{self.in_scope}
-            AND (d.expires_us IS NULL OR d.expires_us > %(now)s)
+            AND (d.expires_us IS NULL OR d.expires_us > %(now)s) AND {self.readable}
             AND (NOT d.shadowable OR NOT EXISTS (
                 SELECT 1 FROM memories h
                 WHERE h.agent_id = d.agent_id AND h.key = d.key AND h.level > d.level
                   AND h.level <= %(lvl)s AND h.deleted_us IS NULL
-                  AND (h.expires_us IS NULL OR h.expires_us > %(now)s)))"""
+                  AND (h.expires_us IS NULL OR h.expires_us > %(now)s)
+                  AND {readable(conversations, "h", "%(csid)s")}))"""
+        # the conversation memories the rule hides in the session's partitions (None: it hides none)
+        hides = unreadable(conversations, "d", "%(csid)s")
+        self.unreadable = None if hides is None else f"{hides} AND d.deleted_us IS NULL"
         self.rank = "array_position(%(agents)s::text[], d.agent_id)"
 
 
 def get(conn: psycopg.Connection, scope: Scope, key: str) -> Memory | None:
     """The highest visible version of ``key``: own agent first, then peers in order."""
     row = conn.execute(
-        f"SELECT {D_COLUMNS} FROM memories d WHERE d.key = %(key)s AND {scope.in_scope} "
+        f"SELECT {D_COLUMNS} FROM memories d WHERE d.key = %(key)s AND {scope.in_scope} AND {scope.readable} "
         f"AND (d.expires_us IS NULL OR d.expires_us > %(now)s) ORDER BY {scope.rank}, d.level DESC LIMIT 1",
         {**scope.params, "key": key},
     ).fetchone()
@@ -86,8 +101,8 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
     """Exact BM25 top-k over the visible view, as ``sqlite_rank.ranked`` computes it.
 
     One statement gathers the view's statistics: ``hidden`` (live versions in
-    the session's partitions that it cannot see: expired, or shadowed by a
-    higher visible version), document count and total length from
+    the session's partitions that it cannot see: expired, shadowed by a
+    higher visible version, or conversation memories its scope hides), document count and total length from
     ``part_stats`` minus the hidden versions, and each term's document
     frequency from ``term_stats`` minus its hidden postings. Weights are
     computed in Python (``ranking.idf``, as on SQLite) and passed in, and
@@ -97,6 +112,11 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
     """
     unique = list(dict.fromkeys(terms))
     params = {**scope.params, "terms": unique}
+    hidden_conversations = (
+        ""
+        if scope.unreadable is None
+        else f"\n            UNION\n            SELECT d.id, d.length FROM memories d WHERE {scope.unreadable} AND {scope.in_scope}"
+    )
     n_docs, total_len, hidden, found, counts = one_row(
         conn.execute(
             f"""
@@ -105,7 +125,7 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
             WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= %(now)s AND {scope.in_scope}
             UNION
             SELECT d.id, d.length FROM memories d
-            WHERE d.shadowable AND d.deleted_us IS NULL AND {scope.in_scope} AND NOT ({scope.visible})),
+            WHERE d.shadowable AND d.deleted_us IS NULL AND {scope.in_scope} AND NOT ({scope.visible}){hidden_conversations}),
         ps AS (SELECT coalesce(sum(n), 0)::bigint AS n, coalesce(sum(total_len), 0)::bigint AS total
                FROM part_stats WHERE agent_id = ANY(%(agents)s::text[]) AND level <= %(lvl)s),
         hc AS (SELECT count(*)::bigint AS n, coalesce(sum(length), 0)::bigint AS total,

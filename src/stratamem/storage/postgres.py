@@ -57,6 +57,7 @@ from ..errors import (
 from ..levels import Level
 from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
+from ..scope import OWN, Conversations
 from ..text import ANALYZER_VERSION, Analyzer
 from . import (
     graph_sql,
@@ -474,6 +475,7 @@ class PostgresBackend:
         reader: Callable[[psycopg.Connection, pg_search.Scope], T],
         returned: Callable[[T], list[Memory]],
         detail: Callable[[T], dict[str, Any]],
+        conversations: Conversations = OWN,
     ) -> T:
         """Run ``reader`` over the session's visible view, then append its audit event.
 
@@ -485,7 +487,7 @@ class PostgresBackend:
 
         def body(conn: psycopg.Connection) -> tuple[SessionRecord, T]:
             record = self._bound_session(conn, session_id)
-            return record, reader(conn, pg_search.Scope(record, to_us(now)))
+            return record, reader(conn, pg_search.Scope(record, to_us(now), conversations))
 
         record, result = self._read(body)
         memories = returned(result)
@@ -504,7 +506,9 @@ class PostgresBackend:
         )
         return result
 
-    def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
+    def get(
+        self, session_id: str, key: str, now: datetime, conversations: Conversations = OWN
+    ) -> Memory | None:
         return self._observe(
             session_id,
             now,
@@ -512,9 +516,12 @@ class PostgresBackend:
             lambda conn, scope: pg_search.get(conn, scope, key),
             lambda found: [found] if found else [],
             lambda found: {"found": found is not None},
+            conversations,
         )
 
-    def list(self, session_id: str, query: ListQuery, now: datetime) -> Page:
+    def list(
+        self, session_id: str, query: ListQuery, now: datetime, conversations: Conversations = OWN
+    ) -> Page:
         return self._observe(
             session_id,
             now,
@@ -522,6 +529,7 @@ class PostgresBackend:
             lambda conn, scope: pg_search.listing(conn, scope, query),
             lambda found: found,
             lambda found: {"count": len(found), "tag_filter": query.tag is not None},
+            conversations,
         )
 
     def search(
@@ -532,6 +540,7 @@ class PostgresBackend:
         now: datetime,
         mode: str = "lexical",
         query: QueryVector | None = None,
+        conversations: Conversations = OWN,
     ) -> HitList:
         def reader(conn: psycopg.Connection, scope: pg_search.Scope) -> HitList:
             if terms is None:
@@ -548,6 +557,7 @@ class PostgresBackend:
             reader,
             lambda hits: [h.memory for h in hits],
             lambda hits: {"results": len(hits), "terms": len(terms or ()), **extra},
+            conversations,
         )
 
     # ------------------------------------------------------------------ vectors (pg_vectors)

@@ -31,6 +31,7 @@ from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ..paging import ListQuery, Page
 from ..private import create_private_file, match_sidecars
 from ..progress import tracked
+from ..scope import OWN, Conversations, readable
 from ..text import ANALYZER_VERSION, Analyzer
 from . import (
     graph_sql,
@@ -121,6 +122,8 @@ CREATE INDEX IF NOT EXISTS memories_deleted
     ON memories(deleted_us) WHERE deleted_us IS NOT NULL;
 CREATE INDEX IF NOT EXISTS memories_console
     ON memories(agent_id, key, level DESC, id);
+CREATE INDEX IF NOT EXISTS memories_conversation
+    ON memories(agent_id, level) WHERE category = 'conversation' AND deleted_us IS NULL;
 CREATE TABLE IF NOT EXISTS postings (
     term TEXT NOT NULL,
     memory_id INTEGER NOT NULL,
@@ -484,16 +487,19 @@ class SQLiteBackend:
             self._append_many(conn, [save_event(record, m) for m in stored], now)
             return stored
 
-    def get(self, session_id: str, key: str, now: datetime) -> Memory | None:
+    def get(
+        self, session_id: str, key: str, now: datetime, conversations: Conversations = OWN
+    ) -> Memory | None:
         now_us = to_us(now)
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
             found = None
             for agent in record.agents:
                 row = conn.execute(
-                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND key = ? AND level <= ? "
-                    "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > ?) ORDER BY level DESC LIMIT 1",
-                    (agent, key, int(record.taint), now_us),
+                    f"SELECT {MEMORY_COLUMNS} FROM memories d WHERE agent_id = :agent AND key = :key "
+                    "AND level <= :lvl AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > :now) "
+                    f"AND {readable(conversations, 'd', ':csid')} ORDER BY level DESC LIMIT 1",
+                    {"agent": agent, "key": key, "lvl": int(record.taint), "now": now_us, "csid": record.id},
                 ).fetchone()
                 if row:
                     found = row_to_memory(row)
@@ -612,10 +618,12 @@ class SQLiteBackend:
         )
         return count
 
-    def list(self, session_id: str, query: ListQuery, now: datetime) -> Page:
+    def list(
+        self, session_id: str, query: ListQuery, now: datetime, conversations: Conversations = OWN
+    ) -> Page:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
-            scope = Scope(record, to_us(now))
+            scope = Scope(record, to_us(now), conversations)
             sql, extra = listing.listing_sql(listing.SQLITE, query, scope.agents, scope.visible)
             rows = conn.execute(sql, {**scope.params, **extra}).fetchall()
         found = paging.paged([row_to_memory(r) for r in rows], query.limit)
@@ -632,10 +640,11 @@ class SQLiteBackend:
         now: datetime,
         mode: str = "lexical",
         query: QueryVector | None = None,
+        conversations: Conversations = OWN,
     ) -> builtins.list[Hit]:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
-            scope = Scope(record, to_us(now))
+            scope = Scope(record, to_us(now), conversations)
             if terms is None:
                 hits = sqlite_rank.recent(conn, scope, limit)
             elif mode != "lexical" and query is not None:

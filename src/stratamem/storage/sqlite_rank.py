@@ -18,18 +18,26 @@ from typing import Any
 
 from .. import ranking
 from ..models import Hit
+from ..scope import OWN, Conversations, readable, unreadable
 from . import pruning, sqlite_deltas, sqlite_tail
 from .records import SessionRecord
 from .rows import MEMORY_COLUMNS, memory_rows, row_to_memory
 
 
 class Scope:
-    """SQL fragments and parameters for one session's visible view."""
+    """SQL fragments and parameters for one session's visible view.
 
-    def __init__(self, record: SessionRecord, now_us: int) -> None:
+    The view holds the lattice (agents, level, not deleted, not expired), the
+    conversation scope (``stratamem.scope``: ``conversations``) and shadowing
+    by a higher version that is itself in the view — a version the session
+    cannot read shadows nothing.
+    """
+
+    def __init__(self, record: SessionRecord, now_us: int, conversations: Conversations = OWN) -> None:
         self.record = record
         self.agents = record.agents
-        self.params: dict[str, object] = {"lvl": int(record.taint), "now": now_us}
+        self.conversations = conversations
+        self.params: dict[str, object] = {"lvl": int(record.taint), "now": now_us, "csid": record.id}
         names = []
         for i, agent in enumerate(self.agents):
             self.params[f"a{i}"] = agent
@@ -38,14 +46,19 @@ class Scope:
         self.rank = (
             "CASE d.agent_id " + " ".join(f"WHEN :a{i} THEN {i}" for i in range(len(self.agents))) + " END"
         )
+        self.readable = readable(conversations, "d", ":csid")
         self.visible = f"""
             d.agent_id IN ({self.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL
-            AND (d.expires_us IS NULL OR d.expires_us > :now)
+            AND (d.expires_us IS NULL OR d.expires_us > :now) AND {self.readable}
             AND (d.shadowable = 0 OR NOT EXISTS (
                 SELECT 1 FROM memories h
                 WHERE h.agent_id = d.agent_id AND h.key = d.key AND h.level > d.level
                   AND h.level <= :lvl AND h.deleted_us IS NULL
-                  AND (h.expires_us IS NULL OR h.expires_us > :now)))"""
+                  AND (h.expires_us IS NULL OR h.expires_us > :now)
+                  AND {readable(conversations, "h", ":csid")}))"""
+        # the conversation memories the rule hides in the session's partitions (None: it hides none)
+        hides = unreadable(conversations, "d", ":csid")
+        self.unreadable = None if hides is None else f"{hides} AND d.deleted_us IS NULL"
 
 
 def recent(conn: sqlite3.Connection, scope: Scope, limit: int) -> list[Hit]:
@@ -62,8 +75,9 @@ def visible_stats(conn: sqlite3.Connection, scope: Scope) -> tuple[int, int, lis
     """Document count and total length over exactly the session's visible view.
 
     ``part_stats`` counts every live version in the session's partitions;
-    the few that are expired or shadowed for this session are found through
-    two partial indexes, subtracted, and returned so ranking can skip them.
+    those that are expired or shadowed for this session, or conversation
+    memories its conversation scope hides, are found through three partial
+    indexes, subtracted, and returned so ranking can skip them.
     """
     n, total = conn.execute(
         f"SELECT coalesce(sum(n), 0), coalesce(sum(total_len), 0) FROM part_stats "
@@ -76,7 +90,12 @@ def visible_stats(conn: sqlite3.Connection, scope: Scope) -> tuple[int, int, lis
             WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= :now AND +{in_scope}
             UNION
             SELECT d.id, d.length FROM memories d
-            WHERE d.shadowable = 1 AND d.deleted_us IS NULL AND {in_scope} AND NOT ({scope.visible})""",
+            WHERE d.shadowable = 1 AND d.deleted_us IS NULL AND {in_scope} AND NOT ({scope.visible})"""
+        + (
+            ""
+            if scope.unreadable is None
+            else f" UNION SELECT d.id, d.length FROM memories d WHERE {scope.unreadable} AND {in_scope}"
+        ),
         scope.params,
     ).fetchall()
     return n - len(hidden), total - sum(length for _, length in hidden), [mem_id for mem_id, _ in hidden]

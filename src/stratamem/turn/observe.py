@@ -71,8 +71,8 @@ class MemoryRecall(Event):
     suppressed: bool = False
     error: str = ""
     query_summary: str = ""  # scrubbed and cut short (recall.summarize_query)
-    found: int = 0  # hits the store returned, before scope and policy
-    withheld: int = 0  # dropped by conversation scope or policy
+    found: int = 0  # hits the store returned (conversation scope applied), before policy
+    withheld: int = 0  # dropped by policy
     duration_ms: float = 0.0
 
 

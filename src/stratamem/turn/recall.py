@@ -2,13 +2,13 @@
 
 Order, each step only narrowing what the previous one allowed:
 
-1. the store's search for the session (taint, agents, shadowing, noninterference);
-2. conversation scope (``stratamem.scope``): only this session's conversation
-   memories, none for autonomous origins;
-3. ``Policy.prepare_context`` (PRE_CONTEXT_INJECTION): quarantined memories
+1. the store's search for the session (taint, agents, shadowing, noninterference)
+   under its conversation scope (``stratamem.scope``): only this session's
+   conversation memories, none for autonomous origins;
+2. ``Policy.prepare_context`` (PRE_CONTEXT_INJECTION): quarantined memories
    are dropped, operator hooks and rules BLOCK or REDACT each memory, and one
    ``policy.decision`` audit event records the lineage ids injected;
-4. noise, decay, the relevance floor and the size caps (``context``).
+3. noise, decay, the relevance floor and the size caps (``context``).
 
 A prompt block is a convenience, never a requirement: a failing search or
 policy check renders nothing (fail closed) and says so in the event.
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import Hit
 from ..policy.engine import DEFAULT_POLICY, Policy
-from ..scope import in_scope
+from ..scope import for_origin
 from ..text import Analyzer
 from .context import (
     BLOCK_CLOSE,
@@ -53,7 +53,7 @@ class RecallResult:
     block: str
     found: int  # hits the store returned
     injected: int  # entries in the block
-    withheld: int  # dropped by scope or policy
+    withheld: int  # dropped by policy
 
 
 def term_coverage(analyzer: Analyzer, query: str) -> Callable[[Any], float]:
@@ -100,14 +100,15 @@ def recall_block(
         event(entry_count=0, success=True, suppressed=True)
         return RecallResult("", 0, 0, 0)
     try:
-        hits: Sequence[Hit] = session.search(query, max_results=config.search_limit)
-        scoped = [h for h in hits if in_scope(h.memory, session.id, origin_name)]
+        hits: Sequence[Hit] = session.search(
+            query, max_results=config.search_limit, conversations=for_origin(origin_name)
+        )
         allowed = (policy or DEFAULT_POLICY).prepare_context(
-            session, [h.memory for h in scoped], origin=origin_name
+            session, [h.memory for h in hits], origin=origin_name
         )
         by_lineage = {m.lineage_id: m for m in allowed}
         passed = [
-            Hit(by_lineage[h.memory.lineage_id], h.score) for h in scoped if h.memory.lineage_id in by_lineage
+            Hit(by_lineage[h.memory.lineage_id], h.score) for h in hits if h.memory.lineage_id in by_lineage
         ]
         # The term-coverage floor is a lexical measure: a memory found by meaning shares no words with
         # the question by design. In semantic/hybrid stores the model's similarity floor plays its part.
