@@ -13,6 +13,7 @@ one ``migrate`` event appended to the chain.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -22,6 +23,7 @@ from typing import Any
 from .audit import operator_draft
 from .errors import StorageError, ValidationError
 from .extras import require
+from .storage import md_files
 from .storage.rows import one_row
 from .store import MARKDOWN_SCHEME, Store, markdown_location, sqlite_path
 
@@ -35,9 +37,15 @@ def _kind(url: str) -> str:
 
 
 def _sqlite_file(url: str) -> str:
-    """The SQLite file that holds a store's meta: the store itself, or a Markdown store's sidecar."""
+    """The SQLite file that holds a store's meta: the store itself, or a Markdown store's sidecar.
+
+    A Markdown store's sidecar is checked first: a link there is refused, never read through.
+    """
     if url.startswith(MARKDOWN_SCHEME):
-        return str(Path(markdown_location(url)[0]) / ".stratamem" / "index.db")
+        root = os.path.realpath(markdown_location(url)[0])
+        if os.path.isdir(root):
+            md_files.check_sidecar(root)
+        return os.path.join(root, md_files.SIDECAR_DIR, md_files.SIDECAR_DB)
     return sqlite_path(url)
 
 

@@ -27,6 +27,7 @@ added to the SQLite backend work here too.
 from __future__ import annotations
 
 import builtins
+import json
 import logging
 import os
 import sqlite3
@@ -53,6 +54,7 @@ log = logging.getLogger("stratamem.markdown")
 
 DAY_US = 86_400_000_000
 SECTION_CACHE_CHARS = 32 * 1024 * 1024
+Changes = dict[tuple[str, Level, str], tuple[Any, ...] | None]  # see CHANGES
 _DAY = f"CASE WHEN {{r}}.category IN ('daily', 'conversation') THEN ({{r}}.created_us - (({{r}}.created_us % {DAY_US}) + {DAY_US}) % {DAY_US}) / {DAY_US} ELSE 0 END"
 _MARK = "INSERT OR IGNORE INTO md_dirty VALUES ({r}.agent_id, {r}.level, {r}.category, " + _DAY + ");"
 SCHEMA = [
@@ -75,6 +77,28 @@ SCHEMA = [
 ]
 
 
+# Which memory keys one write changed, and the version each had before (None: none live), so that a
+# hand edit landing while the write runs is merged around them. TEMP: on the write connection only.
+_BEFORE = (
+    "CASE WHEN OLD.deleted_us IS NULL THEN json_array(OLD.id, OLD.agent_id, OLD.key, OLD.level, OLD.content, "
+    "OLD.tags, OLD.category, OLD.session_id, OLD.created_us, OLD.updated_us, OLD.lineage_id, OLD.expires_us) END"
+)
+CHANGES = [
+    "CREATE TEMP TABLE IF NOT EXISTS md_changed (agent_id TEXT NOT NULL, level INTEGER NOT NULL, "
+    "key TEXT NOT NULL, before TEXT, PRIMARY KEY (agent_id, level, key)) WITHOUT ROWID",
+    "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_insert AFTER INSERT ON main.memories BEGIN "
+    "INSERT OR IGNORE INTO md_changed VALUES (NEW.agent_id, NEW.level, NEW.key, NULL); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_update AFTER UPDATE OF agent_id, key, level, content, tags, "
+    "category, session_id, created_us, updated_us, lineage_id, expires_us, deleted_us ON main.memories BEGIN "
+    f"INSERT OR IGNORE INTO md_changed VALUES (OLD.agent_id, OLD.level, OLD.key, {_BEFORE}); "
+    "INSERT OR IGNORE INTO md_changed VALUES (NEW.agent_id, NEW.level, NEW.key, NULL); END",
+    "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_delete AFTER DELETE ON main.memories BEGIN "
+    f"INSERT OR IGNORE INTO md_changed VALUES (OLD.agent_id, OLD.level, OLD.key, {_BEFORE}); END",
+]
+MERGE_ROUNDS = 8
+MAX_HELD = 64  # replaced files kept open until the next scan (see ``md_files.replace``)
+
+
 class MarkdownBackend:
     """Implements ``storage.base.Backend`` on a directory of Markdown files plus a SQLite sidecar."""
 
@@ -92,10 +116,15 @@ class MarkdownBackend:
         try:
             make_private_dirs(root)
             self.root = os.path.realpath(root)
-            make_private_dirs(os.path.join(self.root, md_files.SIDECAR_DIR))
-            self._lock = md_files.DirLock(os.path.join(self.root, md_files.SIDECAR_DIR, "lock"))
+            self._sidecar = os.path.join(self.root, md_files.SIDECAR_DIR)
+            self._sidecar_fd = md_files.open_sidecar(self.root)
         except OSError as exc:
             raise StorageError(f"cannot open the Markdown store at {root}: {exc}") from exc
+        try:
+            self._lock = md_files.DirLock(self._sidecar_fd, self._sidecar)
+        except BaseException:
+            os.close(self._sidecar_fd)
+            raise
         self.analyzer = analyzer
         self.clock = clock
         self.max_content_bytes = max_content_bytes
@@ -106,15 +135,26 @@ class MarkdownBackend:
         self._last_scan = float("-inf")
         self._sections: dict[tuple[Any, ...], str] = {}
         self._cached = 0
-        with self._lock.held():
-            self.db = SQLiteBackend(
-                os.path.join(self.root, md_files.SIDECAR_DIR, "index.db"), analyzer, synchronous=synchronous
-            )
-            with self.db._errors(), self.db._tx(write=True) as conn:
-                for statement in SCHEMA:
-                    conn.execute(statement)
-            md_files.sweep_temporaries(self.root)
-            self._settle()
+        self._aside: set[str] = set()  # files holding a hand edit of a key the current write changed
+        self._held: list[md_files.Held] = []  # files replaced by the last write, open until the next scan
+        try:
+            with self._lock.held():
+                self._check_sidecar(create=True)
+                self.db = SQLiteBackend(
+                    os.path.join(self._sidecar, md_files.SIDECAR_DB), analyzer, synchronous=synchronous
+                )
+                self._check_sidecar()  # what SQLite opened by name is still the store's own
+                with self.db._errors(), self.db._tx(write=True) as conn:
+                    for statement in [*SCHEMA, *CHANGES]:
+                        conn.execute(statement)
+                md_files.sweep_temporaries(self.root)
+                self._settle()
+        except BaseException:
+            if "db" in self.__dict__:
+                self.db.close()
+            self._lock.close()
+            os.close(self._sidecar_fd)
+            raise
 
     def __getattr__(self, name: str) -> Any:
         """Everything else is the sidecar's; its public methods see hand edits first, like every read here."""
@@ -139,12 +179,76 @@ class MarkdownBackend:
             self._settle()
         return self.problems[before:]
 
+    def _check_sidecar(self, create: bool = False) -> None:
+        """The sidecar folder and the files SQLite opens there by name are the store's own (lock held).
+
+        SQLite cannot open them through a descriptor, so they are checked
+        before it opens them, right after, and at every scan, before any write.
+        """
+        try:
+            if not md_files.same_folder(self._sidecar, self._sidecar_fd):
+                raise StorageError(
+                    f"refusing {self._sidecar}: it was replaced while the store was open; "
+                    "a Markdown store opens nothing that resolves outside its directory"
+                )
+            md_files.check_sidecar_files(self._sidecar_fd, self._sidecar, create=create)
+        except OSError as exc:
+            raise StorageError(f"cannot open the Markdown store's index in {self._sidecar}: {exc}") from exc
+
     def _settle(self) -> None:
         """Finish any interrupted render, then apply hand edits and render what they changed (lock held)."""
-        self._render()
+        self._release_held()
+        self._check_sidecar()
+        self._flush(None)
         restore = self._reconcile()
-        self._render(restore)
+        self._flush({}, restore)
         self._last_scan = time.monotonic()
+
+    def _release_held(self) -> None:
+        """Close the files the last write replaced; one written to through an old descriptor is kept."""
+        held, self._held = self._held, []
+        for old in held:
+            try:
+                kept = md_files.release(self.root, old)
+            except OSError as exc:
+                log.warning("markdown store: cannot check the replaced %s: %s", old.rel, exc)
+                continue
+            if kept is not None:
+                self._report(
+                    md_files.FileProblem(
+                        old.rel, f"an edit written while the store replaced it was kept as {kept}"
+                    ),
+                    None,
+                )
+
+    def _take_changes(self) -> Changes:
+        """The keys the last write changed, each with the version it had before; starts a new record."""
+        with self.db._errors(), self.db._tx(write=True) as conn:
+            rows = conn.execute("SELECT agent_id, level, key, before FROM temp.md_changed").fetchall()
+            conn.execute("DELETE FROM temp.md_changed")
+        return {
+            (agent, Level(level), key): tuple(json.loads(before)) if before is not None else None
+            for agent, level, key, before in rows
+        }
+
+    def _flush(self, mine: Changes | None, extra: dict[str, tuple[str, Level]] | None = None) -> None:
+        """Render every file the sidecar marked, merging hand edits that land meanwhile (lock held).
+
+        A file edited since the store last read it is not overwritten: with
+        ``mine`` (the keys this write changed) its edit is read and applied like
+        any hand edit, the index keeping ``mine``, and the file rendered again;
+        without it (finishing a killed writer's render: which keys are its is
+        unknown) the edited file is kept as a conflict copy. An editor that keeps
+        changing the file through every round gets a conflict copy too.
+        """
+        for _ in range(MERGE_ROUNDS):
+            stale = self._render(extra, mine)
+            if not stale:
+                return
+            extra = stale
+            if mine is not None:
+                extra = {**stale, **self._reconcile(mine)}
+        self._render(extra, None, last=True)
 
     def _fresh(self) -> None:
         """Before a read: apply hand edits if the last scan is older than ``scan_interval``."""
@@ -161,7 +265,8 @@ class MarkdownBackend:
         log.warning("markdown store: %s", problem)
         return operator_draft("markdown.error", outcome="error", detail=problem.as_dict())
 
-    def _reconcile(self) -> dict[str, tuple[str, Level]]:
+    def _reconcile(self, keep: Changes | None = None) -> dict[str, tuple[str, Level]]:
+        """Apply hand edits to the index (``keep``: keys a running write changed, whose index version wins)."""
         walk = md_files.walk(self.root)
         drafts = [d for p in walk.problems if (d := self._report(p, None))]
         with self.db._errors(), self.db._tx(write=False) as conn:
@@ -209,7 +314,8 @@ class MarkdownBackend:
             return {}
         now = self.clock()
         with self.db._errors(), self.db._tx(write=True) as conn:
-            outcome = md_reconcile.apply(self.db, conn, [p for p, *_ in parsed], removed, now)
+            outcome = md_reconcile.apply(self.db, conn, [p for p, *_ in parsed], removed, now, keep or {})
+            self._aside |= outcome.conflicts
             for rel, agent, level, size, mtime, digest, problem in errors:
                 stats.append((rel, agent, int(level), size, mtime, digest, "error"))
                 if d := self._report(problem, level):
@@ -228,20 +334,31 @@ class MarkdownBackend:
                 self.db._append(conn, draft, now)
         return {rel: removed[rel] for rel in outcome.restore}
 
-    def _render(self, extra: dict[str, tuple[str, Level]] | None = None) -> None:
-        """Write every file the sidecar marked as touched (and ``extra`` ones) from the sidecar's rows."""
+    def _render(
+        self,
+        extra: dict[str, tuple[str, Level]] | None = None,
+        mine: Changes | None = None,
+        last: bool = False,
+    ) -> dict[str, tuple[str, Level]]:
+        """Write every file the sidecar marked as touched (and ``extra`` ones) from the sidecar's rows.
+
+        Returns the files edited by hand since the store last read them, left
+        as they are (and still marked) for ``_flush`` to merge.
+        """
         with self.db._errors(), self.db._tx(write=False) as conn:
             marks = conn.execute("SELECT agent_id, level, category, day FROM md_dirty").fetchall()
             groups: dict[str, tuple[str, Level, list[tuple[Any, ...]]]] = {}
+            marked: dict[str, list[tuple[Any, ...]]] = {}
             for agent, level, category, day in marks:
                 rel = fmt.file_for(fmt.encode_segment(agent), Level(level), category, from_us(day * DAY_US))
+                marked.setdefault(rel, []).append((agent, level, category, day))
                 if rel not in groups:
                     groups[rel] = (agent, Level(level), self._group(conn, agent, level, category, day))
             for rel, (agent, level) in (extra or {}).items():
                 if rel not in groups:
                     groups[rel] = (agent, level, self._group_of_file(conn, rel, agent, level))
             if not groups:
-                return
+                return {}
             known = {}
             for rel in groups:
                 row = conn.execute(
@@ -249,19 +366,25 @@ class MarkdownBackend:
                 ).fetchone()
                 if row is not None:
                     known[rel] = row
-        stats, gone = [], []
+        stats, gone, stale = [], [], {}
         for rel, (agent, level, memories) in sorted(groups.items()):
-            result = self._write_file(rel, agent, level, memories, known.get(rel))
+            try:
+                result = self._write_file(rel, agent, level, memories, known.get(rel), mine, last)
+            except md_files.Changed:
+                stale[rel] = (agent, level)
+                continue
             if result is None:
                 gone.append((rel,))
             else:
                 stats.append((rel, agent, int(level), *result, "ok"))
+        done = [mark for rel, rel_marks in marked.items() if rel not in stale for mark in rel_marks]
         with self.db._errors(), self.db._tx(write=True) as conn:
             conn.executemany(
-                "DELETE FROM md_dirty WHERE agent_id = ? AND level = ? AND category = ? AND day = ?", marks
+                "DELETE FROM md_dirty WHERE agent_id = ? AND level = ? AND category = ? AND day = ?", done
             )
             conn.executemany("DELETE FROM md_files WHERE path = ?", gone)
             conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
+        return stale
 
     @staticmethod
     def _group(
@@ -310,8 +433,14 @@ class MarkdownBackend:
         level: Level,
         memories: list[tuple[Any, ...]],
         known: tuple[Any, ...] | None,
+        mine: Changes | None,
+        last: bool,
     ) -> tuple[int, int, str | None] | None:
-        """Render one file; a version on disk the store has not read (a bad hand edit) is set aside first."""
+        """Render one file; raises ``md_files.Changed`` when a hand edit since the last read is to be merged.
+
+        A version on disk the store cannot merge (it does not parse, or no
+        write's keys are known) is kept as a conflict copy as it is replaced.
+        """
         title = fmt.place_of(rel).default_category or (memories[0][6] if memories else "")
         if title == "daily":
             title = rel.rsplit("/", 1)[-1][:-3]
@@ -320,37 +449,47 @@ class MarkdownBackend:
         try:
             on_disk = md_files.stat_of(self.root, rel)
             unread = known is None or known[3] != "ok"
-            if (
-                known is not None
-                and not unread
-                and on_disk is not None
-                and tuple(known[:2]) == on_disk
-                and known[2] == digest
-            ):
+            known_stamp, known_hash = (tuple(known[:2]), known[2]) if known is not None else (None, None)
+            keep_old = None  # why the version on disk is kept as a conflict copy, if it is
+            if rel in self._aside:
+                self._aside.discard(rel)
+                keep_old = "a hand edit of a memory this write changed"
+            elif not unread and on_disk is not None and known_stamp == on_disk and known_hash == digest:
                 return (*on_disk, digest)  # the file already says exactly this
-            if on_disk is not None and (unread or known is None or tuple(known[:2]) != on_disk):
+            if on_disk is not None and not keep_old and (unread or known_stamp != on_disk):
                 try:
                     _, disk_digest = md_files.read_text(self.root, rel, self.max_file_bytes)
                 except md_files.FileProblem:
                     disk_digest = None
                 if disk_digest is not None and disk_digest == digest:
                     return (*on_disk, digest)
-                if disk_digest is None or unread or known is None or disk_digest != known[2]:
-                    kept = md_files.set_aside(self.root, rel)
-                    self._report(md_files.FileProblem(rel, f"an unread version was kept as {kept}"), level)
-            if text is None:
-                md_files.remove(self.root, rel)
-                return None
+                if disk_digest is None or unread or disk_digest != known_hash:
+                    if mine is not None and disk_digest is not None and (known is None or not unread):
+                        raise md_files.Changed(rel)  # a readable hand edit: merged by _flush
+                    keep_old = "an unread version"
             folder = rel.split("/", 1)[0]
             if (
-                folder.startswith(fmt.LONG_PREFIX)
+                text is not None
+                and folder.startswith(fmt.LONG_PREFIX)
                 and md_files.stat_of(self.root, f"{folder}/{fmt.AGENT_FILE}") is None
             ):
                 md_files.write_agent_file(self.root, folder, agent)
-            size, mtime = md_files.write_atomic(self.root, rel, text)
+            done = md_files.replace(
+                self.root,
+                rel,
+                text,
+                "any" if last else on_disk,
+                hold=len(self._held) < MAX_HELD,
+                keep_old=keep_old is not None,
+            )
         except OSError as exc:
             raise StorageError(f"cannot write {rel} in the Markdown store: {exc}") from exc
-        return size, mtime, digest
+        if done.old is not None:
+            self._held.append(done.old)
+        for i, kept in enumerate(done.kept):
+            what = keep_old if keep_old and i == 0 else "an edit made while the store replaced it"
+            self._report(md_files.FileProblem(rel, f"{what} was kept as {kept}"), level)
+        return None if done.stamp is None else (*done.stamp, digest)
 
     # ------------------------------------------------------------------ the protocol
 
@@ -401,8 +540,12 @@ class MarkdownBackend:
         return self.db.dump()
 
     def close(self) -> None:
+        self._release_held()
         self.db.close()
         self._lock.close()
+        if self._sidecar_fd >= 0:
+            os.close(self._sidecar_fd)
+            self._sidecar_fd = -1
 
 
 class _Writing:
@@ -416,12 +559,13 @@ class _Writing:
         self.held.__enter__()
         try:
             self.backend._settle()
+            self.backend._take_changes()  # from here on, what changes is this write's
         except BaseException:
             self.held.__exit__(None, None, None)
             raise
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            self.backend._render()
+            self.backend._flush(self.backend._take_changes())
         finally:
             self.held.__exit__(*exc)

@@ -15,12 +15,20 @@ changes the sidecar to match, in one transaction:
   to delete memories;
 - a file that does not parse, or would put a key twice in one level, is
   reported with its file and line and changes nothing.
+
+While a write runs, a hand edit can land in a file between the store's read
+and its replace; the store then applies it here with ``keep``, the keys that
+write changed: their index version wins and their sections in the file are
+ignored, so the write is not undone. A file whose section for such a key
+differs from both its version before the write and the new one was edited on
+that very key: it is named in ``Outcome.conflicts`` and kept as a conflict copy.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -57,6 +65,7 @@ class Outcome:
     problems: list[FileProblem] = field(default_factory=list)
     bad: set[str] = field(default_factory=set)  # parsed files refused (duplicate keys)
     restore: set[str] = field(default_factory=set)  # disappeared files to write back
+    conflicts: set[str] = field(default_factory=set)  # files with a hand edit of a key in ``keep``
 
 
 def file_of(memory: Memory) -> str:
@@ -69,13 +78,20 @@ def apply(
     parsed: list[Parsed],
     removed: dict[str, tuple[str, Level]],
     now: datetime,
+    keep: Mapping[tuple[str, Level, str], tuple[Any, ...] | None] | None = None,
 ) -> Outcome:
-    """Make the sidecar say what the files say; ``backend`` is the sidecar ``SQLiteBackend``."""
+    """Make the sidecar say what the files say; ``backend`` is the sidecar ``SQLiteBackend``.
+
+    ``keep``: keys a running write changed, each with its live row before that write (None: none).
+    """
     out = Outcome()
+    keep = keep or {}
     pairs = {(p.agent, p.place.level) for p in parsed} | set(removed.values())
     live: dict[tuple[str, Level], dict[str, tuple[Any, ...]]] = {}
     for agent, level in pairs:
         live[(agent, level)] = {r[2]: r for r in conn.execute(LIVE_SQL, (agent, int(level)))}
+    if keep:
+        parsed = [_without_kept(p, keep, live[(p.agent, p.place.level)], now, out) for p in parsed]
     touched = {p.rel for p in parsed} | set(removed)
     claims: dict[tuple[str, Level, str], tuple[Parsed, fmt.Section]] = {}
     for p in sorted(parsed, key=lambda p: p.rel):
@@ -114,7 +130,7 @@ def apply(
         for key, row in versions.items():
             memory = row_to_memory(row[:12])
             holder = file_of(memory)
-            if (agent, level, key) in claims:
+            if (agent, level, key) in claims or (agent, level, key) in keep:
                 continue
             moved = lineages.get((agent, memory.lineage_id))
             if holder in good or (holder in removed and moved):
@@ -157,6 +173,32 @@ def apply(
             )
         )
     return out
+
+
+def _without_kept(
+    p: Parsed,
+    keep: Mapping[tuple[str, Level, str], tuple[Any, ...] | None],
+    live: dict[str, tuple[Any, ...]],
+    now: datetime,
+    out: Outcome,
+) -> Parsed:
+    """``p`` without its sections for kept keys; a file that edited one by hand is noted as a conflict."""
+    sections = []
+    for s in p.sections:
+        slot = (p.agent, p.place.level, s.key)
+        if slot not in keep:
+            sections.append(s)
+            continue
+        candidates = [row for row in (keep[slot], live.get(s.key)) if row is not None]
+        if not any(_desired(p, s, row, now) == row_to_memory(row[:12]) for row in candidates):
+            out.conflicts.add(p.rel)
+    shown = {s.key for s in p.sections}
+    for (agent, level, key), before in keep.items():
+        if (agent, level) != (p.agent, p.place.level) or key in shown or before is None:
+            continue
+        if key in live and file_of(row_to_memory(before[:12])) == p.rel:
+            out.conflicts.add(p.rel)  # a section this write changed was removed by hand meanwhile
+    return dataclasses.replace(p, sections=sections)
 
 
 def _conflict(
