@@ -53,7 +53,7 @@ def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, An
 def run_turn(
     session: sm.Session, user_message: str, model: Model, model_name: str = "claude-sonnet-4-5"
 ) -> str:
-    """One user turn: prompt, tool_use blocks through ``tools.execute``, usage, the final answer."""
+    """One user turn: prompt, memory tool_use blocks through ``Turn.run_memory_tool``, usage, the answer."""
     definitions = tools.definitions(dialect="anthropic", profile="triggerfish")
     turn = session.turn(user_message, origin="interactive")
     for _ in range(MAX_STEPS):
@@ -71,9 +71,11 @@ def run_turn(
         )
         for use in uses:
             arguments = use["input"] if isinstance(use["input"], dict) else {}
-            output = tools.execute(session, use["name"], arguments)
-            if output is None:  # not one of ours: your own tools would run here
-                output = json.dumps({"error": {"code": "NOT_FOUND", "message": f"no tool {use['name']}"}})
+            if use["name"] in tools.TOOLS:  # stratamem's: run with the turn's origin and recorded
+                turn.run_memory_tool(use["id"], use["name"], arguments)
+                continue
+            # not one of ours: your own tools would run here (events show the arguments' shape only)
+            output = json.dumps({"error": {"code": "NOT_FOUND", "message": f"no tool {use['name']}"}})
             turn.record_tool_result(use["id"], use["name"], ToolResult(True, output), arguments=arguments)
     answer = "(stopped: too many tool calls)"
     turn.end(answer)

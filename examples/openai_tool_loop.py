@@ -37,7 +37,7 @@ def to_openai(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_turn(session: sm.Session, user_message: str, model: Model, model_name: str = "gpt-4o-mini") -> str:
-    """One user turn: prompt, tool calls through ``tools.execute``, usage, the final answer."""
+    """One user turn: prompt, memory tool calls through ``Turn.run_memory_tool``, usage, the final answer."""
     definitions = tools.definitions(dialect="openai", profile="triggerfish")
     turn = session.turn(user_message, origin="interactive")
     for _ in range(MAX_STEPS):
@@ -56,13 +56,15 @@ def run_turn(session: sm.Session, user_message: str, model: Model, model_name: s
         )
         for call in calls:
             name = call["function"]["name"]
-            try:
-                arguments = json.loads(call["function"]["arguments"] or "{}")
-            except ValueError:
-                arguments = None
-            output = tools.execute(session, name, arguments if isinstance(arguments, dict) else {})
-            if output is None:  # not one of ours: your own tools would run here
-                output = json.dumps({"error": {"code": "NOT_FOUND", "message": f"no tool {name}"}})
+            if name in tools.TOOLS:  # stratamem's: run with the turn's origin and recorded (one event pair)
+                try:
+                    arguments = json.loads(call["function"]["arguments"] or "{}")
+                except ValueError:
+                    arguments = None
+                turn.run_memory_tool(call["id"], name, arguments if isinstance(arguments, dict) else {})
+                continue
+            # not one of ours: your own tools would run here (events show the arguments' shape only)
+            output = json.dumps({"error": {"code": "NOT_FOUND", "message": f"no tool {name}"}})
             turn.record_tool_result(
                 call["id"], name, ToolResult(True, output), arguments=call["function"]["arguments"]
             )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import stratamem as sm
-from stratamem.turn import Transcript
+from stratamem.turn import EventLog, ToolCall, ToolCallStarted, Transcript
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -53,7 +53,13 @@ def test_openai_function_calling_loop(session):
             "usage": {"prompt_tokens": 80, "completion_tokens": 4},
         }
 
+    log = EventLog()
+    session.store.events.subscribe(log)
     assert example.run_turn(session, "Remember that I prefer Python.", model) == "Noted: Python."
+    # the memory tool ran as one start/result pair, and no event shows what it stored
+    calls = [(type(e).__name__, e.call_id) for e in log.events if isinstance(e, ToolCall | ToolCallStarted)]
+    assert calls == [("ToolCallStarted", "call_1"), ("ToolCall", "call_1")]
+    assert all("prefers Python" not in repr(e) for e in log.events)
     assert session.get("lang").content == "prefers Python" and len(seen) == 2
     roles = [m.message.role for m in Transcript(session).page(0, 20)[0]]
     assert roles == ["user", "assistant", "tool", "assistant"]
@@ -106,7 +112,15 @@ def test_anthropic_messages_loop(session):
             "usage": {"input_tokens": 60, "output_tokens": 6},
         }
 
+    log = EventLog()
+    session.store.events.subscribe(log)
     assert example.run_turn(session, "Where do I live?", model) == "You live in Lisbon."
+    ended = [e for e in log.events if isinstance(e, ToolCall)]
+    assert [(e.tool_name, e.call_id) for e in ended] == [
+        ("memory_search", "toolu_1"),
+        ("not_ours", "toolu_2"),
+    ]
+    assert len(log.of_type(ToolCallStarted)) == 2
     assert sum(u.input_tokens for u in session.store.usage()) == 100
 
 

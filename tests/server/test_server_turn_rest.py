@@ -11,7 +11,7 @@ import json
 
 from server_support import auth, server, server_config, server_store  # noqa: F401
 
-from stratamem.turn import MemoryRecall, ToolCall
+from stratamem.turn import MemoryRecall, ToolCall, ToolCallStarted
 from stratamem.turn.observe import EventLog
 
 
@@ -129,7 +129,12 @@ def test_a_runtime_runs_whole_turns_over_rest_only(server):
     assert len(server.store.usage()) == 8
     assert log.of_type(MemoryRecall)
     assert {e.call_id for e in log.of_type(ToolCall) if e.tool_name == "weather"} == {"call-1"}
-    assert [e.tool_name for e in log.of_type(ToolCall) if not e.call_id] == ["memory_save"]  # the REST save
+    # the REST save: a call id of its own, shared by its start and result events
+    (saved,) = [e for e in log.of_type(ToolCall) if e.tool_name == "memory_save"]
+    assert saved.call_id.startswith("call_")
+    assert [e.call_id for e in log.of_type(ToolCallStarted) if e.tool_name == "memory_save"] == [
+        saved.call_id
+    ]
     assert all(e.duration_ms == 1.5 for e in log.of_type(ToolCall) if e.tool_name == "weather")
 
 

@@ -20,6 +20,7 @@ from stratamem.turn import (
     ModelPrice,
     ToolCall,
     ToolCallRequest,
+    ToolCallStarted,
     ToolResult,
     ToolResultLimits,
     Transcript,
@@ -72,8 +73,18 @@ def test_a_full_turn_on_nothing_but_the_session(store) -> None:
     assert total == 4 and [r.message.role for r in rows] == ["user", "assistant", "tool", "assistant"]
     assert rows[0].message.content == "What is my name? I keep forgetting it."  # no block in the transcript
     assert {r.level for r in rows} == {"INTERNAL"}
-    assert [type(e) for e in log.events] == [MemoryRecall, MemoryStore, ToolCall]
+    # each prompt recalls anew (begin, then the two messages() calls); one start/result pair per call
+    assert [type(e) for e in log.events] == [
+        MemoryRecall,
+        MemoryStore,
+        MemoryRecall,
+        MemoryRecall,
+        ToolCallStarted,
+        ToolCall,
+    ]
     (tool_event,) = log.of_type(ToolCall)
+    (started,) = log.of_type(ToolCallStarted)
+    assert started.call_id == tool_event.call_id == "c1" and "sk-verysecret" not in repr(started)
     assert tool_event.truncated and tool_event.output_chars == 500 and "sk-verysecret" not in repr(tool_event)
     (store_event,) = log.of_type(MemoryStore)
     assert store_event.category == "conversation" and store_event.success

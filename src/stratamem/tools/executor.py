@@ -40,7 +40,7 @@ from ..session import Session
 from ..storage.records import SessionRecord
 from . import batch_tools, knowledge, mcp_memory, triggerfish, zeroclaw
 from .arguments import parse_arguments
-from .events import emit_tool_events
+from .events import emit_call_started, emit_tool_events, new_call_id
 from .graph_specs import GraphWrite
 from .specs import TOOLS, ToolSpec
 
@@ -181,13 +181,18 @@ def execute(
     profile: str | None = None,
     origin: str | None = None,
     channel: str | None = None,
+    call_id: str | None = None,
+    report_call: bool = True,
 ) -> str | None:
     """Run the memory tool ``name`` for ``session``; ``None`` when ``name`` is not one of ours.
 
     Returns the tool's answer text: a JSON shape (triggerfish), plain text
     (zeroclaw), or the JSON error shape. Never raises. ``profile`` limits the
     names recognised to one profile; ``origin``/``channel`` are facts for
-    operator rules.
+    operator rules. Observer events: a ``ToolCallStarted``/``ToolCall`` pair
+    sharing ``call_id`` (a fresh one by default) — left to the caller with
+    ``report_call=False`` (``Turn.run_memory_tool`` reports the pair of its
+    model's call) — then the store or recall events the call caused.
     """
     spec = TOOLS.get(name) if isinstance(name, str) else None
     if spec is None or (profile is not None and spec.profile != profile):
@@ -198,6 +203,9 @@ def execute(
         return shapes.dumps(shapes.error_from(exc))
     except Exception:  # noqa: BLE001
         return shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR))
+    call = (call_id or new_call_id()) if report_call else None
+    if call is not None:
+        emit_call_started(session, spec, arguments, call, origin)
     started = time.perf_counter()
     try:
         text = _Call(session, spec, policy or DEFAULT_POLICY, origin, channel).run(record, arguments)
@@ -207,5 +215,6 @@ def execute(
     except Exception:  # noqa: BLE001 - never escape into the agent loop
         text, outcome = shapes.dumps(shapes.error("STORAGE_ERROR", INTERNAL_ERROR)), "storage_error"
     _audit_call(session, record, spec, outcome)
-    emit_tool_events(session, spec, arguments, outcome, (time.perf_counter() - started) * 1000, origin, text)
+    elapsed = (time.perf_counter() - started) * 1000
+    emit_tool_events(session, spec, arguments, outcome, elapsed, origin, text, call)
     return text

@@ -48,6 +48,7 @@ from .observe import (
     Observer,
     PolicyDecision,
     ToolCall,
+    ToolCallStarted,
 )
 from .recall import RecallResult, recall_block
 from .runtime import TrimReport, Turn, TurnSettings, UsageReport
@@ -92,6 +93,7 @@ __all__ = [
     "StoredMessage",
     "ToolCall",
     "ToolCallRequest",
+    "ToolCallStarted",
     "ToolResult",
     "ToolResultLimits",
     "Transcript",

@@ -21,7 +21,7 @@ from ..policy.gate import MemoryWrite, judge, refusal
 from .context import Origin
 from .errors import ValidationError
 from .noise import AUTOSAVE_KEY_PREFIXES, is_noise_content
-from .observe import EventBus, MemoryStore, emit
+from .observe import EventBus, MemoryStore, emit, error_summary
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -97,7 +97,7 @@ def autosave_user_message(
     except Exception as exc:  # noqa: BLE001 - any failure becomes an event; autosave never breaks the turn
         emit(
             events,
-            MemoryStore(key=key, category=CONVERSATION, success=False, error=f"{type(exc).__name__}: {exc}"),
+            MemoryStore(key=key, category=CONVERSATION, success=False, error=error_summary(exc)),
         )
         return None
     emit(events, MemoryStore(key=key, category=CONVERSATION, success=True))

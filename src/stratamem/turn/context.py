@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from .errors import ValidationError
 from .messages import Message
 from .noise import is_noise_content, is_noise_key
-from .observe import EventBus, MemoryRecall, emit
+from .observe import EventBus, MemoryRecall, emit, error_summary
 from .related import with_related
 from .textcut import ellipsize
 
@@ -323,9 +323,7 @@ def render_memory_context(
     except Exception as exc:  # noqa: BLE001 - any failure becomes an event; recall never breaks the turn
         emit(
             events,
-            MemoryRecall(
-                origin=origin_name, entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}"
-            ),
+            MemoryRecall(origin=origin_name, entry_count=0, success=False, error=error_summary(exc)),
         )
         return ""
     emit(events, MemoryRecall(origin=origin_name, entry_count=len(lines), success=True))

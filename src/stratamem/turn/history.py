@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..storage.turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage
@@ -53,10 +54,11 @@ class StoredMessage:
     message: Message
     level: str
     origin: str | None = None
+    created_at: datetime | None = None  # not shown (to_dict): a turn's start, for what its recall leaves out
 
     @classmethod
     def of(cls, row: TranscriptMessage) -> StoredMessage:
-        return cls(row.position, to_message(row), row.level.name, row.origin)
+        return cls(row.position, to_message(row), row.level.name, row.origin, row.created_at)
 
     def to_dict(self) -> dict[str, Any]:
         return {"position": self.position, "level": self.level, **self.message.to_dict()}

@@ -29,7 +29,9 @@ __all__ = [
     "Observer",
     "PolicyDecision",
     "ToolCall",
+    "ToolCallStarted",
     "emit",
+    "error_summary",
     "event_attributes",
     "opentelemetry_tracer",
 ]
@@ -90,8 +92,30 @@ class MemoryStore(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallStarted(Event):
+    """A tool call asked for (by a model in a turn) or begun (``tools.execute``).
+
+    Its result is the :class:`ToolCall` with the same ``call_id``: one pair
+    per call. ``arguments`` is a summary (``tools.events.summarize_arguments``),
+    never the values a call stores or a runtime's tool receives.
+    """
+
+    name: ClassVar[str] = "stratamem.tool.call.started"
+    tool_name: str
+    call_id: str
+    arguments: str | Mapping[str, Any] = ""
+    origin: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCall(Event):
-    """One tool result recorded; ``arguments`` may be a mapping or JSON text."""
+    """One tool result; ``call_id`` pairs it with its :class:`ToolCallStarted`.
+
+    Every path in the package fills ``arguments`` with a summary
+    (``tools.events.summarize_arguments``) and ``error`` with a code, never
+    with text a tool or the model wrote: events are not classified, so they
+    must not carry memory content.
+    """
 
     name: ClassVar[str] = "stratamem.tool.call"
     tool_name: str
@@ -230,6 +254,16 @@ def _tracing_configured() -> bool:
 def listening(bus: EventBus | None) -> bool:
     """``bus.listening`` for an optional bus (custom buses without the property always listen)."""
     return bus is not None and getattr(bus, "listening", True)
+
+
+def error_summary(exc: BaseException) -> str:
+    """An exception as an event shows it: its type and stable code, not its message.
+
+    A message may quote what failed (a rule's text, a row, a tool's output); events are not
+    classified, so they carry only what names the failure.
+    """
+    code = getattr(exc, "code", None)
+    return f"{type(exc).__name__} ({code})" if isinstance(code, str) else type(exc).__name__
 
 
 def emit(bus: EventBus | None, event: Event) -> None:

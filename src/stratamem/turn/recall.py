@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..models import Hit
+from ..models import Hit, Memory
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..scope import for_origin
 from ..text import Analyzer
@@ -36,7 +36,7 @@ from .context import (
     recall_policy,
     select_entries,
 )
-from .observe import EventBus, MemoryRecall, emit, listening
+from .observe import EventBus, MemoryRecall, emit, error_summary, listening
 from .related import with_related
 from .scrub import bound_text, scrub_text
 
@@ -83,8 +83,12 @@ def recall_block(
     *,
     policy: Policy | None = None,
     events: EventBus | None = None,
+    exclude: Callable[[Memory], bool] | None = None,
 ) -> RecallResult:
-    """Render the ``[Memory context]`` block for ``query``; emits one :class:`MemoryRecall` event."""
+    """Render the ``[Memory context]`` block for ``query``; emits one :class:`MemoryRecall` event.
+
+    ``exclude`` drops hits before anything else counts them (a turn leaves out what it wrote itself).
+    """
     started = time.perf_counter()
     origin_name = parse_origin(origin).value
     plan = recall_policy(origin_name, (session.id,), suppress=config.suppress)
@@ -103,6 +107,8 @@ def recall_block(
         hits: Sequence[Hit] = session.search(
             query, max_results=config.search_limit, conversations=for_origin(origin_name)
         )
+        if exclude is not None:
+            hits = [h for h in hits if not exclude(h.memory)]
         allowed = (policy or DEFAULT_POLICY).prepare_context(
             session, [h.memory for h in hits], origin=origin_name
         )
@@ -130,7 +136,7 @@ def recall_block(
             BLOCK_CLOSE,
         )
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
-        event(entry_count=0, success=False, error=f"{type(exc).__name__}: {exc}")
+        event(entry_count=0, success=False, error=error_summary(exc))
         return RecallResult("", 0, 0, 0)
     withheld = len(hits) - len(passed)
     event(entry_count=len(lines), success=True, found=len(hits), withheld=withheld)

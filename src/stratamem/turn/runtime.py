@@ -16,27 +16,28 @@ processes.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..policy.engine import Policy
 from ..storage.turn_rows import UsageRecord
-from .autosave import AutosavePolicy, autosave_user_message
+from .autosave import CONVERSATION, AutosavePolicy, autosave_key, autosave_user_message
 from .context import ContextConfig, Origin, inject_memory_context, parse_origin
 from .costs import Budget, BudgetReport, CostLedger, ModelPrice
 from .errors import LimitExceededError, NotFoundError, TurnStateError, ValidationError
 from .history import MAX_PAGE, StoredMessage, Transcript
 from .messages import Message, ToolCallRequest
-from .observe import EventBus, HistoryTrimmed, ToolCall, emit, listening
+from .observe import EventBus, HistoryTrimmed, ToolCall, ToolCallStarted, emit, listening
 from .recall import recall_block
 from .tool_results import ToolResult, ToolResultLimits, process_tool_result, tool_message_content
 from .trim import BREADCRUMB, TokenCounter, estimate_tokens, message_tokens, trim_history
 
 if TYPE_CHECKING:
+    from ..models import Memory
     from ..session import Session
 
 __all__ = ["TrimReport", "Turn", "TurnSettings", "UsageReport"]
@@ -119,7 +120,7 @@ class Turn:
         self.ledger = CostLedger(session, settings.prices)
         self.id: int | None = None
         self.last_trim: TrimReport | None = None
-        self._context: str | None = None
+        self._began: datetime | None = None  # when the user message was stored
         self._state = "new"
         self._pending: dict[str, str] = {}  # unanswered tool call id -> tool name
         self._results = 0
@@ -136,9 +137,10 @@ class Turn:
             Message(role="user", content=user_message), self.settings.history_window, self.origin.value
         )
         self.id = stored.position
+        self._began = stored.created_at
         self._state = "open"
         # Recall before autosaving, so the context reflects memory as the turn found it.
-        self._context = self._recall(user_message)
+        context = self._recall(user_message)
         autosave_user_message(
             self.session,
             user_message,
@@ -148,7 +150,7 @@ class Turn:
             policy=self.policy,
             ttl=self.session.store.retention.autosave_ttl,
         )
-        return self._prompt(offset, tail)
+        return self._prompt(offset, tail, context)
 
     @classmethod
     def resume(cls, session: Session, turn_id: int, **options: Any) -> Turn:
@@ -161,6 +163,7 @@ class Turn:
         origin = options.pop("origin", None) or rows[0].origin or Origin.INTERACTIVE.value
         turn = cls(session, origin, **options)
         turn.id = turn_id
+        turn._began = rows[0].created_at
         turn._state = "open"
         for stored in rows[1:]:
             message = stored.message
@@ -182,10 +185,13 @@ class Turn:
 
         The system prompt is kept out of the trimmed list (and its tokens
         out of the budget) so trim positions map to transcript positions.
+        The memory context is recalled anew for every prompt, never kept from
+        an earlier one: a memory deleted, purged, expired or changed since (by
+        any session or process) is not served again.
         """
         return self._prompt(*self.transcript.tail(self.settings.history_window))
 
-    def _prompt(self, offset: int, tail: list[Message]) -> list[Message]:
+    def _prompt(self, offset: int, tail: list[Message], context: str | None = None) -> list[Message]:
         system = [Message(role="system", content=self.system_prompt)] if self.system_prompt else []
         counter = self.settings.token_counter
         budget = max(0, self.settings.history_budget_tokens - sum(message_tokens(m, counter) for m in system))
@@ -212,9 +218,9 @@ class Turn:
                     tokens_after=trimmed.tokens_after,
                 ),
             )
-        if self._context is None:
-            self._context = self._recall(self._user_text()) if self.id is not None else ""
-        return inject_memory_context([*system, *trimmed.messages], self._context)
+        if context is None:
+            context = self._recall(self._user_text()) if self.id is not None else ""
+        return inject_memory_context([*system, *trimmed.messages], context)
 
     def omitted_messages(self, start: int | None = None, end: int | None = None) -> list[StoredMessage]:
         """Transcript positions ``start <= p < end`` (default: what the last prompt left out), bounded."""
@@ -225,7 +231,7 @@ class Turn:
         return self.transcript.messages(start, end)
 
     def record_tool_calls(self, calls: Sequence[ToolCallRequest], content: str = "") -> None:
-        """Record the assistant message that asked for tools."""
+        """Record the assistant message that asked for tools; a ``ToolCallStarted`` event per call."""
         self._expect("open", "record_tool_calls")
         calls = tuple(calls)
         if not calls:
@@ -239,6 +245,19 @@ class Turn:
             )
         self.transcript.append(Message(role="assistant", content=content, tool_calls=calls))
         self._pending.update({c.id: c.name for c in calls})
+        if listening(self.events):
+            from ..tools.events import summarize_arguments
+
+            for c in calls:
+                emit(
+                    self.events,
+                    ToolCallStarted(
+                        tool_name=c.name,
+                        call_id=c.id,
+                        arguments=summarize_arguments(c.name, c.arguments),
+                        origin=self.origin.value,
+                    ),
+                )
 
     def record_tool_result(
         self,
@@ -249,7 +268,11 @@ class Turn:
         arguments: str | Mapping[str, Any] = "{}",
         duration_ms: float | None = None,
     ) -> Message:
-        """Bound the result, record it as the answer to a pending call, and emit a ToolCall event."""
+        """Bound the result, record it as the answer to a pending call, and emit a ToolCall event.
+
+        The event pairs with the call's ``ToolCallStarted`` by ``call_id``; it shows ``arguments``
+        summarised and ``result.error`` as a code (``tools.events``), never their text.
+        """
         self._expect("open", "record_tool_result")
         if call_id not in self._pending:
             raise ValidationError(f"no pending tool call {str(call_id)[:64]!r} in this turn")
@@ -267,27 +290,41 @@ class Turn:
         del self._pending[call_id]
         self._results += 1
         if listening(self.events):
+            from ..tools.events import error_code, summarize_arguments
+
             emit(
                 self.events,
                 ToolCall(
                     tool_name=tool_name,
-                    arguments=arguments,
+                    arguments=summarize_arguments(tool_name, arguments),
                     success=result.success,
                     output_chars=len(result.output),
                     truncated=processed.truncated,
                     call_id=call_id,
-                    error=result.error or "",
+                    error=error_code(result.error),
                     duration_ms=float(duration_ms or 0.0),
+                    origin=self.origin.value,
                 ),
             )
         return message
 
     def run_memory_tool(self, call_id: str, name: str, arguments: Mapping[str, Any]) -> Message:
-        """Run one of stratamem's memory tools for a pending call, with this turn's origin, and record it."""
+        """Run one of stratamem's memory tools for a pending call, with this turn's origin, and record it.
+
+        The call's events are the turn's pair (``record_tool_calls`` started it, ``record_tool_result``
+        ends it), so ``execute`` adds only the store or recall events the call caused.
+        """
         from ..tools import execute
 
         started = time.perf_counter()
-        text = execute(self.session, name, dict(arguments), policy=self.policy, origin=self.origin.value)
+        text = execute(
+            self.session,
+            name,
+            dict(arguments),
+            policy=self.policy,
+            origin=self.origin.value,
+            report_call=False,
+        )
         if text is None:
             raise ValidationError(f"{name!r} is not a memory tool")
         success = not text.startswith('{"error"')
@@ -296,7 +333,7 @@ class Turn:
             call_id,
             name,
             ToolResult(success, text if success else "", None if success else text),
-            arguments=json.dumps(dict(arguments), default=str),
+            arguments=dict(arguments),
             duration_ms=elapsed,
         )
 
@@ -340,6 +377,20 @@ class Turn:
     # ------------------------------------------------------------------ helpers
 
     def _recall(self, query: str) -> str:
+        """The memory context as the turn found it, as far as it is still there.
+
+        Memory the turn's own time added is left out — its autosaved message, and whatever was
+        created after the user message — so the block does not change as the turn writes.
+        """
+        began, own = self._began, autosave_key(query)
+
+        def new_in_this_turn(memory: Memory) -> bool:
+            if began is not None and memory.created_at > began:
+                return True
+            return (
+                memory.key == own and memory.category == CONVERSATION and memory.session_id == self.session.id
+            )
+
         return recall_block(
             self.session,
             query,
@@ -348,6 +399,7 @@ class Turn:
             self.session.store.now(),
             policy=self.policy,
             events=self.events,
+            exclude=new_in_this_turn,
         ).block
 
     def _user_text(self) -> str:
