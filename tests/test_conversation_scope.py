@@ -132,6 +132,20 @@ def test_autonomous_reads_are_as_if_no_conversation_memory_existed(backend, tmp_
     assert_noninterference(backend, tmp_path, data, world=CronWorld)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", ["hybrid", "semantic"])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.booleans().flatmap(lambda cron: st.tuples(st.just(cron), chat_scenario(not cron))), st.booleans())
+def test_other_chats_and_autonomous_reads_in_dense_modes(backend, mode, tmp_path, drawn, reindex):
+    """The same properties in semantic and hybrid search (other chats' memories embedded or still pending)."""
+    cron, data = drawn
+    prepare = (lambda store: store.reindex()) if reindex else None
+    world = CronWorld if cron else ChatWorld
+    assert_noninterference(
+        backend, tmp_path, data, prepare=prepare, world=world, search_mode=mode, embedder="hash"
+    )
+
+
 def test_shadowing_ignores_a_higher_version_from_another_chat(store) -> None:
     """A higher version the session cannot read shadows nothing: get, list and search show the lower one."""
     store.session("main").save("plan", "lisbon plan in public")

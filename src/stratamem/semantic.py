@@ -41,6 +41,7 @@ from . import embed, workers
 from .audit import AuditDraft
 from .embed import Embedder, EmbedderError, resolve
 from .errors import ValidationError
+from .scope import OWN, Conversations
 from .search import check_mode
 from .storage.vectors import CATCH_UP, DenseQuery, Pending, QueryEmbedding, QueryVector
 
@@ -98,8 +99,12 @@ class SemanticIndex:
             )
         return embedder
 
-    def prepare(self, session_id: str, text: str, mode: str | None) -> tuple[str, QueryVector] | None:
+    def prepare(
+        self, session_id: str, text: str, mode: str | None, conversations: Conversations = OWN
+    ) -> tuple[str, QueryVector] | None:
         """For a semantic or hybrid search: catch up the session's pending vectors, start embedding the query.
+
+        ``conversations``: the search's conversation scope — the records caught up are those of its view.
 
         None means "search lexically" (lexical mode, or a defaulted mode whose model cannot load).
         The query vector may still be computing (a ``Future``); an error it raises later is
@@ -114,7 +119,7 @@ class SemanticIndex:
             # meanwhile; documents are embedded only once the query's embedding is over, so this search
             # never calls the embedder from two threads at once.
             vector = self._query_vector(embedder, session_id, text)
-            self.catch_up(session_id, embedder, after=vector)
+            self.catch_up(session_id, embedder, after=vector, conversations=conversations)
         except EmbedderError as exc:
             if self.failed(exc, mode):
                 return None
@@ -156,11 +161,17 @@ class SemanticIndex:
         future: Future[DenseQuery] = workers.pool().submit(embed)
         return QueryEmbedding(embedder.identity, embedder.dim, future)
 
-    def catch_up(self, session_id: str, embedder: Embedder, after: QueryVector | None = None) -> int:
+    def catch_up(
+        self,
+        session_id: str,
+        embedder: Embedder,
+        after: QueryVector | None = None,
+        conversations: Conversations = OWN,
+    ) -> int:
         """Embed up to ``CATCH_UP`` of the session's visible pending records, once ``after`` (a query
         still embedding) is done."""
         backend = self._store.backend
-        pending = backend.pending_vectors(session_id, CATCH_UP, self._store.now())
+        pending = backend.pending_vectors(session_id, CATCH_UP, self._store.now(), conversations)
         if pending and isinstance(after, QueryEmbedding):
             wait([after.future])  # its error, if any, is the search's to raise
         return self._embed(embedder, pending)

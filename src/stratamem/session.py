@@ -239,7 +239,7 @@ class Session:
         terms = None if text.strip() in ("", "*") else self._store.analyzer.query_terms(text)
         if terms is not None:
             semantic = self._store.semantic
-            dense = semantic.prepare(self.id, text, mode)
+            dense = semantic.prepare(self.id, text, mode, conversations)
             if dense is not None:
                 chosen, vector = dense
                 try:

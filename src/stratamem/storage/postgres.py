@@ -562,10 +562,12 @@ class PostgresBackend:
 
     # ------------------------------------------------------------------ vectors (pg_vectors)
 
-    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> builtins.list[Pending]:
+    def pending_vectors(
+        self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN
+    ) -> builtins.list[Pending]:
         def body(conn: psycopg.Connection) -> list[Pending]:
             record = self._bound_session(conn, session_id)
-            return pg_vectors.pending(conn, pg_search.Scope(record, to_us(now)), limit)
+            return pg_vectors.pending(conn, pg_search.Scope(record, to_us(now), conversations), limit)
 
         return self._read(body)
 

@@ -668,9 +668,11 @@ class SQLiteBackend:
                 self._vector_cache = VectorCache()
             return self._vector_cache
 
-    def pending_vectors(self, session_id: str, limit: int, now: datetime) -> builtins.list[Pending]:
+    def pending_vectors(
+        self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN
+    ) -> builtins.list[Pending]:
         with self._errors(), self._tx(write=False) as conn:
-            scope = Scope(self._session(conn, session_id), to_us(now))
+            scope = Scope(self._session(conn, session_id), to_us(now), conversations)
             return sqlite_vectors.pending(conn, scope, limit)
 
     def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]:
