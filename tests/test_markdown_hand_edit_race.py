@@ -56,12 +56,23 @@ def _child(code: str, *args: str, out: bool = False) -> subprocess.Popen[str]:
     )
 
 
+def _all_keys(session: sm.Session) -> set[str]:
+    keys: set[str] = set()
+    cursor = None
+    while True:
+        page = session.list(limit=500, cursor=cursor)
+        keys |= {m.key for m in page}
+        if not page.next_cursor:
+            return keys
+        cursor = page.next_cursor
+
+
 def _race(root: Path, saves: int, max_appends: int) -> None:
     store = sm.open_store(f"markdown://{root}?scan_interval=0", clock=FakeClock())
     store.session("main").save("seed", "the file exists before the race")
     store.close()
     memory_md = root / "main/PUBLIC/MEMORY.md"
-    stop = root.parent / "saver-done"
+    stop = root.parent / f"{root.name}-saver-done"
     appender = _child(APPENDER, str(memory_md), str(stop), str(max_appends), out=True)
     saver = _child(SAVER, str(root), str(stop), str(saves))
     assert saver.wait(timeout=300) == 0
@@ -72,7 +83,7 @@ def _race(root: Path, saves: int, max_appends: int) -> None:
     assert count > 0
 
     store = sm.open_store(f"markdown://{root}?scan_interval=0", clock=FakeClock())
-    keys = {m.key for m in store.session("main").list(limit=1000)}
+    keys = _all_keys(store.session("main"))
     kept = "".join(p.read_text(encoding="utf-8") for p in memory_md.parent.glob("MEMORY.md.conflict-*"))
     lost = [i for i in range(count) if f"hand-{i}" not in keys and f"## hand-{i}\n" not in kept]
     assert lost == [], f"{len(lost)} of {count} hand-appended sections lost"
