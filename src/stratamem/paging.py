@@ -38,6 +38,8 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 200
 MAX_CURSOR_CHARS = 2048
 CURSOR_PREFIX = "c1."
+OFFSET_PREFIX = "o1."
+MAX_OFFSET = 1_000_000
 
 
 class Page(list[Memory]):
@@ -130,3 +132,24 @@ def paged(memories: list[Memory], limit: int | None) -> Page:
         return Page(memories)
     shown = memories[:limit]
     return Page(shown, encode_cursor(shown[-1]))
+
+
+def encode_offset(shown: int) -> str:
+    """The cursor of a ranked or asked-for answer cut after ``shown`` entries (``decode_offset`` reads it).
+
+    Ranked answers (searches, a graph's ``open_nodes``) have no key order to resume
+    from: the same call with this cursor answers the same entries from this one on.
+    It holds a count of entries the session was just shown, nothing else.
+    """
+    return f"{OFFSET_PREFIX}{shown}"
+
+
+def decode_offset(cursor: object) -> int:
+    """How many entries a ranked answer's cursor skips, or ValidationError."""
+    bad = ValidationError("cursor is not valid; pass back the next_cursor of a previous answer, or none")
+    if not isinstance(cursor, str) or not cursor.startswith(OFFSET_PREFIX):
+        raise bad
+    digits = cursor[len(OFFSET_PREFIX) :]
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 7 or int(digits) > MAX_OFFSET:
+        raise bad
+    return int(digits)

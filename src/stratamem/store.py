@@ -19,6 +19,7 @@ import platformdirs
 from .audit import AuditDraft
 from .audit_anchor import AuditAnchor
 from .batch import DEFAULT_MAX_BATCH, check_max_batch
+from .budget import resolve_max_answer_chars
 from .errors import StorageError, ValidationError
 from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
@@ -130,6 +131,7 @@ class Store:
         search_mode: str | None = None,
         embedder: object = "default",
         max_batch: int = DEFAULT_MAX_BATCH,
+        max_answer_chars: int | None = None,
     ) -> None:
         self.url = check_url(url or default_url())
         languages = _languages(languages)
@@ -155,6 +157,8 @@ class Store:
         self.semantic = SemanticIndex(self, embedder, search_mode)
         self.max_content_bytes = max_content_bytes
         self.max_batch = check_max_batch(max_batch)  # the most items one save_many may write
+        # The most characters one tool answer holds (budget.py); None: STRATAMEM_MAX_ANSWER_CHARS or 50,000.
+        self.max_answer_chars = resolve_max_answer_chars(max_answer_chars)
         self.clock = clock
         if backend is not None:
             self.backend = backend

@@ -12,6 +12,7 @@ default. Example::
     # allowed_hosts = ["memory.internal:*"]   # Host headers /mcp accepts off loopback
     # graceful_timeout = 10     # seconds to finish in-flight requests on SIGTERM
     # workers = 2               # processes running the REST and MCP memory tool calls (server/tool_workers.py)
+    # max_answer_chars = 50000  # the most characters one tool answer holds (budget.py; env STRATAMEM_MAX_ANSWER_CHARS)
 
     [policy]
     # rules = "rules.yaml"      # operator rules (relative to this file)
@@ -48,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..budget import ENV_MAX_ANSWER_CHARS, check_max_answer_chars, resolve_max_answer_chars
 from ..errors import ValidationError
 from ..levels import Level
 from ..policy.engine import DEFAULT_POLICY, Policy
@@ -63,7 +65,16 @@ DEFAULT_GRACEFUL_TIMEOUT_S = 10.0
 MAX_WORKERS = 64
 
 _SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention"}
-_SERVER_KEYS = {"host", "port", "profile", "allowed_hosts", "graceful_timeout", "log_level", "workers"}
+_SERVER_KEYS = {
+    "host",
+    "port",
+    "profile",
+    "allowed_hosts",
+    "graceful_timeout",
+    "log_level",
+    "workers",
+    "max_answer_chars",
+}
 _POLICY_KEYS = {"rules", "scan_mode", "read_only"}
 _PRINCIPAL_KEYS = {"name", "token_sha256", "token", "agent", "clearance", "peers", "read_only", "operator"}
 _MCP_KEYS = {"agent", "clearance", "peers", "taint", "session", "profile", "read_only", "turns"}
@@ -95,12 +106,20 @@ class ServerConfig:
     graceful_timeout: float = DEFAULT_GRACEFUL_TIMEOUT_S
     log_level: str = "info"
     workers: int = 1
+    max_answer_chars: int | None = None  # None: STRATAMEM_MAX_ANSWER_CHARS, else the default
     policy: PolicySettings = PolicySettings()
     principals: tuple[Principal, ...] = ()
     mcp: Mapping[str, Any] = field(default_factory=dict)
     turns: Mapping[str, Any] = field(default_factory=dict)  # checked here, resolved with the environment
     retention: Mapping[str, Any] = field(default_factory=dict)
     source: Path | None = None
+
+    def answer_chars(self, env: Mapping[str, str]) -> int:
+        """The tool answer budget: ``STRATAMEM_MAX_ANSWER_CHARS``, else ``[server] max_answer_chars``, else
+        the default (the environment wins, as for every other server setting)."""
+        if env.get(ENV_MAX_ANSWER_CHARS, "").strip():
+            return resolve_max_answer_chars(None, env)
+        return resolve_max_answer_chars(self.max_answer_chars, {})
 
     def turn_config(self, env: Mapping[str, str] | None = None) -> TurnConfig:
         """Prices, budgets and retention from this file, then ``env`` (``STRATAMEM_*``)."""
@@ -254,6 +273,12 @@ def parse_config(text: str, source: Path) -> ServerConfig:
     workers = _typed(source, "server.workers", server.get("workers", 1), int)
     if not 1 <= workers <= MAX_WORKERS:
         raise _fail(source, f"server.workers must be from 1 to {MAX_WORKERS}")
+    answer_chars = server.get("max_answer_chars")
+    if answer_chars is not None:
+        try:
+            check_max_answer_chars(answer_chars, "server.max_answer_chars")
+        except ValidationError as exc:
+            raise _fail(source, exc.message) from None
     mcp = _mcp(source, _table(source, data.get("mcp"), "mcp", _MCP_KEYS))
     turns, retention = data.get("turns", {}), data.get("retention", {})
     if not isinstance(turns, dict) or not isinstance(retention, dict):
@@ -267,6 +292,7 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         graceful_timeout=float(timeout),
         log_level=_typed(source, "server.log_level", server.get("log_level", "info"), str),
         workers=workers,
+        max_answer_chars=answer_chars,
         policy=_policy(source, _table(source, data.get("policy"), "policy", _POLICY_KEYS)),
         principals=principals,
         mcp=mcp,

@@ -27,6 +27,11 @@ def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
     return {"type": "object", "required": required, "properties": properties}
 
 
+CUT = {
+    "const": True,
+    "description": "Present when the answer was cut to the server's max_answer_chars; next_cursor continues it.",
+}
+
 SCHEMAS: dict[str, Any] = {
     "Error": _obj(
         ["error"],
@@ -111,6 +116,7 @@ SCHEMAS: dict[str, Any] = {
         ["query"],
         query={"type": "string"},
         max_results={"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
+        cursor={"type": "string", "description": "The next_cursor of a cut answer, with the same query."},
     ),
     "SearchResults": _obj(
         ["results", "query"],
@@ -126,6 +132,8 @@ SCHEMAS: dict[str, Any] = {
                 score={"type": "number"},
             ),
         },
+        truncated=CUT,
+        next_cursor={"type": "string", "description": "Present when the answer was cut: pass as cursor."},
     ),
     "Listing": _obj(
         ["memories", "next_cursor"],
@@ -144,6 +152,7 @@ SCHEMAS: dict[str, Any] = {
             "type": ["string", "null"],
             "description": "Pass as ?cursor= for the next page; null on the last page.",
         },
+        truncated=CUT,
     ),
     "Deleted": _obj(["deleted", "key"], deleted={"const": True}, key={"type": "string"}),
     "AuditEvents": _obj(
@@ -356,6 +365,7 @@ def document() -> dict[str, Any]:
                     SID,
                     _query("query", {"type": "string"}, "Keywords; empty or * = most recent"),
                     _query("max_results", {"type": "integer"}, "1..100, default 10"),
+                    _query("cursor", {"type": "string"}, "next_cursor of a cut answer, same query"),
                 ],
             ),
             "post": _op(

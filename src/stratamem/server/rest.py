@@ -223,6 +223,8 @@ class RestApi:
         count = _count(request.query_params.get("max_results"))
         if count is not None:
             args["max_results"] = count
+        if request.query_params.get("cursor") is not None:  # a cut answer's next_cursor
+            args["cursor"] = request.query_params["cursor"]
         return await self._tool(request, "memory_search", args)
 
     @endpoint

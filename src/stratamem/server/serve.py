@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -111,14 +112,16 @@ def serve(
     policy = config.policy.build()
     turns = config.turn_config(os.environ)  # a bad price or retention stops here, before listening
     count = check_workers(config.workers if workers is None else workers, db)
-    store = Store(db, retention=turns.retention)
+    store_options: dict[str, Any] = {
+        "retention": turns.retention,
+        "max_answer_chars": config.answer_chars(os.environ),
+    }
+    store = Store(db, **store_options)
     pool: ToolWorkers | None = None
     try:
         warm_up(store, model=count == 1)  # no client's first call waits for a load
         if count > 1:
-            settings = WorkerSettings(
-                db, {"retention": turns.retention}, tuple(principals), config.policy, config.profile
-            )
+            settings = WorkerSettings(db, store_options, tuple(principals), config.policy, config.profile)
             pool = ToolWorkers(settings, count)
         state = ServerState(
             store,

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..batch import DEFAULT_MAX_BATCH
 from ..errors import ValidationError
-from ..paging import DEFAULT_PAGE_SIZE, decode_cursor, page_size
+from ..paging import DEFAULT_PAGE_SIZE, decode_cursor, decode_offset, page_size
 from ..policy.scanner import RESERVED_TAG_PREFIX
 from ..validation import (
     check_category,
@@ -65,6 +65,11 @@ def _cursor(param: Param, value: object) -> str:
     return _string(param, value)
 
 
+def _offset(param: Param, value: object) -> str:
+    decode_offset(value)  # a ranked answer's cursor: checked before anything runs
+    return _string(param, value)
+
+
 def _count(param: Param, value: object) -> int:
     # CONTRACT section 5: a non-integer falls back to the default, an integer is clamped to 1..100.
     return clamp_max_results(value, default=param.default or 10)
@@ -79,6 +84,7 @@ CHECKS: dict[str, Callable[[Param, object], Any]] = {
     "count": _count,
     "page": lambda p, v: page_size(v, default=p.default or DEFAULT_PAGE_SIZE),
     "cursor": _cursor,
+    "offset": _offset,
     "time": _time,
     "json": lambda p, v: v,  # shaped data (graph tools): the handler checks it with the graph's own checks
 }

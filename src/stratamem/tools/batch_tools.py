@@ -19,6 +19,7 @@ from .. import shapes
 from ..policy.engine import Policy
 from ..policy.gate import gated_save_many
 from ..session import Session
+from . import fit
 
 MAX_KEYS_SHOWN = 20  # zeroclaw's answer names at most this many keys (it stays bounded)
 
@@ -39,7 +40,7 @@ class Gate:
 
 def memory_save_many(session: Session, args: dict[str, Any], gate: Gate) -> dict[str, Any]:
     stored = gate.save(session, args["items"])
-    return {"saved": len(stored), "memories": [shapes.saved(m) for m in stored]}
+    return fit.saved_many([shapes.saved(m) for m in stored], session.store.max_answer_chars)
 
 
 def memory_store_many(session: Session, args: dict[str, Any], gate: Gate) -> str:

@@ -11,7 +11,9 @@ The order of a call:
    one autosave, the Turn helper, the CLI and import use) runs the
    poisoning scanner on writes and the operator's hooks and rules.
 4. The handler runs against the session.
-5. POST_TOOL_RESPONSE: hooks and rules may block or redact the answer.
+5. POST_TOOL_RESPONSE: hooks and rules may block or redact the answer; the
+   answer then fits the store's ``max_answer_chars`` (handlers cut their own
+   with a cursor; ``fit.bound`` keeps the bound for anything else).
 6. A ``tool.call`` audit event records tool, profile and outcome.
 
 Every failure becomes ``{"error": {"code", "message"}}``: ``StratamemError``
@@ -38,7 +40,7 @@ from ..policy.redact import redact_fields, redact_text
 from ..scope import scoped
 from ..session import Session
 from ..storage.records import SessionRecord
-from . import batch_tools, knowledge, mcp_memory, triggerfish, zeroclaw
+from . import batch_tools, fit, knowledge, mcp_memory, triggerfish, zeroclaw
 from .arguments import parse_arguments
 from .events import emit_call_started, emit_tool_events, new_call_id
 from .graph_specs import GraphWrite
@@ -139,6 +141,10 @@ class _Call:
         )
 
     def _after(self, record: SessionRecord, facts: dict[str, Any], payload: Any) -> str:
+        """POST_TOOL_RESPONSE, then the answer within the store's character budget (``tools.fit``)."""
+        return fit.bound(self._respond(record, facts, payload), self.store.max_answer_chars)
+
+    def _respond(self, record: SessionRecord, facts: dict[str, Any], payload: Any) -> str:
         """POST_TOOL_RESPONSE: the answer as the model will see it, or a refusal."""
         text = _render(payload)
         decision = self.policy.decide(

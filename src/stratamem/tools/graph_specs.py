@@ -33,6 +33,11 @@ _LEVEL = (
     "security level; you only ever see what is at or below it."
 )
 _STRINGS = {"type": "array", "items": {"type": "string"}}
+_CUT = (
+    'An answer is limited in size: when it was cut or more remain it carries "truncated": true and, to '
+    'continue, a "next_cursor" to pass as cursor; an entity shown without some of its observations says '
+    'how many in "omittedObservations".'
+)
 _ENTITY = {
     "type": "object",
     "properties": {
@@ -108,7 +113,8 @@ KNOWLEDGE: ToolSpec = ToolSpec(
     'text [NN%]" lines, or "No nodes found."; relate{from, to, relation, note?} -> "Related: a --relation--> b"; '
     'neighbors{name, depth? 1-3, limit?} -> "Found N neighbors of <name>:" lines; stats -> counts; '
     "suggest{name, limit?} -> nodes sharing neighbours or words, not yet linked. A node that does not exist "
-    '(or is not accessible) answers "No node found with name: <name>". ' + _LEVEL,
+    '(or is not accessible) answers "No node found with name: <name>". A listing too long for one answer '
+    'ends with "more: use cursor=<cursor>": call again with that cursor. ' + _LEVEL,
     (
         Param(
             "action",
@@ -144,6 +150,12 @@ KNOWLEDGE: ToolSpec = ToolSpec(
             schema={"type": "integer", "minimum": 1, "maximum": 3},
         ),
         Param("limit", "count", "Maximum number of results, 1 to 100.", default=10),
+        Param(
+            "cursor",
+            "offset",
+            "The cursor of a previous answer's last line 'more: use cursor=<cursor>' (search, neighbors, "
+            "suggest), with the same other arguments, to continue it.",
+        ),
     ),
     write_actions=frozenset({"capture", "relate"}),
     texts=_knowledge_texts,
@@ -277,8 +289,7 @@ MCP_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
         "read_graph",
         MCP_MEMORY,
         'Read the knowledge graph, one bounded page at a time. Returns {"entities", "relations"}: at most '
-        '100 entities (by name) and the relations from them. When more remain the answer carries "truncated": true and a "next_cursor" '
-        "to pass as cursor.",
+        "100 entities (by name) and the relations from them. " + _CUT,
         (
             Param(
                 "cursor", "json", "Optional: the next_cursor of the previous page.", schema={"type": "string"}
@@ -290,7 +301,7 @@ MCP_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
         MCP_MEMORY,
         "Search for nodes in the knowledge graph based on a query (words of entity names, types and "
         'observations; best matches first, at most 100). Returns {"entities", "relations"} with the '
-        "relations touching them.",
+        "relations touching them. " + _CUT,
         (
             Param(
                 "query",
@@ -298,13 +309,17 @@ MCP_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
                 "The search query to match against entity names, types, and observation content",
                 required=True,
             ),
+            Param("cursor", "offset", "Optional: the next_cursor of a previous answer, with the same query."),
         ),
     ),
     ToolSpec(
         "open_nodes",
         MCP_MEMORY,
-        'Open specific nodes in the knowledge graph by their names. Returns {"entities", '
-        '"relations"} with the relations touching them.',
-        (Param("names", "json", "An array of entity names to retrieve", required=True, schema=_STRINGS),),
+        "Open specific nodes in the knowledge graph by their names (at most 100 per answer). Returns "
+        '{"entities", "relations"} with the relations touching them. ' + _CUT,
+        (
+            Param("names", "json", "An array of entity names to retrieve", required=True, schema=_STRINGS),
+            Param("cursor", "offset", "Optional: the next_cursor of a previous answer, with the same names."),
+        ),
     ),
 )

@@ -13,7 +13,9 @@ Answers (documented choices):
   ``No suggestions for: <name>``
 - a node that is missing or not accessible -> ``No node found with name: <name>`` (the same for both)
 
-Limits are clamped to 1..100 and depth to 1..3; bad arguments use the JSON error shape.
+Limits are clamped to 1..100 and depth to 1..3; bad arguments use the JSON error shape. A search,
+neighbors or suggest listing longer than the store's answer budget ends after the last line that fits with
+``more: use cursor=<cursor>``: the same call with ``cursor`` continues it.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from typing import Any
 
 from ..errors import PolicyBlocked, ValidationError
 from ..graph.model import Edge, EdgeDraft, Node
+from ..paging import decode_offset, encode_offset
 from ..session import Session
 from ..storage.graph_sql import NodeNotFound
+from . import fit
 from .graph_specs import KNOWLEDGE_ACTIONS
 from .zeroclaw import percent
 
@@ -51,6 +55,11 @@ def summary(node: Node) -> str:
     return text if len(text) <= SUMMARY_CHARS else text[: SUMMARY_CHARS - 1] + "…"
 
 
+def _braced(text: str) -> str:
+    """``text`` safe inside a ``str.format`` template (a name may hold braces)."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 def arrow(edge: Edge) -> str:
     return f"{edge.source} --{edge.relation}--> {edge.target}"
 
@@ -66,14 +75,24 @@ def _capture(session: Session, args: dict[str, Any]) -> str:
     return f"Captured node: {node.name} [{node.type}]"
 
 
+def _listed(session: Session, args: dict[str, Any], header: str, lines: list[str]) -> str:
+    """``header`` (with ``{n}``) and the lines from the call's cursor on, within the answer budget."""
+    offset = decode_offset(args["cursor"]) if args.get("cursor") is not None else 0
+    return fit.lines(
+        lambda n: header.format(n=n),
+        lines[offset:],
+        session.store.max_answer_chars,
+        lambda n: encode_offset(offset + n),
+    )
+
+
 def _search(session: Session, args: dict[str, Any]) -> str:
     hits = session.graph.search(_required(args, "query"), args["limit"])
     if not hits:
         return NO_NODES
     best = hits[0].score
-    lines = [f"Found {len(hits)} nodes:"]
-    lines += [f"- [{h.node.type}] {h.node.name}: {summary(h.node)} [{percent(h.score, best)}%]" for h in hits]
-    return "\n".join(lines)
+    lines = [f"- [{h.node.type}] {h.node.name}: {summary(h.node)} [{percent(h.score, best)}%]" for h in hits]
+    return _listed(session, args, "Found {n} nodes:", lines)
 
 
 def _relate(session: Session, args: dict[str, Any]) -> str:
@@ -95,9 +114,8 @@ def _neighbors(session: Session, args: dict[str, Any]) -> str:
     found = session.graph.neighbors(name, args.get("depth") or 1, args["limit"])
     if not found:
         return f"No neighbors found for: {name}"
-    lines = [f"Found {len(found)} neighbors of {name}:"]
-    lines += [f"- [{n.node.type}] {n.node.name} (distance {n.distance}, {arrow(n.edge)})" for n in found]
-    return "\n".join(lines)
+    lines = [f"- [{n.node.type}] {n.node.name} (distance {n.distance}, {arrow(n.edge)})" for n in found]
+    return _listed(session, args, "Found {n} neighbors of " + _braced(name) + ":", lines)
 
 
 def _stats(session: Session, args: dict[str, Any]) -> str:
@@ -116,12 +134,11 @@ def _suggest(session: Session, args: dict[str, Any]) -> str:
     if not found:
         return f"No suggestions for: {name}"
     best = max((s.score for s in found), default=0.0)
-    lines = [f"Found {len(found)} suggestions for {name}:"]
-    lines += [
+    lines = [
         f"- [{s.node.type}] {s.node.name} ({s.shared_neighbors} shared neighbors, {percent(s.score, best)}%)"
         for s in found
     ]
-    return "\n".join(lines)
+    return _listed(session, args, "Found {n} suggestions for " + _braced(name) + ":", lines)
 
 
 ACTIONS = {

@@ -7,9 +7,17 @@ three delete messages, and ``{"entities", "relations"}`` for reads.
 each. Differences, all documented: ``read_graph`` is paged (at most 100
 entities; ``"truncated": true`` and ``"next_cursor"`` when more remain);
 ``search_nodes`` ranks by words (stems), at most 100 entities; relation lists
-in reads are capped at 500 and ``open_nodes`` opens at most 100 names (``"truncated": true``); an entity that does not
-exist, or is not accessible, is NOT_FOUND for add_observations (the official
-server also errors) and silently skipped by the deletes (as there).
+in reads are capped at 500 and ``open_nodes`` opens at most 100 names (``"truncated": true``
+and a ``"next_cursor"``); an entity that does not exist, or is not accessible, is NOT_FOUND for
+add_observations (the official server also errors) and silently skipped by the deletes (as there).
+
+Every answer fits the store's ``max_answer_chars`` (``tools.fit``): a read
+over it keeps the leading entities with their relations, says
+``"truncated": true`` and gives the ``next_cursor`` to pass as ``cursor``
+(``search_nodes`` and ``open_nodes`` take one too); an entity too large on its
+own keeps the observations that fit and counts the rest in
+``"omittedObservations"``. A write's array over it becomes its structured
+form, ``{"entities" | "relations" | "results": [...], "truncated": true, "omitted": N}``.
 """
 
 from __future__ import annotations
@@ -22,7 +30,9 @@ from ..graph import checks
 from ..graph.api import PAGE_EDGES, PAGE_NODES
 from ..graph.mcp_memory import entity, relation
 from ..graph.model import Edge, Node
+from ..paging import decode_offset, encode_offset
 from ..session import Session
+from . import fit
 from .knowledge import refuse_quarantine
 
 MESSAGES = {
@@ -60,18 +70,45 @@ def _per_entity(value: Any, what: str, texts: str) -> list[tuple[str, tuple[str,
     ]
 
 
-def _graph(nodes: list[Node], edges: list[Edge], cursor: str | None = None) -> str:
+def _whole(nodes: list[Node], edges: list[Edge], cursor: str | None, truncated: bool) -> dict[str, Any]:
+    """The answer as it reads when it fits the budget (at most ``PAGE_EDGES`` relations)."""
     shape: dict[str, Any] = {
         "entities": [entity(n) for n in nodes],
-        "relations": [relation(e) for e in edges],
+        "relations": [relation(e) for e in edges[:PAGE_EDGES]],
     }
-    if len(edges) > PAGE_EDGES:
-        shape["relations"] = shape["relations"][:PAGE_EDGES]
+    if truncated or len(edges) > PAGE_EDGES or cursor is not None:
         shape["truncated"] = True
     if cursor is not None:
-        shape["truncated"] = True
         shape["next_cursor"] = cursor
-    return _json(shape)
+    return shape
+
+
+def _units(groups: list[list[Node]], edges: list[Edge], *, from_only: bool) -> list[fit.Unit]:
+    """One unit per group of nodes, each relation in the first unit it starts from (or touches)."""
+    owner: dict[tuple[str, str], int] = {}
+    for index, group in enumerate(groups):
+        for node in group:
+            owner.setdefault((node.agent_id, node.name), index)
+    units = [fit.Unit([entity(n) for n in group]) for group in groups]
+    for edge in edges[:PAGE_EDGES]:
+        ends = [owner.get((edge.agent_id, edge.source))]
+        if not from_only:
+            ends.append(owner.get((edge.agent_id, edge.target)))
+        placed = [i for i in ends if i is not None]
+        if placed:
+            units[min(placed)].relations.append(relation(edge))
+    return units
+
+
+def _by_name(nodes: list[Node]) -> list[list[Node]]:
+    """Consecutive nodes of one name (the own agent's and its peers') as one group."""
+    groups: list[list[Node]] = []
+    for node in nodes:
+        if groups and groups[-1][0].name == node.name:
+            groups[-1].append(node)
+        else:
+            groups.append([node])
+    return groups
 
 
 def create_entities(session: Session, args: dict[str, Any], quarantine: bool) -> str:
@@ -83,20 +120,25 @@ def create_entities(session: Session, args: dict[str, Any], quarantine: bool) ->
     ]
     if any(d.type == "" for d in drafts):
         raise ValidationError("entityType is required")
-    return _json([entity(n) for n, created in graph.write_nodes(drafts, merge=False) if created])
+    made = [entity(n) for n, created in graph.write_nodes(drafts, merge=False) if created]
+    return _json(
+        fit.written(made, WRAPPED["create_entities"], "observations", session.store.max_answer_chars)
+    )
 
 
 def create_relations(session: Session, args: dict[str, Any], quarantine: bool) -> str:
     refuse_quarantine(quarantine)
-    return _json(
-        [relation(e) for e, created in session.graph.relate_many(_edges(args["relations"])) if created]
-    )
+    made = [relation(e) for e, created in session.graph.relate_many(_edges(args["relations"])) if created]
+    return _json(fit.written(made, WRAPPED["create_relations"], None, session.store.max_answer_chars))
 
 
 def add_observations(session: Session, args: dict[str, Any], quarantine: bool) -> str:
     refuse_quarantine(quarantine)
     added = session.graph.add_observations(_per_entity(args["observations"], "observations", "contents"))
-    return _json([{"entityName": name, "addedObservations": texts} for name, texts in added])
+    made = [{"entityName": name, "addedObservations": texts} for name, texts in added]
+    return _json(
+        fit.written(made, WRAPPED["add_observations"], "addedObservations", session.store.max_answer_chars)
+    )
 
 
 def delete_entities(session: Session, args: dict[str, Any], quarantine: bool) -> str:
@@ -115,24 +157,64 @@ def delete_relations(session: Session, args: dict[str, Any], quarantine: bool) -
 
 
 def read_graph(session: Session, args: dict[str, Any], quarantine: bool) -> str:
+    """One page by name; over the budget it ends after the last name that fits, its cursor that name."""
     page = session.graph.read(args.get("cursor"))
-    return _graph(list(page.nodes), list(page.edges), page.cursor)
+    nodes, edges = list(page.nodes), list(page.edges)
+    groups = _by_name(nodes)
+
+    def resume(shown: int) -> str | None:
+        return groups[shown - 1][0].name if shown < len(groups) else page.cursor
+
+    whole = _whole(nodes, edges, page.cursor, page.truncated)
+    units = _units(groups, edges, from_only=True)
+    return _json(fit.graph(units, session.store.max_answer_chars, resume, whole))
 
 
 def search_nodes(session: Session, args: dict[str, Any], quarantine: bool) -> str:
-    hits, edges = session.graph.search_subgraph(args["query"], 100, edge_limit=PAGE_EDGES + 1)
-    return _graph([h.node for h in hits], edges)
+    """The best 100 entities from the cursor on (the same search, the first ones skipped), within the budget."""
+    offset = _offset(args)
+    found, edges = session.graph.search_subgraph(args["query"], 100, edge_limit=PAGE_EDGES + 1)
+    hits = [h.node for h in found]
+    units = _units([[n] for n in hits], edges, from_only=False)[offset:]
+    if offset == 0:
+        whole = _whole(hits, edges, None, False)
+    else:  # a continuation: the later hits and the relations no earlier hit brought
+        whole = {
+            "entities": [e for u in units for e in u.entities],
+            "relations": [r for u in units for r in u.relations],
+            **({"truncated": True} if len(edges) > PAGE_EDGES else {}),
+        }
+
+    def resume(count: int) -> str | None:
+        return encode_offset(offset + count) if count < len(units) else None
+
+    return _json(fit.graph(units, session.store.max_answer_chars, resume, whole))
 
 
 def open_nodes(session: Session, args: dict[str, Any], quarantine: bool) -> str:
+    """At most ``PAGE_NODES`` names from the cursor on; ``next_cursor`` names where the next answer starts."""
     names = checks.check_names(args["names"])
-    nodes, edges = session.graph.open(names[:PAGE_NODES], edge_limit=PAGE_EDGES + 1)
-    answer = _graph(nodes, edges)
-    if len(names) > PAGE_NODES:  # at most one page of entities per answer, like read_graph
-        shape = json.loads(answer)
-        shape["truncated"] = True
-        answer = _json(shape)
-    return answer
+    offset = _offset(args)
+    window = names[offset : offset + PAGE_NODES]
+    nodes, edges = session.graph.open(window, edge_limit=PAGE_EDGES + 1)
+    by_name: dict[str, list[Node]] = {}
+    for node in nodes:
+        by_name.setdefault(node.name, []).append(node)
+    asked = [(offset + i + 1, by_name[name]) for i, name in enumerate(window) if name in by_name]
+    after_window = offset + PAGE_NODES if len(names) > offset + PAGE_NODES else None
+
+    def resume(count: int) -> str | None:
+        end = asked[count - 1][0] if count < len(asked) else after_window
+        return None if end is None else encode_offset(end)
+
+    whole = _whole(nodes, edges, resume(len(asked)), False)
+    units = _units([group for _, group in asked], edges, from_only=False)
+    return _json(fit.graph(units, session.store.max_answer_chars, resume, whole))
+
+
+def _offset(args: dict[str, Any]) -> int:
+    cursor = args.get("cursor")
+    return 0 if cursor is None else decode_offset(cursor)
 
 
 _UNPARSED: Any = object()

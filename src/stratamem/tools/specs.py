@@ -30,7 +30,7 @@ class Param:
     """One argument. ``kind`` selects both its JSON Schema and its check."""
 
     name: str
-    kind: str  # key | content | tags | query | text | category | count | page | cursor | time | json | items
+    kind: str  # key | content | tags | query | text | category | count | page | cursor | offset | time | json | items
     description: str
     required: bool = False
     default: Any = None
@@ -75,7 +75,7 @@ def _kind_schema(param: Param) -> dict[str, Any]:
         return {"type": "integer", "minimum": 1, "maximum": 100}
     if kind == "page":
         return {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE}
-    if kind == "cursor":
+    if kind in ("cursor", "offset"):
         return {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR_CHARS}
     if kind == "time":
         return {"type": "string", "format": "date-time"}
@@ -110,6 +110,14 @@ _ERRORS = (
 _PAGE = (
     f"Memories per page, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE}).",
     "The next_cursor of the previous page, to continue after it; omit for the first page.",
+)
+_CUT = (
+    'Answers are limited in size: an answer that had to be cut carries "truncated": true and, when more '
+    'remains, a "next_cursor" to pass as cursor to continue.'
+)
+_RANKED_CURSOR = (
+    "The next_cursor of a previous answer that was cut, with the same other arguments, to continue it; "
+    "omit at first."
 )
 _KEY = "Short, descriptive, unique identifier of the memory, e.g. 'user-name' or 'project-deadline'."
 _BATCH_NOTE = (
@@ -154,8 +162,8 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         TRIGGERFISH,
         "Save several memories at once, in one step (like memory_save for each item; an existing key "
         "is replaced). " + _LEVEL_NOTE + " Secrets are refused. " + _BATCH_NOTE + " "
-        'Returns {"saved": N, "memories": [{"saved": true, "key", "classification"}]} in the order given. '
-        + _ERRORS,
+        'Returns {"saved": N, "memories": [{"saved": true, "key", "classification"}]} in the order given '
+        '(a long list is cut, with "truncated": true; every item was saved). ' + _ERRORS,
         (
             Param(
                 "items",
@@ -179,7 +187,8 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         'Retrieve one memory by its exact key. Returns {"found": true, "key", "content", '
         '"classification", "tags", "updated_at"} or {"found": false, "key"} when no memory with '
         "that key is accessible at the session's current security level (a missing key and an "
-        "inaccessible one look the same). Use memory_search when you do not know the exact key. " + _ERRORS,
+        "inaccessible one look the same); a content too long for one answer is cut with a marker and "
+        '"truncated": true. Use memory_search when you do not know the exact key. ' + _ERRORS,
         (Param("key", "key", "The exact key of the memory to retrieve.", required=True),),
     ),
     ToolSpec(
@@ -189,10 +198,11 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         'term may match; more matching terms rank higher). An empty query or "*" returns the most '
         'recently updated memories. Returns {"results": [{"key", "content", "classification", '
         '"tags", "score"}], "query"} best match first; results only include memories accessible '
-        "at the session's current security level. " + _ERRORS,
+        "at the session's current security level. " + _CUT + " " + _ERRORS,
         (
             Param("query", "query", "Keywords or a natural-language question.", required=True),
             Param("max_results", "count", "Maximum number of results, 1 to 100.", default=10),
+            Param("cursor", "offset", _RANKED_CURSOR),
         ),
     ),
     ToolSpec(
@@ -202,7 +212,8 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         f"({DEFAULT_PAGE_SIZE} by default, ordered by key), optionally only those carrying an exact tag. "
         'Returns {"memories": [{"key", "content", "classification", "tags", "updated_at"}], '
         '"next_cursor": "..." | null}; when next_cursor is not null more memories exist: call again '
-        "with cursor set to it. Prefer memory_search to find something specific. " + _ERRORS,
+        'with cursor set to it (an answer cut to its size limit also says "truncated": true). '
+        "Prefer memory_search to find something specific. " + _ERRORS,
         (
             Param("tag", "text", "Only list memories with exactly this tag."),
             Param("limit", "page", _PAGE[0], default=DEFAULT_PAGE_SIZE),
@@ -276,7 +287,9 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
         "session's current security level. Give keywords, a time range (since/until), or both; with "
         "neither, the most recent memories are returned. Returns 'Found N memories:' followed by one "
         "line per memory, '- [category] key: content [NN%]', where NN% is relevance relative to the "
-        "best match (omitted for time-ordered results), or 'No memories found.'. " + _ZC_ERRORS,
+        "best match (omitted for time-ordered results), or 'No memories found.'. A listing too long for "
+        "one answer ends with a line 'more: use cursor=<cursor>': the same call with cursor=<cursor> "
+        "continues it. " + _ZC_ERRORS,
         (
             Param("query", "query", "Keywords or phrase to search for (optional if since/until is given)."),
             Param("limit", "count", "Maximum number of results, 1 to 100.", default=5),
@@ -287,6 +300,7 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
                 "e.g. 2025-03-01T00:00:00Z).",
             ),
             Param("until", "time", "Only memories created at or before this time (ISO 8601 / RFC 3339)."),
+            Param("cursor", "offset", _RANKED_CURSOR),
         ),
     ),
     ToolSpec(
@@ -306,7 +320,8 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
         "'Exported N memories:' followed by one JSON object per line (JSON Lines) with key, content, "
         "classification, tags, category, agent_id, session_id, created_at, updated_at; or 'No memories "
         "found.'. When more exist, a last line 'more: use cursor=<cursor>' says how to get the next "
-        "page (same filters, cursor=<cursor>). " + _ZC_ERRORS,
+        "page (same filters, cursor=<cursor>); a page too long for one answer ends early with that line. "
+        + _ZC_ERRORS,
         (
             Param("category", "category", "Only memories in this category."),
             Param("session_id", "text", "Only memories saved by this session id."),

@@ -12,8 +12,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import shapes
+from ..paging import decode_offset
 from ..policy.scanner import QUARANTINE_TAG
 from ..session import Session
+from . import fit
 from .visibility import shown, shown_hits, with_quarantine
 
 Handler = Callable[[Session, dict[str, Any], bool], Any]
@@ -25,19 +27,21 @@ def memory_save(session: Session, args: dict[str, Any], quarantine: bool) -> dic
 
 
 def memory_get(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
-    return shapes.got(args["key"], shown(session.get(args["key"])))
+    return fit.found(shapes.got(args["key"], shown(session.get(args["key"]))), session.store.max_answer_chars)
 
 
 def memory_search(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
+    """The ranked results from the cursor on (the same search, the first ones skipped), within the budget."""
     hits = shown_hits(session.search(args["query"], max_results=args["max_results"]))
-    return shapes.search_results(hits, args["query"])
+    offset = decode_offset(args["cursor"]) if args["cursor"] is not None else 0
+    return fit.search_results(hits, args["query"], offset, session.store.max_answer_chars)
 
 
 def memory_list(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
     page = session.list(
         tag=args["tag"], limit=args["limit"], cursor=args["cursor"], without_tag=QUARANTINE_TAG
     )
-    return shapes.listing(page, page.next_cursor)
+    return fit.listing(page, page.next_cursor, session.store.max_answer_chars)
 
 
 def memory_delete(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:

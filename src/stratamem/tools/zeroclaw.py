@@ -9,6 +9,10 @@ Output formats (documented choices where ZeroClaw leaves room):
   best hit's score (the best is ``[100%]``); results ordered by time (empty
   query or ``*``, or only since/until) carry no bracket. ``since``/``until``
   filter on ``created_at``; with a query, they filter the best 100 matches.
+- Every answer is cut to the store's ``max_answer_chars`` (``stratamem.budget``):
+  ``memory_recall`` then ends with ``more: use cursor=<cursor>`` (the same call
+  with ``cursor`` continues), ``memory_export``'s last line continues after the
+  last record shown; a single over-long content is cut with a marker.
 - ``memory_forget`` -> ``Forgot memory: <key>`` / ``No memory found with key: <key>``
 - ``memory_export`` -> ``Exported N memories:`` then one JSON object per line
   (``stratamem.shapes.export_record``), or ``No memories found.``. One page
@@ -28,16 +32,18 @@ from datetime import datetime
 from typing import Any
 
 from .. import shapes
+from ..budget import DEFAULT_MAX_ANSWER_CHARS
 from ..errors import NotFound, ValidationError
 from ..models import Memory
-from ..paging import MAX_PAGE_SIZE
+from ..paging import MAX_PAGE_SIZE, decode_offset, encode_cursor, encode_offset
 from ..policy.scanner import QUARANTINE_TAG
 from ..session import Session
+from . import fit
 from .visibility import shown_hits, with_quarantine
 
 NO_MEMORIES = "No memories found."
 RECENT_QUERIES = ("", "*")
-MORE_PREFIX = "more: use cursor="
+MORE_PREFIX = fit.MORE_PREFIX
 FILTER_WINDOW = 100  # matches considered when a query is combined with a time range
 
 Handler = Callable[[Session, dict[str, Any], bool], str]
@@ -51,28 +57,43 @@ def percent(score: float, best: float) -> int:
     return round(100 * score / best) if best > 0 else 0
 
 
-def recall_text(entries: Sequence[tuple[Memory, float | None]]) -> str:
-    """ZeroClaw's recall listing; ``None`` scores (time-ordered results) print no bracket."""
-    if not entries:
+def recall_text(
+    entries: Sequence[tuple[Memory, float | None]], offset: int = 0, budget: int = DEFAULT_MAX_ANSWER_CHARS
+) -> str:
+    """ZeroClaw's recall listing from ``offset`` on; ``None`` scores (time-ordered results) print no bracket.
+
+    Percentages stay relative to the best of all ``entries``. A listing over ``budget`` characters
+    ends after the last line that fits with ``more: use cursor=<c>`` (the same call with that cursor
+    continues).
+    """
+    if len(entries) <= offset:
         return NO_MEMORIES
     scores = [s for _, s in entries if s is not None]
     best = max(scores, default=0.0)
-    lines = [f"Found {len(entries)} memories:"]
-    for memory, score in entries:
+    lines = []
+    for memory, score in entries[offset:]:
         bracket = f" [{percent(score, best)}%]" if score is not None and best > 0 else ""
         lines.append(f"- [{memory.category}] {memory.key}: {memory.content}{bracket}")
-    return "\n".join(lines)
+    return fit.lines(lambda n: f"Found {n} memories:", lines, budget, lambda n: encode_offset(offset + n))
 
 
-def export_text(memories: Sequence[Memory], next_cursor: str | None = None) -> str:
-    """The export listing; a last ``more: use cursor=<c>`` line when another page exists."""
+def export_text(
+    memories: Sequence[Memory], next_cursor: str | None = None, budget: int = DEFAULT_MAX_ANSWER_CHARS
+) -> str:
+    """The export listing; a last ``more: use cursor=<c>`` line when another page exists.
+
+    A page over ``budget`` characters ends after the last record that fits (an over-long first
+    record has its content cut with a marker), and its cursor continues after that record.
+    """
     if not memories:
         return NO_MEMORIES
-    lines = [f"Exported {len(memories)} memories:"]
-    lines.extend(shapes.dumps(shapes.export_record(m)) for m in memories)
-    if next_cursor is not None:
-        lines.append(f"{MORE_PREFIX}{next_cursor}")
-    return "\n".join(lines)
+
+    def tail(shown: int) -> str | None:
+        after = encode_cursor(memories[shown - 1]) if shown < len(memories) else next_cursor
+        return None if after is None else f"{MORE_PREFIX}{after}"
+
+    records = [shapes.export_record(m) for m in memories]
+    return fit.records(lambda n: f"Exported {n} memories:", records, budget, tail)
 
 
 def in_range(memory: Memory, since: datetime | None, until: datetime | None) -> bool:
@@ -97,16 +118,18 @@ def memory_store(session: Session, args: dict[str, Any], quarantine: bool) -> st
 def memory_recall(session: Session, args: dict[str, Any], quarantine: bool) -> str:
     query, limit, since, until = args["query"] or "", args["limit"], args["since"], args["until"]
     _check_range(since, until)
+    offset = decode_offset(args["cursor"]) if args.get("cursor") is not None else 0
+    budget = session.store.max_answer_chars
     timed = since is not None or until is not None
     if query.strip() in RECENT_QUERIES:
         if timed:  # the time range and the limit are applied in the store, newest first
             memories = session.recent(limit, since=since, until=until, without_tag=QUARANTINE_TAG)
         else:
             memories = [h.memory for h in shown_hits(session.search("", max_results=limit))]
-        return recall_text([(m, None) for m in memories[:limit]])
+        return recall_text([(m, None) for m in memories[:limit]], offset, budget)
     hits = shown_hits(session.search(query, max_results=FILTER_WINDOW if timed else limit))
     hits = [h for h in hits if in_range(h.memory, since, until)][:limit]
-    return recall_text([(h.memory, h.score) for h in hits])
+    return recall_text([(h.memory, h.score) for h in hits], offset, budget)
 
 
 def memory_forget(session: Session, args: dict[str, Any], quarantine: bool) -> str:
@@ -129,7 +152,7 @@ def memory_export(session: Session, args: dict[str, Any], quarantine: bool) -> s
         until=until,
         without_tag=QUARANTINE_TAG,
     )
-    return export_text(page, page.next_cursor)
+    return export_text(page, page.next_cursor, session.store.max_answer_chars)
 
 
 def memory_purge(session: Session, args: dict[str, Any], quarantine: bool) -> str:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
+from ..budget import DEFAULT_MAX_ANSWER_CHARS
 from .errors import ValidationError
 from .textcut import safe_cut_index
 
@@ -31,7 +32,9 @@ __all__ = [
     "truncate_tool_message",
 ]
 
-DEFAULT_MAX_TOOL_RESULT_CHARS = 50_000
+# One budget with the memory tools' answers (stratamem.budget): a memory tool's answer, already fitted
+# with a cursor, is never cut again here.
+DEFAULT_MAX_TOOL_RESULT_CHARS = DEFAULT_MAX_ANSWER_CHARS
 IMAGE_MARKER_RE = re.compile(r"\[IMAGE:[^\]\[\n]*\]")  # no "[" inside: keeps the scan linear
 _IMAGE_PATH_RE = re.compile(
     r"(?<![\w/.~\[:-])(?P<path>(?:~|\.{1,2})?/?(?:[\w.-]+/)*[\w.-]*\w\.(?:png|jpe?g|gif|webp|bmp))(?![\w/])",
