@@ -18,6 +18,7 @@ from server_support import (
     mcp_http,
     server_config,  # noqa: F401
     start_serve,
+    token,
     write_config,
 )
 
@@ -62,6 +63,11 @@ def test_rest_and_mcp_http_answers_fit_the_budget_and_continue(tmp_path, server_
         graph = rest.post(f"/v1/sessions/{sid}/graph/read_graph", json={})
         assert len(graph.text) <= BUDGET and graph.json()["truncated"] is True
         assert graph.json()["entities"][0]["omittedObservations"] > 0
+
+        with sm.Client(live.url, token("alice")) as client:  # the Python client continues a cut search
+            first = client.search(sid, "apple", max_results=100)
+            rest_of = client.search(sid, "apple", max_results=100, cursor=first["next_cursor"])
+            assert rest_of["results"][0]["key"] not in {r["key"] for r in first["results"]}
 
         async def over_mcp() -> None:
             async with mcp_http(live.url, "alice") as mcp:

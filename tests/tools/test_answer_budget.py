@@ -291,3 +291,15 @@ def test_the_last_guard_keeps_any_json_object_within_the_budget_and_valid(value)
     assert len(out) <= BUDGET
     parsed = json.loads(out)
     assert out == text or parsed["truncated"] is True
+
+
+def test_every_backend_pages_a_cut_listing_and_graph_to_the_end(make_store):
+    store = make_store(max_answer_chars=BUDGET)
+    session = store.session("a")
+    session.save_many([{"key": f"k{i:02}", "content": "pear " + HARD * 150} for i in range(10)])
+    assert [m["key"] for m in walk(session, "memory_list", {}, "memories")] == [f"k{i:02}" for i in range(10)]
+    found = walk(session, "memory_search", {"query": "pear", "max_results": 100}, "results")
+    assert sorted(h["key"] for h in found) == [f"k{i:02}" for i in range(10)]
+    graph_session, names = _graph_session(store, entities=3, observations=20)
+    assert graph_session is not None
+    assert sorted(e["name"] for e in walk(graph_session, "read_graph", {}, "entities")) == names

@@ -107,9 +107,11 @@ def delete(session_id: str, key: str) -> Call:
     return Call("DELETE", f"{_session(session_id)}/memories/{_seg(key)}")
 
 
-def search(session_id: str, query: str, max_results: int | None = None) -> Call:
-    """Ranked visible memories: ``{"query", "results": [...]}``."""
-    return Call("POST", f"{_session(session_id)}/search", body=_given(query=query, max_results=max_results))
+def search(session_id: str, query: str, max_results: int | None = None, cursor: str | None = None) -> Call:
+    """Ranked visible memories: ``{"query", "results": [...]}``; an answer cut to the server's size limit
+    adds ``"truncated": true`` and a ``next_cursor`` to pass back with the same query."""
+    body = _given(query=query, max_results=max_results, cursor=cursor)
+    return Call("POST", f"{_session(session_id)}/search", body=body)
 
 
 # audit --------------------------------------------------------------------------------------
