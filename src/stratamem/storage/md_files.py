@@ -428,14 +428,20 @@ def _keep_copy(dir_fd: int, parts: list[str], old_fd: int) -> str:
     while chunk := os.pread(old_fd, 1 << 20, offset):
         chunks.append(chunk)
         offset += len(chunk)
-    kept = _conflict_name(parts[-1])
+    kept = _conflict_name(dir_fd, parts[-1])
     tmp, _ = _write_temp(dir_fd, kept, b"".join(chunks))
     os.rename(tmp, kept, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     return "/".join([*parts[:-1], kept])
 
 
-def _conflict_name(name: str) -> str:
-    return f"{name}.conflict-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}"
+def _conflict_name(dir_fd: int, name: str) -> str:
+    """``<name>.conflict-<time>``, with ``-2``, ``-3``... if one was kept in the same microsecond."""
+    base = f"{name}.conflict-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S%fZ')}"
+    kept, n = base, 1
+    while _exists(dir_fd, kept):
+        n += 1
+        kept = f"{base}-{n}"
+    return kept
 
 
 def write_agent_file(root: str, folder: str, agent: str) -> None:
