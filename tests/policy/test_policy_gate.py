@@ -72,7 +72,8 @@ def test_autosave_refuses_a_password_and_an_exfiltration_command(store):
     )
     assert s.list() == []
     assert search_keys(s, "database password curl") == []
-    assert log.events[-1].success is False and "POLICY_BLOCKED" not in log.events[-1].error
+    # An event names the failure by its type and code only, never the message that quotes the write.
+    assert log.events[-1].success is False and log.events[-1].error == "PolicyBlocked (POLICY_BLOCKED)"
     assert "Tr0ub4dor" not in log.events[-1].error
     decision = gate_events(store, "autosave")[-1]
     assert decision.outcome == "blocked"

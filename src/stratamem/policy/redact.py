@@ -20,6 +20,8 @@ Two jobs, both pure:
 
 from __future__ import annotations
 
+import logging
+import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -102,4 +104,38 @@ def redact_secrets(text: str) -> str:
     return "".join(pieces) + note
 
 
-__all__ = ["REDACTED", "mask_secret", "redact_fields", "redact_secrets", "redact_text"]
+class _ScrubRecords(logging.Filter):
+    """Passes a log record on with its message and traceback through :func:`redact_secrets`.
+
+    An unexpected error's traceback quotes the values it failed on (a request's
+    arguments, a row), and log files outlive the request: they leave the process
+    like any error message does, so they pass the same scrubber.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = redact_secrets(record.getMessage())
+        record.args = None
+        if record.exc_info is not None and record.exc_info[0] is not None:
+            record.exc_text = redact_secrets(
+                "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            )
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = redact_secrets(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redact_secrets(record.stack_info)
+        return True
+
+
+_SCRUB_RECORDS = _ScrubRecords()
+
+
+def scrubbed_logger(name: str) -> logging.Logger:
+    """The logger ``name`` with every record it emits scrubbed of credentials (see ``_ScrubRecords``)."""
+    logger = logging.getLogger(name)
+    if _SCRUB_RECORDS not in logger.filters:
+        logger.addFilter(_SCRUB_RECORDS)
+    return logger
+
+
+__all__ = ["REDACTED", "mask_secret", "redact_fields", "redact_secrets", "redact_text", "scrubbed_logger"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import json
-import logging
 from collections.abc import AsyncIterator, Sequence
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -23,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..policy.redact import scrubbed_logger
 from . import ui
 from .auth import BearerAuth
 from .console import ConsoleApi
@@ -38,7 +38,7 @@ from .rest_turns import TurnApi
 from .state import ServerState
 from .turn_ops import TurnOps
 
-logger = logging.getLogger("stratamem.server")
+logger = scrubbed_logger("stratamem.server")
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")

@@ -14,7 +14,6 @@ Every session id is checked against the caller's principal
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -25,6 +24,7 @@ from starlette.routing import Route
 from .. import shapes, strict_json
 from ..errors import NotFound, StratamemError, ValidationError
 from ..levels import Level
+from ..policy.redact import scrubbed_logger
 from ..tools import definitions, mcp_memory
 from ..tools.specs import MCP_MEMORY, TRIGGERFISH, specs
 from . import payloads
@@ -35,7 +35,7 @@ from .responses import error_response, from_exception, from_tool_text, internal_
 from .state import ServerState, blocking
 from .tool_workers import ToolCall, run_call
 
-logger = logging.getLogger("stratamem.server")
+logger = scrubbed_logger("stratamem.server")
 
 DEFAULT_AUDIT_LIMIT = 100
 MAX_AUDIT_LIMIT = 1000

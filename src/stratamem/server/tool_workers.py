@@ -25,7 +25,6 @@ finds it dead goes to another worker.
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import pickle
 import queue
@@ -38,6 +37,7 @@ from typing import Any
 
 from .. import shapes
 from ..errors import StratamemError, ValidationError
+from ..policy.redact import scrubbed_logger
 from ..store import Store
 from ..tools import execute
 from ..tools.specs import TRIGGERFISH
@@ -46,7 +46,7 @@ from .principals import Principal, Principals
 from .state import ServerState
 from .warm import warm_up
 
-logger = logging.getLogger("stratamem.server")
+logger = scrubbed_logger("stratamem.server")
 
 SLOTS_PER_WORKER = 8  # calls one worker runs at once (its threads; SQLite releases the lock in queries)
 START_TIMEOUT_S = 120.0

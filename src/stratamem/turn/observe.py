@@ -12,11 +12,11 @@ configured SDK, in which case the API's tracer is a no-op) nothing changes.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Protocol, TypeVar
 
+from ..policy.redact import scrubbed_logger
 from .scrub import DEFAULT_MAX_CHARS, bound_text, scrub_within
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "opentelemetry_tracer",
 ]
 
-_log = logging.getLogger(__name__)
+_log = scrubbed_logger(__name__)
 
 AttributeValue = str | bool | int | float
 _E = TypeVar("_E", bound="Event")
