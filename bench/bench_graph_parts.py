@@ -27,8 +27,8 @@ import bench_graph as bg
 import stratamem as sm
 from stratamem import text
 from stratamem.policy import guards
-from stratamem.storage import graph_sql
-from stratamem.storage import sqlite as sqlite_backend
+from stratamem.storage.sql import graph_read
+from stratamem.storage.sqlite import backend as sqlite_backend
 from stratamem.tools import execute
 
 spent: dict[str, float] = collections.defaultdict(float)
@@ -53,7 +53,7 @@ def main() -> None:
     timed(text.Analyzer, "document_terms", "text analysis")
     timed(sqlite_backend, "seal_many", "audit seal")
     for name in ("rows", "one", "run", "many"):
-        timed(graph_sql.GraphConn, name, "graph SQL")
+        timed(graph_read.GraphConn, name, "graph SQL")
     w = bg.Workload(10_000)
     with sm.open_store(os.path.join(tempfile.mkdtemp(), "graph.db")) as store:
         session = store.session("bench")

@@ -67,7 +67,7 @@ def settle(store: sm.Store) -> None:
     if store.url.startswith("postgresql"):
         import psycopg
 
-        from stratamem.storage.pg_connect import parse_url
+        from stratamem.storage.postgres.connect import parse_url
 
         config = parse_url(store.url)
         with psycopg.connect(config.conninfo, autocommit=True) as conn:

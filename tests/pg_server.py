@@ -82,7 +82,7 @@ def _fill() -> None:
     """Keep a few empty, migrated schemas ready (daemon thread; stops with the interpreter)."""
     import psycopg
 
-    from stratamem.storage.pg_schema import DEFAULT_APP_ROLE, migrate_schema
+    from stratamem.storage.postgres.schema import DEFAULT_APP_ROLE, migrate_schema
 
     try:
         with psycopg.connect(base_url(), autocommit=True) as conn:

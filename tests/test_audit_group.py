@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 import stratamem as sm
 from stratamem.audit import AuditDraft
-from stratamem.storage.audit_group import GroupAppender
+from stratamem.storage.sql.audit_group import GroupAppender
 
 THREADS, EACH = 8, 15
 LIVENESS_S = 60

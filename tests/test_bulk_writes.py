@@ -1,4 +1,4 @@
-"""Bulk writes (storage/sqlite_bulk.py, the batch analyzer, one-pass audit sealing) store exactly what
+"""Bulk writes (storage/sqlite/new_keys.py, the batch analyzer, one-pass audit sealing) store exactly what
 one-by-one writes store."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import stratamem as sm
 from stratamem import text as text_module
 from stratamem.audit import GENESIS, AuditDraft, event_hash, seal_many
 from stratamem.levels import Level
-from stratamem.storage.rows import event_to_row, json_strings
+from stratamem.storage.sql.rows import event_to_row, json_strings
 from stratamem.text import Analyzer, tokens
 from stratamem.validation import _has_control
 

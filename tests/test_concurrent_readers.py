@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import stratamem as sm
-from stratamem.storage.sqlite import SQLiteBackend
+from stratamem.storage.sqlite.backend import SQLiteBackend
 
 LIVENESS_S = 60  # generous: only a reader that is really blocked (until the writer lets go) waits this long
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stratamem import Level, NotFound
-from stratamem.storage import graph_sql as q
+from stratamem.storage.sql import graph_read as q
 
 NAMES = ["n0", "n1", "n2"]
 ops = st.lists(

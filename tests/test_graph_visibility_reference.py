@@ -17,7 +17,7 @@ from test_graph_noninterference import World, scenario
 
 from stratamem import Level
 from stratamem.graph.api import _read_draft
-from stratamem.storage import graph_sql as q
+from stratamem.storage.sql import graph_read as q
 
 
 def _visible_nodes(gc: q.GraphConn, scope: q.Scope) -> list[tuple[str, str]]:

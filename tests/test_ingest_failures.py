@@ -43,7 +43,7 @@ print(json.dumps(outcome), flush=True)
 IMPORT = """
 import sys, time
 import stratamem as sm
-from stratamem.storage.sqlite_batch import PendingIndex
+from stratamem.storage.sqlite.deferred_index import PendingIndex
 with sm.open_store(":memory:") as source:
     source.session("a").save_many([{"key": f"k{i}", "content": f"note {i}"} for i in range(1000)])
     memories = list(source.export())

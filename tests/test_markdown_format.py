@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from stratamem import Level, ValidationError
 from stratamem.models import Memory
-from stratamem.storage import md_format as fmt
+from stratamem.storage.markdown import format as fmt
 from stratamem.validation import check_category, check_key, check_tags
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

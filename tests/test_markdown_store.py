@@ -181,7 +181,7 @@ def test_sidecar_is_rebuilt_from_the_files(root):
 CHILD = textwrap.dedent("""
     import os, sys
     import stratamem as sm
-    from stratamem.storage import markdown
+    from stratamem.storage.markdown import backend as markdown
     store = sm.open_store("markdown://" + sys.argv[1])
     if sys.argv[2] == "crash":
         markdown._Writing.__exit__ = lambda self, *exc: os._exit(9)  # killed after the commit, before the files

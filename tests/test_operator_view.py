@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import stratamem as sm
 from stratamem.errors import NotFound, PolicyBlocked, ValidationError
 from stratamem.operator import OperatorView
-from stratamem.storage.console_sql import MAX_PAGE
+from stratamem.storage.sql.console import MAX_PAGE
 
 
 def _seed(store: sm.Store) -> None:

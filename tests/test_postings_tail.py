@@ -1,4 +1,4 @@
-"""Single writes' postings in an append-only tail (storage/sqlite_tail.py): answers never depend on
+"""Single writes' postings in an append-only tail (storage/sqlite/postings_tail.py): answers never depend on
 whether, or when, the tail was folded into ``postings``."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import stratamem as sm
 from stratamem import Level, NotFound
-from stratamem.storage import pruning, sqlite_tail
+from stratamem.storage.sql import pruning
+from stratamem.storage.sqlite import postings_tail
 
 WORDS = ["apple", "banana", "river", "running", "runs", "blue", "meeting", "friday", "tea", "coffee"]
 QUERIES = ["apple river", "running tea coffee", "blue", "friday meeting banana apple", "runs"]
@@ -71,14 +72,14 @@ def test_folded_and_unfolded_tails_answer_identically(steps):
     often, never = sm.open_store(":memory:", clock=FakeClock()), sm.open_store(":memory:", clock=FakeClock())
     try:
         for step in steps:
-            with mock.patch.object(sqlite_tail, "FOLD_AT", 3):
+            with mock.patch.object(postings_tail, "FOLD_AT", 3):
                 apply(often, step)
-            with mock.patch.object(sqlite_tail, "FOLD_AT", 10**9):
+            with mock.patch.object(postings_tail, "FOLD_AT", 10**9):
                 apply(never, step)
         unfolded = answers(never)
         assert answers(often) == unfolded
         with never.backend._tx(write=True) as conn:
-            sqlite_tail.fold(conn)
+            postings_tail.fold(conn)
             assert conn.execute("SELECT count(*) FROM postings_tail").fetchone()[0] == 0
         assert answers(never) == unfolded
     finally:
@@ -87,7 +88,7 @@ def test_folded_and_unfolded_tails_answer_identically(steps):
 
 
 def test_a_single_save_goes_to_the_tail_and_a_full_tail_is_folded(tmp_path, monkeypatch):
-    monkeypatch.setattr(sqlite_tail, "FOLD_AT", 10)
+    monkeypatch.setattr(postings_tail, "FOLD_AT", 10)
     with sm.open_store(str(tmp_path / "t.db")) as store:
         s = store.session("a")
         conn = store.backend._conn

@@ -21,7 +21,7 @@ from test_purge import MARKER, db_bytes
 
 import stratamem as sm
 from stratamem.cli import cli
-from stratamem.storage import sqlite_checkpoint
+from stratamem.storage.sqlite import wal_erase
 
 BOUND_S = 60  # far above the designed ~2 s: only "returns at all while the reader lives" is tested
 
@@ -96,14 +96,14 @@ def test_other_operations_proceed_while_purge_waits(tmp_path, monkeypatch):
     clock = FakeClock()
     store = _doomed_store(path, clock)
     waiting, release = threading.Event(), threading.Event()
-    real = sqlite_checkpoint.truncate_wal
+    real = wal_erase.truncate_wal
 
     def slow_checkpoint(db_path: str) -> bool:
         waiting.set()
         release.wait(BOUND_S)
         return real(db_path)
 
-    monkeypatch.setattr(sqlite_checkpoint, "truncate_wal", slow_checkpoint)
+    monkeypatch.setattr(wal_erase, "truncate_wal", slow_checkpoint)
     purge_thread, purged = _in_thread(lambda: store.purge(before=clock.now))
     assert waiting.wait(BOUND_S)
     # Purge is now erasing; the store must serve everyone else meanwhile.

@@ -2,7 +2,7 @@
 
 Every read transaction here follows a write (reads append audit events); in WAL mode SQLite then unmaps and
 remaps a memory-mapped file and faults every page in again, which made graph traversals at 100k nodes 2.5x
-slower and REST searches no faster (``storage/sqlite_readers.py``, ``bench/bench_server.py``). This pins the
+slower and REST searches no faster (``storage/sqlite/readers.py``, ``bench/bench_server.py``). This pins the
 choice on every reader thread.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 import stratamem as sm
-from stratamem.storage.sqlite_readers import MMAP_BYTES
+from stratamem.storage.sqlite.readers import MMAP_BYTES
 
 
 def test_no_reader_thread_maps_the_file(tmp_path):

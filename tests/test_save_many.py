@@ -8,7 +8,7 @@ import pytest
 
 import stratamem as sm
 from stratamem.errors import ValidationError
-from stratamem.storage import sqlite_deltas, sqlite_tail
+from stratamem.storage.sqlite import frequency_tail, postings_tail
 
 
 def items(n, prefix="k"):
@@ -160,8 +160,8 @@ def test_deferred_index_upkeep_matches_one_by_one(tmp_path):
             else:
                 s.save_many(batch)
             with store.backend._tx(write=True) as conn:
-                sqlite_deltas.fold(conn)  # single saves' frequencies wait in the tail until folded
-                sqlite_tail.fold(conn)  # and so do their postings
+                frequency_tail.fold(conn)  # single saves' frequencies wait in the tail until folded
+                postings_tail.fold(conn)  # and so do their postings
             tables.append(
                 [
                     conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2, 3").fetchall()

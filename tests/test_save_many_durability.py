@@ -14,7 +14,7 @@ import stratamem as sm
 # postings are written, before its audit events), announcing each step so the test kills it at a known point.
 WRITER = """
 import sys, time, stratamem as sm
-from stratamem.storage.sqlite_batch import PendingIndex
+from stratamem.storage.sqlite.deferred_index import PendingIndex
 store = sm.open_store(sys.argv[1])
 s = store.session("bulk")
 real = PendingIndex.flush

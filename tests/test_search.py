@@ -170,7 +170,7 @@ def test_pruned_ranking_equals_exhaustive(backend, docs, query, limit, essential
     """MaxScore pruning is exact: forcing any candidate split gives the exhaustive answer."""
     from unittest import mock
 
-    from stratamem.storage import pruning
+    from stratamem.storage.sql import pruning
 
     own, s = _pruning_session(backend)
     try:

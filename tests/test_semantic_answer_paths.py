@@ -1,4 +1,4 @@
-"""SQLite hybrid and semantic answers read only the rows they need (``sqlite_vectors._answer``).
+"""SQLite hybrid and semantic answers read only the rows they need (``vectors._answer``).
 
 The fast path fuses the two lists by memory id and reads only the rows that can be in the answer; it is
 taken only when the process's matrix is exactly the search's snapshot and the dense list has no tie at
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 import stratamem as sm
 from stratamem.embed.hashing import HashEmbedder
 from stratamem.search import fusion
-from stratamem.storage import sqlite_vectors
-from stratamem.storage.vector_cache import VectorCache
+from stratamem.storage.sqlite import vectors
+from stratamem.storage.sqlite.vector_cache import VectorCache
 
 WORDS = ["heron", "tax", "dawn", "april", "sailing", "garden", "coffee", "berlin", "river", "forms"]
 
@@ -68,8 +68,8 @@ def test_a_plain_search_takes_the_fast_path(tmp_path, monkeypatch):
     for i, word in enumerate(WORDS):
         s.save(f"k{i}", f"a note about {word}")
     calls = []
-    answer = sqlite_vectors._answer
-    monkeypatch.setattr(sqlite_vectors, "_answer", lambda *args: calls.append(1) or answer(*args))
+    answer = vectors._answer
+    monkeypatch.setattr(vectors, "_answer", lambda *args: calls.append(1) or answer(*args))
     assert s.search("heron", max_results=3)
     assert calls == [1]
     store.close()
@@ -79,8 +79,8 @@ def test_a_plain_search_takes_the_fast_path(tmp_path, monkeypatch):
 def test_a_matrix_ahead_of_the_snapshot_changes_nothing_in_its_answer(tmp_path, mode):
     """Another reader, in a newer transaction, brings the shared matrix further during a search's
     transaction: that search still answers from its own snapshot — same hits, same scores."""
-    from stratamem.storage.rows import to_us
-    from stratamem.storage.sqlite_rank import Scope
+    from stratamem.storage.sql.rows import to_us
+    from stratamem.storage.sqlite.rank import Scope
     from stratamem.storage.vectors import DenseQuery
 
     embedder = HashEmbedder(32)
@@ -94,7 +94,7 @@ def test_a_matrix_ahead_of_the_snapshot_changes_nothing_in_its_answer(tmp_path, 
 
     def answer(conn):
         scope = Scope(backend._session(conn, s.id), to_us(store.now()))
-        hits = sqlite_vectors.search(backend, conn, scope, ["heron"], 10, mode, query)
+        hits = vectors.search(backend, conn, scope, ["heron"], 10, mode, query)
         return [(h.memory.key, h.score) for h in hits]
 
     def newer():

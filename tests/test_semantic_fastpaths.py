@@ -26,7 +26,7 @@ from stratamem.embed import EmbedderError
 from stratamem.embed.hashing import HashEmbedder
 from stratamem.search import dense
 from stratamem.search.dense import quantise
-from stratamem.storage.vector_cache import VectorCache
+from stratamem.storage.sqlite.vector_cache import VectorCache
 from stratamem.storage.vectors import DenseQuery
 
 SQLITE = ["sqlite-memory", "sqlite-file"]
@@ -213,7 +213,7 @@ def test_the_matrix_follows_another_process(tmp_path, clock):
 
 def test_row_dots_are_exact_with_and_without_vecdot(monkeypatch):
     """Dot products of int8 codes are integers below 2**24: row by row or with einsum, the same floats."""
-    from stratamem.storage import vector_cache
+    from stratamem.storage.sqlite import vector_cache
 
     rng = np.random.default_rng(7)
     block = rng.integers(-127, 128, size=(300, 384)).astype(np.float32)

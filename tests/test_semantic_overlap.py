@@ -19,8 +19,8 @@ import pytest
 import stratamem as sm
 from stratamem.embed import EmbedderError
 from stratamem.embed.hashing import HashEmbedder
-from stratamem.storage import sqlite as sqlite_backend
-from stratamem.storage import sqlite_rank
+from stratamem.storage.sqlite import backend as sqlite_backend
+from stratamem.storage.sqlite import rank
 from stratamem.storage.vectors import DenseQuery, QueryEmbedding, when_ready
 
 QUERY = DenseQuery.make("m", np.ones(8, dtype=np.float32))
@@ -70,14 +70,14 @@ class WaitsForBM25(HashEmbedder):
 @pytest.mark.parametrize("where", [":memory:", "file"])
 def test_bm25_ranks_while_the_query_is_embedding(monkeypatch, tmp_path, where):
     embedder = WaitsForBM25()
-    ranked_rows = sqlite_rank.ranked_rows
+    ranked_rows = rank.ranked_rows
 
     def spy(*args, **kwargs):
         rows = ranked_rows(*args, **kwargs)
         embedder.lexical_done.set()
         return rows
 
-    monkeypatch.setattr(sqlite_rank, "ranked_rows", spy)
+    monkeypatch.setattr(rank, "ranked_rows", spy)
     path = ":memory:" if where == ":memory:" else str(tmp_path / "o.db")
     store = sm.open_store(path, search_mode="hybrid", embedder=embedder)
     s = store.session("a")

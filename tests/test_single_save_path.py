@@ -18,13 +18,13 @@ import stratamem as sm
 from stratamem import Level, audit
 from stratamem.audit import AuditDraft
 from stratamem.embed.hashing import HashEmbedder
-from stratamem.storage import sqlite_deltas, sqlite_tail
+from stratamem.storage.sqlite import frequency_tail, postings_tail
 
 WORDS = [f"w{i}" for i in range(30)]
 
 
 def test_a_single_save_writes_no_frequency_row_and_the_fold_counts_the_tail(tmp_path, monkeypatch):
-    monkeypatch.setattr(sqlite_tail, "FOLD_AT", 20)
+    monkeypatch.setattr(postings_tail, "FOLD_AT", 20)
     with sm.open_store(str(tmp_path / "t.db")) as store:
         s = store.session("a")
         conn = store.backend._conn
@@ -46,8 +46,8 @@ def test_a_single_save_writes_no_frequency_row_and_the_fold_counts_the_tail(tmp_
 def test_the_tail_folds_at_its_bound_when_two_connections_write_it(tmp_path, monkeypatch):
     """Two stores on one file (two connections, as two processes have): the fold decision is taken from
     the tail as it is inside each write, so the tail never outgrows its bound and counts stay exact."""
-    monkeypatch.setattr(sqlite_tail, "FOLD_AT", 25)
-    monkeypatch.setattr(sqlite_deltas, "FOLD_AT", 5)
+    monkeypatch.setattr(postings_tail, "FOLD_AT", 25)
+    monkeypatch.setattr(frequency_tail, "FOLD_AT", 5)
     path = str(tmp_path / "two.db")
     with sm.open_store(path) as one, sm.open_store(path) as two:
         sessions = [one.session("a"), two.session("a"), two.session("b")]
@@ -69,8 +69,8 @@ def test_the_tail_folds_at_its_bound_when_two_connections_write_it(tmp_path, mon
             assert effective_df(conn) == recount(conn)
         hits = [(h.memory.key, h.score) for h in sessions[0].search("w1 w8 w15", 10)]
         with one.backend._tx(write=True) as write:
-            sqlite_tail.fold(write)
-            sqlite_deltas.fold(write)
+            postings_tail.fold(write)
+            frequency_tail.fold(write)
         assert [(h.memory.key, h.score) for h in sessions[0].search("w1 w8 w15", 10)] == hits
 
 

@@ -1,4 +1,4 @@
-"""Single writes' document frequencies in an append-only tail (storage/sqlite_deltas.py): always exact."""
+"""Single writes' document frequencies in an append-only tail (storage/sqlite/frequency_tail.py): always exact."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import Counter
 from datetime import timedelta
 
 import stratamem as sm
-from stratamem.storage import sqlite_deltas, sqlite_tail
+from stratamem.storage.sqlite import frequency_tail, postings_tail
 
 WORDS = [f"w{i}" for i in range(40)]
 
@@ -41,7 +41,7 @@ def recount(conn: sqlite3.Connection) -> Counter:
 
 
 def test_frequencies_stay_exact_through_saves_replacements_deletes_and_folds(tmp_path, monkeypatch):
-    monkeypatch.setattr(sqlite_deltas, "FOLD_AT", 7)  # fold often, at odd moments
+    monkeypatch.setattr(frequency_tail, "FOLD_AT", 7)  # fold often, at odd moments
     rng = random.Random(5)
     with sm.open_store(str(tmp_path / "d.db")) as store:
         sessions = [store.session("a"), store.session("b")]
@@ -87,8 +87,8 @@ def test_search_scores_equal_with_the_tail_folded_or_not(tmp_path):
         assert conn.execute("SELECT count(*) FROM term_deltas").fetchone()[0] > 0
         assert conn.execute("SELECT count(*) FROM postings_tail").fetchone()[0] > 0
         with store.backend._tx(write=True) as write:
-            sqlite_deltas.fold(write)
-            sqlite_tail.fold(write)
+            frequency_tail.fold(write)
+            postings_tail.fold(write)
         assert conn.execute("SELECT count(*) FROM term_deltas").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM postings_tail").fetchone()[0] == 0
         assert [[(h.memory.key, h.score) for h in s.search(q, 10)] for q in queries] == before

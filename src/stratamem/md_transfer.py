@@ -16,8 +16,8 @@ from .errors import ValidationError
 from .levels import Level
 from .models import Memory
 from .private import make_private_dirs
-from .storage import md_files
-from .storage import md_format as fmt
+from .storage.markdown import files
+from .storage.markdown import format as fmt
 
 MAX_REPORTED = 20
 
@@ -39,14 +39,14 @@ def export_markdown(
         groups.setdefault(rel, []).append(memory)
     make_private_dirs(directory)
     root = os.path.realpath(directory)
-    if md_files.walk(root).files:
+    if files.walk(root).files:
         raise ValidationError(f"{directory} already holds memory files; export into an empty directory")
     for rel, group in sorted(groups.items()):
         first = group[0]
         title = fmt.place_of(rel).default_category or first.category
         title = rel.rsplit("/", 1)[-1][:-3] if title == "daily" else title
-        md_files.write_agent_file(root, rel.split("/", 1)[0], first.agent_id)
-        md_files.write_atomic(root, rel, fmt.render_file(first.agent_id, first.level, title, group))
+        files.write_agent_file(root, rel.split("/", 1)[0], first.agent_id)
+        files.write_atomic(root, rel, fmt.render_file(first.agent_id, first.level, title, group))
     return sum(len(g) for g in groups.values())
 
 
@@ -54,13 +54,13 @@ def read_markdown(
     directory: str,
     max_content_bytes: int,
     now: datetime,
-    max_file_bytes: int = md_files.DEFAULT_MAX_FILE_BYTES,
+    max_file_bytes: int = files.DEFAULT_MAX_FILE_BYTES,
 ) -> list[Memory]:
     """Every memory in a Markdown-layout directory; one ``ValidationError`` lists every problem."""
     if not os.path.isdir(directory):
         raise ValidationError(f"{directory} is not a directory")
     root = os.path.realpath(directory)
-    walk = md_files.walk(root)
+    walk = files.walk(root)
     problems = [str(p) for p in walk.problems]
     memories: list[Memory] = []
     seen: dict[tuple[str, Level, str], str] = {}
@@ -68,9 +68,9 @@ def read_markdown(
         place = fmt.place_of(rel)
         agent = walk.agent_names[place.agent_dir]
         try:
-            text, _ = md_files.read_text(root, rel, max_file_bytes)
+            text, _ = files.read_text(root, rel, max_file_bytes)
             sections = fmt.parse_file(text, max_content_bytes)
-        except md_files.FileProblem as exc:
+        except files.FileProblem as exc:
             problems.append(str(exc))
             continue
         except fmt.FormatError as exc:

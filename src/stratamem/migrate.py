@@ -23,8 +23,8 @@ from typing import Any
 from .audit import operator_draft
 from .errors import StorageError, ValidationError
 from .extras import require
-from .storage import md_files
-from .storage.rows import one_row
+from .storage.markdown import files
+from .storage.sql.rows import one_row
 from .store import MARKDOWN_SCHEME, Store, markdown_location, sqlite_path
 
 
@@ -44,8 +44,8 @@ def _sqlite_file(url: str) -> str:
     if url.startswith(MARKDOWN_SCHEME):
         root = os.path.realpath(markdown_location(url)[0])
         if os.path.isdir(root):
-            md_files.check_sidecar(root)
-        return os.path.join(root, md_files.SIDECAR_DIR, md_files.SIDECAR_DB)
+            files.check_sidecar(root)
+        return os.path.join(root, files.SIDECAR_DIR, files.SIDECAR_DB)
     return sqlite_path(url)
 
 
@@ -60,7 +60,7 @@ def stored_languages(url: str) -> tuple[str, ...] | None:
         import psycopg
         from psycopg import sql
 
-        from .storage.pg_connect import parse_url
+        from .storage.postgres.connect import parse_url
 
         config = parse_url(url)
         try:

@@ -2,7 +2,7 @@
 
 The console is an operator tool, so it reads across agents; but like a
 session it is opened at a clearance and never returns, counts or orders by
-anything above it (the queries in ``storage/console_sql.py`` take the
+anything above it (the queries in ``storage/sql/console.py`` take the
 clearance and apply it in SQL, on both backends). Opening the view and every
 read it makes append an audit event at the view's clearance, naming the
 operator; the events carry keys, levels and lineage ids, never content.
@@ -28,9 +28,9 @@ from .levels import Level
 from .models import Memory
 from .scope import ALL
 from .session import Session
-from .storage import console_sql
-from .storage.base import T
-from .storage.console_sql import (
+from .storage.protocol import T
+from .storage.sql import console
+from .storage.sql.console import (
     AgentSummary,
     AuditRow,
     ConsoleRecord,
@@ -44,7 +44,7 @@ from .validation import check_agent_id, check_key
 if TYPE_CHECKING:
     from .store import Store
 
-EXPORT_PAGE = console_sql.MAX_PAGE
+EXPORT_PAGE = console.MAX_PAGE
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +93,17 @@ class OperatorView:
 
     # reads --------------------------------------------------------------------
     def agents(self, after: str | None = None, limit: int = 100) -> list[AgentSummary]:
-        found = self._read(lambda run, d: console_sql.agents(run, d, self.clearance, after, limit))
+        found = self._read(lambda run, d: console.agents(run, d, self.clearance, after, limit))
         self._audit("console.agents", None, (), count=len(found))
         return found
 
     def memories(self, query: MemoryQuery) -> list[ConsoleRecord]:
         if query.clearance != self.clearance:
             raise ValidationError("the query's clearance differs from the view's")
-        if query.status not in console_sql.STATUSES:
-            raise ValidationError(f"status must be one of {', '.join(console_sql.STATUSES)}")
+        if query.status not in console.STATUSES:
+            raise ValidationError(f"status must be one of {', '.join(console.STATUSES)}")
         now = self.store.now()
-        found = self._read(lambda run, d: console_sql.memories(run, d, query, now))
+        found = self._read(lambda run, d: console.memories(run, d, query, now))
         self._audit("console.memories", query.agent_id, [r.memory for r in found], count=len(found))
         return found
 
@@ -113,7 +113,7 @@ class OperatorView:
     def versions(self, agent_id: str, key: str) -> list[ConsoleRecord]:
         agent, key = check_agent_id(agent_id), check_key(key)
         now = self.store.now()
-        found = self._read(lambda run, d: console_sql.versions(run, d, self.clearance, agent, key, now))
+        found = self._read(lambda run, d: console.versions(run, d, self.clearance, agent, key, now))
         self._audit("console.versions", agent, [r.memory for r in found], count=len(found))
         return found
 
@@ -124,7 +124,7 @@ class OperatorView:
             not isinstance(ref, int) or not 0 < ref < 2**63
         ):  # no row has such an id; SQL integers stop at 2**63
             raise NotFound(f"no record {ref} at or below {self.clearance.name}")
-        found = self._read(lambda run, d: console_sql.record(run, d, self.clearance, ref, now))
+        found = self._read(lambda run, d: console.record(run, d, self.clearance, ref, now))
         if found is None:
             raise NotFound(f"no record {ref} at or below {self.clearance.name}")
         self._audit("console.record", found.memory.agent_id, [found.memory])
@@ -136,7 +136,7 @@ class OperatorView:
         """A record and the audit events that name its lineage id (reads and writes), newest first."""
         found = self.record(ref)
         rows = self._read(
-            lambda run, d: console_sql.audit(
+            lambda run, d: console.audit(
                 run, d, self.clearance, before, limit, lineage=found.memory.lineage_id
             )
         )
@@ -146,13 +146,13 @@ class OperatorView:
         self, agent_id: str | None = None, after: tuple[int, str] | None = None, limit: int = 50
     ) -> list[SessionSummary]:
         agent = check_agent_id(agent_id) if agent_id is not None else None
-        found = self._read(lambda run, d: console_sql.sessions(run, d, self.clearance, agent, after, limit))
+        found = self._read(lambda run, d: console.sessions(run, d, self.clearance, agent, after, limit))
         self._audit("console.sessions", agent, (), count=len(found))
         return found
 
     def audit_log(self, before: int | None = None, limit: int = 50) -> list[AuditRow]:
         """The newest audit events the operator may read at the clearance (operator events need RESTRICTED)."""
-        rows = self._read(lambda run, d: console_sql.audit(run, d, self.clearance, before, limit))
+        rows = self._read(lambda run, d: console.audit(run, d, self.clearance, before, limit))
         self._audit("console.audit", None, (), count=len(rows))
         return rows
 
@@ -219,7 +219,7 @@ class OperatorView:
         count = 0
         try:
             while True:
-                page = self._read(partial(console_sql.memories, q=query, now=now))  # this page's query
+                page = self._read(partial(console.memories, q=query, now=now))  # this page's query
                 for record in page:
                     count += 1
                     yield record.memory

@@ -20,7 +20,7 @@ from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
 from .scope import OWN, Conversations, check
 from .storage.records import MemoryDraft, SessionRecord
-from .storage.rows import to_us
+from .storage.sql.rows import to_us
 from .validation import (
     check_category,
     check_content,

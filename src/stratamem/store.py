@@ -27,11 +27,11 @@ from .private import make_private_dirs
 from .retention import Retention
 from .semantic import SemanticIndex
 from .session import Session
-from .storage.audit_query import AuditQuery, read_page
-from .storage.base import Backend
+from .storage.protocol import Backend
 from .storage.records import SessionRecord
-from .storage.sqlite import SQLiteBackend
-from .storage.turn_rows import TranscriptMessage, UsageRecord
+from .storage.sql.audit_pages import AuditQuery, read_page
+from .storage.sql.transcripts import TranscriptMessage, UsageRecord
+from .storage.sqlite.backend import SQLiteBackend
 from .text import Analyzer
 from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id, check_id, check_peers, check_time
 
@@ -163,7 +163,7 @@ class Store:
         if backend is not None:
             self.backend = backend
         elif self.url.startswith(MARKDOWN_SCHEME):
-            from .storage.markdown import MarkdownBackend
+            from .storage.markdown.backend import MarkdownBackend
 
             path, options = markdown_location(self.url)
             self.backend = MarkdownBackend(
@@ -178,7 +178,7 @@ class Store:
             from .extras import require
 
             require("postgres")  # a clear install hint, never a ModuleNotFoundError
-            from .storage.postgres import PostgresBackend  # optional extra
+            from .storage.postgres.backend import PostgresBackend
 
             self.backend = PostgresBackend(self.url, self.analyzer)
         else:
@@ -374,7 +374,7 @@ class Store:
         or (unless ``scan=False``) carries what the poisoning scanner refuses.
         """
         from .graph.mcp_memory import parse_lines, screen
-        from .storage import graph_write
+        from .storage.sql import graph_write
 
         agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
         if isinstance(path_or_lines, (str, Path)):
@@ -401,13 +401,13 @@ class Store:
         level you will import the file at. Audited as an operator ``graph.export``.
         """
         from .graph.mcp_memory import export_lines
-        from .storage import graph_sql
+        from .storage.sql import graph_read
 
         agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
         now = self.now()
         return iter(
             self.backend.graph_operator(
-                now, lambda gc: graph_sql.export_view(gc, agent_id, chosen, now, export_lines)
+                now, lambda gc: graph_read.export_view(gc, agent_id, chosen, now, export_lines)
             )
         )
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import ValidationError
 from .levels import Level
-from .storage.turn_rows import TranscriptMessage, UsageRecord
+from .storage.sql.transcripts import TranscriptMessage, UsageRecord
 from .validation import check_agent_id
 
 RECORD_KINDS = ("message", "usage")

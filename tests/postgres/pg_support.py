@@ -24,7 +24,7 @@ from conftest import FakeClock as Clock
 def url_at_version(monkeypatch: pytest.MonkeyPatch, version: int) -> tuple[str, str]:
     """A fresh store URL (and its schema) whose stores, while ``monkeypatch`` holds, migrate only up to
     ``version``: a store as an older release wrote it. Undo the patch to open it at the latest version."""
-    from stratamem.storage import pg_schema
+    from stratamem.storage.postgres import schema as pg_schema
 
     url = pg_server.fresh_url(prefix=f"v{version}")
     monkeypatch.setattr(pg_schema, "MIGRATIONS", [m for m in pg_schema.MIGRATIONS if m[0] <= version])

@@ -10,7 +10,7 @@ import pytest
 from pg_support import open_pg, schema_of, superuser
 
 import stratamem as sm
-from stratamem.storage import pg_schema
+from stratamem.storage.postgres import schema as pg_schema
 
 OPENER = """
 import sys, stratamem as sm

@@ -140,7 +140,7 @@ def pruning_history() -> list[tuple]:
 def test_pruned_queries_rank_identically():
     from unittest import mock
 
-    from stratamem.storage import pruning
+    from stratamem.storage.sql import pruning
 
     ops = pruning_history()
     lite = sm.open_store(":memory:", clock=Clock())

@@ -17,8 +17,8 @@ import pytest
 from pg_support import open_pg, schema_of, security_definer, superuser
 
 import stratamem as sm
-from stratamem.storage import pg_index
-from stratamem.storage.pg_connect import bind_operator, run
+from stratamem.storage.postgres import index
+from stratamem.storage.postgres.connect import bind_operator, run
 
 DERIVED = {
     "postings": "SELECT term, agent_id, level, memory_id, tf, length FROM {s}.postings",
@@ -43,7 +43,7 @@ def rebuilt(store: sm.Store) -> dict[str, set[tuple]]:
 
     def body(conn: psycopg.Connection) -> None:
         bind_operator(conn)
-        pg_index.reindex(conn, store.analyzer)
+        index.reindex(conn, store.analyzer)
         for name, sql in DERIVED.items():
             out[name] = set(conn.execute(sql.format(s=schema_of(store))))
         raise Undo
@@ -190,7 +190,7 @@ def test_migration_8_records_the_terms_of_existing_versions():
         expected = su.execute(f"SELECT id, terms FROM {schema}.memories").fetchall()
         su.execute(f"UPDATE {schema}.memories SET terms = NULL")
         su.execute(f"UPDATE {schema}.meta SET value = '7' WHERE name = 'schema_version'")
-        from stratamem.storage import pg_schema
+        from stratamem.storage.postgres import schema as pg_schema
 
         assert pg_schema.migrate_schema(su, schema, "stratamem_app") == 7
         got = su.execute(f"SELECT id, terms FROM {schema}.memories").fetchall()

@@ -32,7 +32,7 @@ from test_pg_save import HOSTILE_KEYS, derived, rebuilt
 
 import stratamem as sm
 from stratamem.audit import event_hash
-from stratamem.storage import pg_schema
+from stratamem.storage.postgres import schema as pg_schema
 
 
 def _statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:

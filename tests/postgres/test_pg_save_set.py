@@ -23,7 +23,7 @@ from test_pg_save import derived, rebuilt
 import stratamem as sm
 from stratamem.audit import event_hash
 from stratamem.errors import ValidationError
-from stratamem.storage import pg_schema
+from stratamem.storage.postgres import schema as pg_schema
 
 
 def test_the_chain_of_a_batch_verifies_and_each_hash_is_the_reference_one():

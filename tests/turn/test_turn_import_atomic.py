@@ -9,7 +9,7 @@ import pytest
 
 import stratamem as sm
 from stratamem.errors import StorageError
-from stratamem.storage.turn_rows import TranscriptMessage
+from stratamem.storage.sql.transcripts import TranscriptMessage
 
 WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 

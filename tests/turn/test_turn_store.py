@@ -12,7 +12,7 @@ import stratamem as sm
 from stratamem import shapes
 from stratamem.migrate import migrate
 from stratamem.retention import Retention
-from stratamem.storage.turn_rows import TranscriptMessage, UsageRecord
+from stratamem.storage.sql.transcripts import TranscriptMessage, UsageRecord
 from stratamem.turn import CostLedger, Message, ToolCallRequest, Transcript, TurnSettings
 from stratamem.turn.errors import LimitExceededError, ValidationError
 

@@ -2,7 +2,7 @@
 
 ``session.graph`` (``graph.api.GraphSession``) is the API; records are in
 ``graph.model``. Pure pieces live here (checks, ranking, traversal,
-the MCP memory file format); storage is ``storage/graph_sql.py``.
+the MCP memory file format); storage is ``storage/sql/graph_read.py``.
 """
 
 from .model import (

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft
 from ..errors import ValidationError
-from ..storage import graph_batch as b
-from ..storage import graph_sql as q
-from ..storage import graph_write as w
-from ..storage.base import GraphBody, T
-from ..storage.graph_sql import GraphConn
+from ..storage.protocol import GraphBody, T
 from ..storage.records import SessionRecord
+from ..storage.sql import graph_batch as b
+from ..storage.sql import graph_read as q
+from ..storage.sql import graph_write as w
+from ..storage.sql.graph_read import GraphConn
 from ..validation import check_tags, clamp_max_results
 from . import checks, traverse
 from .model import Edge, EdgeDraft, GraphPage, GraphStats, Neighbor, Node, NodeDraft, NodeHit, Suggestion

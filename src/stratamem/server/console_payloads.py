@@ -17,8 +17,8 @@ from typing import Any
 from ..errors import ValidationError
 from ..models import Memory
 from ..operator import PlaygroundHit
-from ..storage.console_sql import AgentSummary, AuditRow, ConsoleRecord, SessionSummary
-from ..storage.rows import to_us
+from ..storage.sql.console import AgentSummary, AuditRow, ConsoleRecord, SessionSummary
+from ..storage.sql.rows import to_us
 from . import payloads
 
 PREVIEW_CHARS = 400

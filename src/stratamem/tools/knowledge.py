@@ -26,7 +26,7 @@ from ..errors import PolicyBlocked, ValidationError
 from ..graph.model import Edge, EdgeDraft, Node
 from ..paging import decode_offset, encode_offset
 from ..session import Session
-from ..storage.graph_sql import NodeNotFound
+from ..storage.sql.graph_read import NodeNotFound
 from . import fit
 from .graph_specs import KNOWLEDGE_ACTIONS
 from .zeroclaw import percent

@@ -26,7 +26,7 @@ from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from ..storage.turn_rows import UsageDraft, UsageRecord
+from ..storage.sql.transcripts import UsageDraft, UsageRecord
 from .errors import ValidationError
 
 if TYPE_CHECKING:

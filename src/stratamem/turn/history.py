@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..storage.turn_rows import MessageDraft, TailMark, TranscriptMessage, TranscriptPage
+from ..storage.sql.transcripts import MessageDraft, TailMark, TranscriptMessage, TranscriptPage
 from .errors import LimitExceededError, ValidationError
 from .messages import Message, ToolCallRequest
 from .tail_cache import TailCache

@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..policy.engine import Policy
-from ..storage.turn_rows import UsageRecord
+from ..storage.sql.transcripts import UsageRecord
 from .autosave import CONVERSATION, AutosavePolicy, autosave_key, autosave_user_message
 from .context import ContextConfig, Origin, inject_memory_context, parse_origin
 from .costs import Budget, BudgetReport, CostLedger, ModelPrice

@@ -4,7 +4,7 @@ Every prompt needs the transcript's tail (up to ``history_window`` messages).
 Reading and decoding 200 rows per prompt was the largest part of a turn, yet
 between two prompts of a session usually only that session's own few
 messages were added. So a store keeps, per session, the window it last read
-and a :class:`~stratamem.storage.turn_rows.TailMark` (visible count, newest
+and a :class:`~stratamem.storage.sql.transcripts.TailMark` (visible count, newest
 row id); each read still goes to the store, inside the lattice and the audit
 chain, but asks only for what follows the mark. The backend answers with the
 delta when the mark still holds, or the whole window when it does not (a
@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from ..storage.turn_rows import TailMark, TranscriptMessage, TranscriptPage
+from ..storage.sql.transcripts import TailMark, TranscriptMessage, TranscriptPage
 from .messages import Message
 
 __all__ = ["TailCache"]

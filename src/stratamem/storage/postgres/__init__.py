@@ -1,0 +1,1 @@
+"""The PostgreSQL backend (``backend.PostgresBackend``; extra ``postgres``) and what only PostgreSQL needs."""

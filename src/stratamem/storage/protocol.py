@@ -1,0 +1,188 @@
+"""The storage protocol every backend implements.
+
+Small on purpose: sessions, the five memory operations, search, purge, bulk
+transfer and the audit log. Each method that acts for a session takes the
+session id and reads the session's taint *inside its own transaction*, so a
+concurrent escalation in another process can never slip a write below the
+live taint. Every method appends its audit event in the same transaction as
+the change it records.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from ..audit import AuditDraft
+from ..levels import Level
+from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
+from ..paging import ListQuery, Page
+from ..scope import OWN, Conversations
+from ..text import Analyzer
+from .records import MemoryDraft, SessionRecord
+from .sql.audit_pages import AuditQuery
+from .sql.transcripts import (
+    MessageDraft,
+    TailMark,
+    TranscriptMessage,
+    TranscriptPage,
+    UsageDraft,
+    UsageRecord,
+)
+
+if TYPE_CHECKING:
+    from decimal import Decimal
+
+    from .sql.console import Dialect, Runner
+    from .sql.graph_read import GraphConn
+    from .vectors import Pending, QueryVector, VectorItem
+
+T = TypeVar("T")
+
+# A graph operation run in a backend transaction: its result and the audit event it records.
+GraphBody = Callable[["GraphConn", "SessionRecord"], tuple[T, AuditDraft]]
+
+
+class Backend(Protocol):
+    analyzer: Analyzer
+
+    # sessions
+    def open_session(
+        self,
+        agent_id: str,
+        session_id: str | None,
+        clearance: Level | None,
+        peers: Sequence[str] | None,
+        now: datetime,
+        owner: str | None = None,
+    ) -> SessionRecord: ...
+    def set_session_limits(
+        self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
+    ) -> SessionRecord: ...
+    def session_record(self, session_id: str) -> SessionRecord: ...
+    def escalate(
+        self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
+    ) -> SessionRecord: ...
+    def taint_history(self, session_id: str) -> list[TaintEvent]: ...
+
+    # memories, always as seen by one session
+    def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory: ...
+    def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
+        """Every draft saved as ``save`` would, in one transaction, one audit event each; all or nothing."""
+        ...
+
+    # ``conversations``: the conversation scope of the read (``stratamem.scope``), part of the visible view
+    def get(
+        self, session_id: str, key: str, now: datetime, conversations: Conversations = OWN
+    ) -> Memory | None: ...
+    def list(
+        self, session_id: str, query: ListQuery, now: datetime, conversations: Conversations = OWN
+    ) -> Page: ...
+    def search(
+        self,
+        session_id: str,
+        terms: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        mode: str = "lexical",
+        query: QueryVector | None = None,
+        conversations: Conversations = OWN,
+    ) -> builtins.list[Hit]: ...
+    def delete(self, session_id: str, key: str, now: datetime) -> Memory: ...
+
+    # operator actions
+    def purge(self, before: datetime, agent_id: str | None, now: datetime) -> PurgeResult:
+        """Hard-delete, then erase the bytes from the files within a bounded wait, holding no lock meanwhile."""
+        ...
+
+    def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]: ...
+    # memories and (optionally) the turn's records of the same export, in one transaction
+    def import_memories(
+        self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
+    ) -> int: ...
+
+    # the turn: transcript messages and usage, labelled with the live taint, read
+    # only by the own agent at levels <= the reader's taint (storage/sql/transcripts.py)
+    def append_messages(
+        self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
+    ) -> builtins.list[TranscriptMessage]: ...
+    # append, then read the own tail (the last ``limit``, or what follows ``since``), in one transaction
+    def append_and_tail(
+        self,
+        session_id: str,
+        drafts: Sequence[MessageDraft],
+        now: datetime,
+        limit: int,
+        since: TailMark | None,
+    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]: ...
+    # ``transcript_id`` None: one the caller may not name; read as one that does not exist (audited the same)
+    def read_messages(
+        self,
+        session_id: str,
+        transcript_id: str | None,
+        start: int | None,
+        limit: int,
+        now: datetime,
+        since: TailMark | None = None,
+    ) -> TranscriptPage: ...
+    def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord: ...
+    def usage_spent(
+        self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
+    ) -> builtins.list[Decimal]: ...
+    def usage_records(
+        self,
+        session_id: str | None,
+        agent_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+    ) -> builtins.list[UsageRecord]: ...
+    def purge_turns(
+        self,
+        messages_before: datetime | None,
+        usage_before: datetime | None,
+        agent_id: str | None,
+        now: datetime,
+    ) -> tuple[int, int]: ...
+    def export_turns(
+        self, agent_id: str | None, now: datetime
+    ) -> Iterator[TranscriptMessage | UsageRecord]: ...
+    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int: ...
+
+    # the operator console: a reader from ``console_sql`` run in one read
+    # transaction that may see every row (it applies the clearance itself), and
+    # restoring a soft-deleted version (row ``ref``) at or below ``clearance``
+    def console_read(self, reader: Callable[[Runner, Dialect], T]) -> T: ...
+    def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory: ...
+
+    # audit
+    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent: ...
+    def audit_events(self, query: AuditQuery) -> builtins.list[AuditEvent]: ...
+    def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None: ...
+    def audit_tip(self) -> tuple[int, str]:
+        """(sequence, hash) of the newest event, (0, GENESIS) when the log is empty."""
+        ...
+
+    # whole-store copy (migration between backends): the rows that are the
+    # store's truth, as (table, row-dict) pairs; derived indexes are rebuilt.
+    def dump(self) -> Iterator[tuple[str, dict[str, Any]]]: ...
+    def restore(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> int: ...
+
+    # knowledge graph: the shared operations of ``storage/sql/graph_read.py`` run in
+    # the backend's own transaction, bound to the session (read inside it), and
+    # the audit event the body returns is appended in that transaction.
+    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T: ...
+    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T: ...
+    def graph_operator(self, now: datetime, body: Callable[[GraphConn], tuple[T, AuditDraft]]) -> T: ...
+
+    # search by meaning (``semantic.py``): vectors made outside the write path
+    def use_embedder(self, identity: str, reset: bool = False) -> None: ...
+    def pending_vectors(
+        self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN
+    ) -> builtins.list[Pending]: ...
+    def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]: ...
+    def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int: ...
+
+    def close(self) -> None: ...

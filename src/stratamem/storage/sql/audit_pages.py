@@ -1,0 +1,107 @@
+"""Who may read which audit events, and one page of them: the rule every audit read path applies.
+
+An event is visible to a reader when
+
+* its level is at most the reader's clearance — an operator event (one with
+  no session: purge, export, import, migrate, session limits) counts as
+  RESTRICTED whatever an older store recorded it at, because it covers every
+  level; and
+* for a principal (``owner`` set), it belongs to a session that principal
+  created. A principal thus sees only what it could have observed itself: not
+  the peer reads of another token of the same agent, not operator actions.
+  Operators (``owner`` is ``None``: the library, the CLI, operator tokens) see
+  every session's events.
+
+Both backends build their WHERE clause here, so the rule is written once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from ...errors import ValidationError
+from ...levels import Level
+from ...models import AuditEvent
+
+MAX_AUDIT_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class AuditQuery:
+    """A reader (clearance, and the principal it is unless an operator) and a page.
+
+    ``after``: only events with a greater sequence, oldest first (cursor
+    paging forward). Without ``after``, ``limit`` picks the newest events
+    (``before`` pages backwards). Events always come back oldest first.
+    """
+
+    clearance: Level = Level.RESTRICTED
+    owner: str | None = None
+    lineage_id: str | None = None
+    after: int | None = None
+    before: int | None = None
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "clearance", Level.parse(self.clearance))
+        for name in ("after", "before", "limit"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise ValidationError(f"{name} must be a non-negative integer")
+        if self.lineage_id is not None and not isinstance(self.lineage_id, str):
+            raise ValidationError("lineage must be a string")
+        if self.owner is not None and not isinstance(self.owner, str):
+            raise ValidationError("owner must be a string")
+
+
+def audit_sql(query: AuditQuery, ph: str, lineage_clause: str) -> tuple[str, list[object]]:
+    """``WHERE ... ORDER BY ... [LIMIT n]`` over ``audit a`` (and ``sessions``) with ``ph`` placeholders.
+
+    ``lineage_clause`` tests one lineage id against ``a.lineage`` using ``{ph}``.
+    The result is in sequence order the caller must reverse when descending
+    (see :func:`descending`).
+    """
+    clauses = [f"(CASE WHEN a.session_id IS NULL THEN {int(Level.RESTRICTED)} ELSE a.taint END) <= {ph}"]
+    params: list[object] = [int(query.clearance)]
+    if query.owner is not None:
+        clauses.append(f"a.session_id IN (SELECT s.id FROM sessions s WHERE s.owner = {ph})")
+        params.append(query.owner)
+    if query.lineage_id is not None:
+        clauses.append(lineage_clause.format(ph=ph))
+        params.append(query.lineage_id)
+    if query.after is not None:
+        clauses.append(f"a.seq > {ph}")
+        params.append(query.after)
+    if query.before is not None:
+        clauses.append(f"a.seq < {ph}")
+        params.append(query.before)
+    sql = " WHERE " + " AND ".join(clauses) + f" ORDER BY a.seq {'DESC' if descending(query) else 'ASC'}"
+    if query.limit is not None:
+        sql += f" LIMIT {int(query.limit)}"
+    return sql, params
+
+
+def descending(query: AuditQuery) -> bool:
+    """Whether the page is taken from the newest end (then the rows are reversed before returning)."""
+    return query.after is None and query.limit is not None
+
+
+class AuditReader(Protocol):
+    """What ``read_page`` needs of a backend (``base.Backend`` has it)."""
+
+    def audit_events(self, query: AuditQuery) -> list[AuditEvent]: ...
+
+
+def read_page(backend: AuditReader, query: AuditQuery) -> tuple[list[AuditEvent], bool]:
+    """One page of ``query.limit`` events (oldest first) and whether more lie beyond it.
+
+    Forward pages (``after``) continue after their last event; backward pages
+    (no ``after``) continue before their first.
+    """
+    if query.limit is None:
+        raise ValidationError("a page needs a limit")
+    events = backend.audit_events(replace(query, limit=query.limit + 1))
+    if len(events) <= query.limit:
+        return events, False
+    return (events[: query.limit] if query.after is not None else events[1:]), True

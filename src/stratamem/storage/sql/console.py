@@ -1,0 +1,372 @@
+"""Operator reads for the console, written once for both backends.
+
+Every query here takes the reader's clearance and never returns, counts or
+orders by a row above it: the console's visibility rule is "level <=
+clearance", across agents (the operator's view), and a session's taint
+history or an audit event is shown only when its taint is within the
+clearance. Results are always bounded (``MAX_PAGE``) and paged by keyset
+cursors, so a first page costs the same on a store of any size.
+
+The SQL is written with ``?`` placeholders; the PostgreSQL backend runs it
+through a :class:`Dialect` that swaps placeholders, the tag test and the
+decoding of NUL-escaped text, so one text of each query serves both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ...levels import Level
+from ...models import AuditEvent, Memory, TaintEvent
+from ..records import SessionRecord
+from .audit_pages import AuditQuery, audit_sql, descending
+from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
+
+MAX_PAGE = 200
+MAX_VERSIONS = 200
+STATUSES = ("all", "live", "deleted", "expired")
+
+Rows = list[tuple[Any, ...]]
+Runner = Callable[[str, Sequence[Any]], Rows]
+
+
+def _unchanged(text: str | None) -> str | None:
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What differs between the backends for these queries."""
+
+    name: str
+    tag_match: str  # SQL testing that d.tags (JSON text) holds the parameter
+    like: str  # case-insensitive LIKE operator
+    lineage_match: str = ""  # tests a.lineage (JSON text) for the lineage id bound once as {ph}
+    deleted_hint: str = ""  # makes the planner read soft-deleted rows through their partial index
+    decode: Callable[[str | None], str | None] = _unchanged
+
+    def sql(self, text: str) -> str:
+        return text if self.name == "sqlite" else text.replace("?", "%s")
+
+    def text(self, value: str) -> str:
+        """A NOT NULL text column as written (``decode`` maps text to text, None only to None)."""
+        decoded = self.decode(value)
+        assert decoded is not None
+        return decoded
+
+
+SQLITE = Dialect(
+    "sqlite",
+    "EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)",
+    "LIKE",
+    lineage_match=(
+        "EXISTS (SELECT 1 FROM (SELECT {ph} AS v) p WHERE instr(a.lineage, p.v) > 0 "
+        "AND EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = p.v))"
+    ),
+    deleted_hint="INDEXED BY memories_deleted",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryQuery:
+    """One page of one agent's records at or below ``clearance``, every status unless asked."""
+
+    clearance: Level
+    agent_id: str
+    level: Level | None = None
+    tag: str | None = None
+    category: str | None = None
+    text: str | None = None
+    status: str = "all"
+    after: tuple[str, int, int] | None = None  # (key, level, ref) of the last row of the previous page
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleRecord:
+    """A stored version as the console shows it, with how a session at the clearance would see it.
+
+    ``state`` is ``shown`` (what ``get`` would return), ``shadowed`` (a higher
+    live version of the key within the clearance hides it), ``deleted`` or
+    ``expired``. ``ref`` is the row's identity for operator actions.
+    """
+
+    ref: int
+    memory: Memory
+    deleted_at: datetime | None
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSummary:
+    agent_id: str
+    live: dict[str, int] = field(default_factory=dict)  # level name -> live versions
+    deleted: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    record: SessionRecord
+    history: tuple[TaintEvent, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRow:
+    """An audit row; ``event`` is None when the stored fields no longer parse (an edited row)."""
+
+    seq: int
+    event: AuditEvent | None
+
+
+def clamp(limit: object, default: int = 50, high: int = MAX_PAGE) -> int:
+    return max(1, min(high, limit)) if isinstance(limit, int) and not isinstance(limit, bool) else default
+
+
+def _like_pattern(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _memory(dialect: Dialect, row: Sequence[Any]) -> Memory:
+    row = list(row[:12])
+    row[4], row[7] = dialect.decode(row[4]), dialect.decode(row[7])
+    return row_to_memory(row)
+
+
+def _live_tops(
+    run: Runner, dialect: Dialect, clearance: Level, agent: str, keys: Sequence[str], now_us: int
+) -> dict[str, int]:
+    """Per key, the highest live unexpired level within the clearance: the version a session would see."""
+    if not keys:
+        return {}
+    marks = ", ".join("?" * len(keys))
+    rows = run(
+        dialect.sql(
+            f"SELECT key, max(level) FROM memories WHERE agent_id = ? AND key IN ({marks}) AND level <= ? "
+            "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > ?) GROUP BY key"
+        ),
+        [agent, *keys, int(clearance), now_us],
+    )
+    return {key: level for key, level in rows}
+
+
+def _records(
+    run: Runner, dialect: Dialect, rows: Rows, clearance: Level, agent: str, now_us: int
+) -> list[ConsoleRecord]:
+    tops = _live_tops(run, dialect, clearance, agent, sorted({r[2] for r in rows}), now_us)
+    out = []
+    for row in rows:
+        memory = _memory(dialect, row)
+        deleted_us = row[12]
+        if deleted_us is not None:
+            state = "deleted"
+        elif row[11] is not None and row[11] <= now_us:
+            state = "expired"
+        else:
+            state = "shown" if tops.get(memory.key) == row[3] else "shadowed"
+        out.append(
+            ConsoleRecord(row[0], memory, from_us(deleted_us) if deleted_us is not None else None, state)
+        )
+    return out
+
+
+COLUMNS = f"{MEMORY_COLUMNS.replace('id,', 'd.id,', 1)}, d.deleted_us"
+
+
+def memories(run: Runner, dialect: Dialect, q: MemoryQuery, now: datetime) -> list[ConsoleRecord]:
+    """One page of ``q.agent_id``'s records (every version, every status), by key then level, highest first."""
+    now_us = to_us(now)
+    where = ["d.agent_id = ?", "d.level <= ?"]
+    params: list[object] = [q.agent_id, int(q.clearance)]
+    if q.level is not None:
+        where.append("d.level = ?")
+        params.append(int(q.level))
+    if q.tag is not None:
+        # a cheap substring test of the stored JSON first (tags are stored as json.dumps), then the exact one
+        where.append(f"d.tags LIKE ? ESCAPE '\\' AND {dialect.tag_match}")
+        params += [_like_pattern(json.dumps(q.tag)), q.tag]
+    if q.category is not None:
+        where.append("d.category = ?")
+        params.append(q.category)
+    if q.text:
+        where.append(f"(d.key {dialect.like} ? ESCAPE '\\' OR d.content {dialect.like} ? ESCAPE '\\')")
+        params += [_like_pattern(q.text)] * 2
+    if q.status == "live":
+        where.append("d.deleted_us IS NULL AND (d.expires_us IS NULL OR d.expires_us > ?)")
+        params.append(now_us)
+    elif q.status == "deleted":
+        where.append("d.deleted_us IS NOT NULL")
+    elif q.status == "expired":
+        where.append("d.deleted_us IS NULL AND d.expires_us IS NOT NULL AND d.expires_us <= ?")
+        params.append(now_us)
+    if q.after is not None:
+        key, level, ref = q.after
+        where.append("(d.key > ? OR (d.key = ? AND (d.level < ? OR (d.level = ? AND d.id > ?))))")
+        params += [key, key, level, level, ref]
+    rows = run(
+        dialect.sql(
+            f"SELECT {COLUMNS} FROM memories d WHERE {' AND '.join(where)} "
+            "ORDER BY d.key, d.level DESC, d.id LIMIT ?"
+        ),
+        [*params, clamp(q.limit)],
+    )
+    return _records(run, dialect, rows, q.clearance, q.agent_id, now_us)
+
+
+def versions(
+    run: Runner, dialect: Dialect, clearance: Level, agent: str, key: str, now: datetime
+) -> list[ConsoleRecord]:
+    """Every version of one key within the clearance (live and deleted), highest level first."""
+    rows = run(
+        dialect.sql(
+            f"SELECT {COLUMNS} FROM memories d WHERE d.agent_id = ? AND d.key = ? AND d.level <= ? "
+            "ORDER BY d.level DESC, d.deleted_us IS NOT NULL, d.deleted_us DESC, d.id LIMIT ?"
+        ),
+        [agent, key, int(clearance), MAX_VERSIONS],
+    )
+    return _records(run, dialect, rows, clearance, agent, to_us(now))
+
+
+def record(run: Runner, dialect: Dialect, clearance: Level, ref: int, now: datetime) -> ConsoleRecord | None:
+    """One row by ref, or None when missing or above the clearance (indistinguishable)."""
+    rows = run(
+        dialect.sql(f"SELECT {COLUMNS} FROM memories d WHERE d.id = ? AND d.level <= ?"),
+        [ref, int(clearance)],
+    )
+    if not rows:
+        return None
+    return _records(run, dialect, rows, clearance, rows[0][1], to_us(now))[0]
+
+
+def agents(
+    run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int
+) -> list[AgentSummary]:
+    """Agents with records within the clearance, by name, with live and deleted counts per level.
+
+    Live counts come from ``part_stats``; deleted ones from the (small) set of
+    soft-deleted rows, through its partial index.
+    """
+    level, start = int(clearance), after if after is not None else ""
+    gone = run(
+        dialect.sql(
+            f"SELECT agent_id, level, count(*) FROM memories {dialect.deleted_hint} "
+            "WHERE deleted_us IS NOT NULL AND level <= ? GROUP BY agent_id, level"
+        ),
+        [level],
+    )
+    live_names = [
+        r[0]
+        for r in run(
+            dialect.sql(
+                "SELECT DISTINCT agent_id FROM part_stats WHERE level <= ? AND n > 0 AND agent_id > ? "
+                "ORDER BY agent_id LIMIT ?"
+            ),
+            [level, start, clamp(limit)],
+        )
+    ]
+    names = sorted({*live_names, *(r[0] for r in gone if r[0] > start)})[: clamp(limit)]
+    if not names:
+        return []
+    marks = ", ".join("?" * len(names))
+    live = run(
+        dialect.sql(
+            f"SELECT agent_id, level, n FROM part_stats WHERE agent_id IN ({marks}) AND level <= ? AND n > 0"
+        ),
+        [*names, level],
+    )
+    out = {name: AgentSummary(name) for name in names}
+    for agent, lv, n in live:
+        out[agent].live[Level(lv).name] = int(n)
+    for agent, lv, n in gone:
+        if agent in out:
+            out[agent].deleted[Level(lv).name] = int(n)
+    return list(out.values())
+
+
+def sessions(
+    run: Runner,
+    dialect: Dialect,
+    clearance: Level,
+    agent: str | None,
+    after: tuple[int, str] | None,
+    limit: int,
+) -> list[SessionSummary]:
+    """Sessions whose taint is within the clearance, newest first, with their taint history."""
+    where, params = ["taint <= ?"], list[object]([int(clearance)])
+    if agent is not None:
+        where.append("agent_id = ?")
+        params.append(agent)
+    if after is not None:
+        created_us, sid = after
+        where.append("(created_us < ? OR (created_us = ? AND id < ?))")
+        params += [created_us, created_us, sid]
+    rows = run(
+        dialect.sql(
+            f"SELECT id, agent_id, clearance, peers, taint, created_us FROM sessions "
+            f"WHERE {' AND '.join(where)} ORDER BY created_us DESC, id DESC LIMIT ?"
+        ),
+        [*params, clamp(limit)],
+    )
+    if not rows:
+        return []
+    marks = ", ".join("?" * len(rows))
+    history: dict[str, list[TaintEvent]] = {r[0]: [] for r in rows}
+    for sid, at, prev, new, reason, source in run(
+        dialect.sql(
+            f"SELECT session_id, at_us, previous, new, reason, source FROM taint_events "
+            f"WHERE session_id IN ({marks}) ORDER BY at_us"
+        ),
+        [r[0] for r in rows],
+    ):
+        history[sid].append(
+            TaintEvent(from_us(at), Level(prev), Level(new), dialect.text(reason), dialect.decode(source))
+        )
+    return [
+        SessionSummary(
+            SessionRecord(
+                dialect.text(r[0]), r[1], Level(r[2]), tuple(json.loads(r[3])), Level(r[4]), from_us(r[5])
+            ),
+            tuple(history[r[0]]),
+        )
+        for r in rows
+    ]
+
+
+AUDIT_COLUMNS = (
+    "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
+    "prev_hash, hash"
+)
+
+
+def audit(
+    run: Runner,
+    dialect: Dialect,
+    clearance: Level,
+    before: int | None,
+    limit: int,
+    lineage: str | None = None,
+) -> list[AuditRow]:
+    """Audit rows the operator may read at the clearance, newest first (the one rule of ``audit_query``).
+
+    Rows that no longer parse (edited in the database) are returned as such, so
+    the page can show where the log was touched instead of failing.
+    """
+    query = AuditQuery(clearance, None, lineage, None, before, clamp(limit))
+    where, params = audit_sql(query, "?", dialect.lineage_match)
+    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM audit a{where}"), params)
+    if not descending(query):
+        rows.reverse()
+    out = []
+    for row in rows:
+        fields = list(row)
+        fields[2] = dialect.decode(fields[2])
+        try:
+            event: AuditEvent | None = row_to_event(fields)
+        except (ValueError, KeyError, TypeError):
+            event = None
+        out.append(AuditRow(row[0], event))
+    return out

@@ -1,0 +1,120 @@
+"""Rows as both backends store them, and back to the records callers see.
+
+Times are integer microseconds since the epoch (UTC), tags and audit lists JSON
+text, levels integers — one encoding, so ``dump`` rows move between backends
+unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from functools import lru_cache
+from json.encoder import encode_basestring_ascii
+from typing import Any, TypeVar
+
+from ...errors import StorageError
+from ...levels import Level
+from ...models import AuditEvent, Memory
+
+R = TypeVar("R")
+
+MEMORY_COLUMNS = (
+    "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
+    "lineage_id, expires_us"
+)
+
+
+def memory_rows(conn: sqlite3.Connection, ids: Sequence[int]) -> list[Any]:
+    """SQLite: the memory rows with these ids, in no order.
+
+    Any number of ids: they go as one JSON parameter, not one bound parameter each — SQLite caps those
+    (32,766 here), and ties can make a ranked list as long as the view (thousands of identical notes).
+    """
+    if not ids:
+        return []
+    return conn.execute(
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps([int(i) for i in ids]),),
+    ).fetchall()
+
+
+def one_row(row: R | None) -> R:
+    """The row of a query that always returns exactly one (an aggregate, a ``SELECT`` of values)."""
+    if row is None:
+        raise StorageError("the database answered an aggregate query with no row")
+    return row
+
+
+def to_us(moment: datetime) -> int:
+    return round(moment.timestamp() * 1_000_000)
+
+
+@lru_cache(maxsize=4096)  # rows written by one call share one timestamp; datetimes are immutable
+def from_us(micros: int) -> datetime:
+    return datetime.fromtimestamp(micros / 1_000_000, UTC)
+
+
+def row_to_memory(row: Sequence[Any]) -> Memory:
+    (_id, agent, key, level, content, tags, category, session, created, updated, lineage, expires) = row
+    return Memory(
+        key=key,
+        content=content,
+        level=Level(level),
+        tags=tuple(json.loads(tags)),
+        category=category,
+        agent_id=agent,
+        session_id=session,
+        created_at=from_us(created),
+        updated_at=from_us(updated),
+        lineage_id=lineage,
+        expires_at=from_us(expires) if expires is not None else None,
+    )
+
+
+def row_to_event(row: Sequence[Any]) -> AuditEvent:
+    seq, at, session, agent, taint, op, keys, levels, lineage, outcome, detail, prev, digest = row
+    return AuditEvent(
+        seq=seq,
+        time=from_us(at),
+        session_id=session,
+        agent_id=agent,
+        taint=Level(taint),
+        operation=op,
+        keys=tuple(json.loads(keys)),
+        levels=tuple(Level[name] for name in json.loads(levels)),
+        lineage_ids=tuple(json.loads(lineage)),
+        outcome=outcome,
+        detail=json.loads(detail),
+        prev_hash=prev,
+        hash=digest,
+    )
+
+
+_SORTED = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True) without a new encoder per call
+
+
+def json_strings(values: Iterable[str]) -> str:
+    """``json.dumps(list(values))`` of strings, without the encoder's per-call set-up (an event has four)."""
+    return "[" + ", ".join(map(encode_basestring_ascii, values)) + "]"
+
+
+def event_to_row(event: AuditEvent) -> tuple[Any, ...]:
+    """An AuditEvent as an ``audit`` row (table column order); ``row_to_event`` reversed."""
+    return (
+        event.seq,
+        to_us(event.time),
+        event.session_id,
+        event.agent_id,
+        int(event.taint),
+        event.operation,
+        json_strings(event.keys),
+        json_strings([lv.name for lv in event.levels]),
+        json_strings(event.lineage_ids),
+        event.outcome,
+        _SORTED.encode(event.detail) if event.detail else "{}",
+        event.prev_hash,
+        event.hash,
+    )
