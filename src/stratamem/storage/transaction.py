@@ -1,0 +1,71 @@
+"""The one transaction seam every backend offers: a body run inside the backend's own transaction.
+
+A backend exposes ``read(session_id, now, body)``, ``write(session_id, now, body)`` and
+``operator(now, body)``. Each opens its transaction, reads the session row *inside it*
+(so a concurrent escalation is seen), and calls ``body(tx)`` with a :class:`Tx`: the
+engine's connection, the SQL dialect, that session record, the operation's time and
+``append`` for audit events. Shared SQL is written as such a body once and runs on
+every SQL engine; no module outside a backend's package needs its private plumbing.
+
+What ``append`` does follows the transaction:
+
+- in ``write`` and ``operator`` the event is chained in the same transaction as the
+  change it records, so both commit or neither does;
+- in ``read`` there is nothing to commit a change with, and a read connection may not
+  write: ``append`` refuses, and a read body returns its draft for the caller to record
+  with ``Backend.append_audit`` once the read is done (as every read operation does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from ..audit import AuditDraft
+from ..models import AuditEvent
+from .records import SessionRecord
+
+C = TypeVar("C")  # the engine's connection: sqlite3.Connection, psycopg.Connection
+T = TypeVar("T")
+
+# Chains drafts after the audit log's tip inside the transaction, in order, at ``Tx.now``.
+Appender = Callable[[Sequence[AuditDraft]], list[AuditEvent]]
+
+
+def no_append(drafts: Sequence[AuditDraft]) -> list[AuditEvent]:
+    """The appender of a read transaction: a read's event is recorded after it, never inside."""
+    raise TypeError("a read transaction appends no audit event; record it with append_audit after the read")
+
+
+@dataclass(frozen=True)
+class Tx(Generic[C]):
+    """What a body sees inside one backend transaction."""
+
+    conn: C
+    # The engine's SQL dialect; typed loosely until one ``Dialect`` serves every shared SQL module.
+    dialect: object
+    # The session's row read inside this transaction; None in an operator transaction.
+    session: SessionRecord | None
+    now: datetime
+    appender: Appender = no_append
+
+    @property
+    def record(self) -> SessionRecord:
+        """The session record of a session transaction (``read``/``write``); an operator body has none."""
+        if self.session is None:
+            raise TypeError("an operator transaction is bound to no session")
+        return self.session
+
+    def append(self, draft: AuditDraft) -> AuditEvent:
+        """Chain one audit event in this transaction (``write``/``operator`` only)."""
+        return self.appender([draft])[0]
+
+    def append_many(self, drafts: Sequence[AuditDraft]) -> list[AuditEvent]:
+        """Chain several events in order with one read of the tip (a batch's events)."""
+        return self.appender(drafts)
+
+
+# A body run through ``read``/``write``/``operator``: its result is the method's result.
+Body = Callable[[Tx[C]], T]
