@@ -1,4 +1,4 @@
-"""Migration 10 (``pg_save_one``): a single save is ``sm_save_one``, the batch function's save from scalars.
+"""Migration 10 (``save.SM_SAVE_ONE``): a single save is ``sm_save_one``, the batch function's save from scalars.
 
 What must hold: a single save is that one statement; it writes exactly what ``sm_save`` writes for the
 same save (versions, postings, statistics, shadowing flags, vector marks, audit events), across new keys,

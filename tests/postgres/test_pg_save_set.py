@@ -1,4 +1,4 @@
-"""Migration 9 (``pg_save_set``): the batch path with no per-row work that grows with the store.
+"""Migration 9 (``save.SM_SAVE``): the batch path with no per-row work that grows with the store.
 
 What it changed and what must not have: the chain of a batch built from set-based parts verifies and
 equals ``audit.event_hash``; concurrent batches over shared terms and keys finish without a deadlock and

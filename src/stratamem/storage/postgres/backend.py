@@ -73,7 +73,6 @@ from ..vectors import Pending, QueryVector
 from . import (
     console,
     index,
-    save_one,
     schema,
     sessions,
     transcripts,
@@ -161,7 +160,7 @@ class PostgresBackend:
             # background while the caller gets on with its work.
             with psycopg.connect(self.config.conninfo, autocommit=True) as conn:
                 migrate_schema(conn, self.config.schema, self.config.app_role)
-                self._save_one = schema.has_migration(save_one.MIGRATION)
+                self._save_one = schema.has_migration("sm_save_one")
                 configure(conn, self.config)  # refuse a role that would bypass the policies, now and clearly
                 self._vtype = vectors.vector_type(conn)
                 run_on(conn, self._check_languages)
@@ -463,7 +462,7 @@ class PostgresBackend:
         """Every draft at the live taint read inside the one transaction; one audit event per record.
 
         One statement, the server-side ``sm_save`` (``pg_save``), in its own transaction; a single
-        record goes to ``sm_save_one`` (``pg_save_one``), the same save from scalars.
+        record goes to ``sm_save_one``, the same save from scalars.
         """
         locks = (self._store_lock, self._key_space)
         with self._errors():

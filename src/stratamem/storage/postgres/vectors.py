@@ -1,6 +1,6 @@
 """Vectors on PostgreSQL: pgvector columns under the same row-level security as memories.
 
-``memory_vectors`` mirrors SQLite's ``vectors`` (see ``sqlite_vectors``):
+``memory_vectors`` (migration 6 in ``migrations.py``) mirrors SQLite's ``vectors`` (``sqlite/vectors.py``):
 one row per version with agent, level, ``live``, ``model`` (NULL = pending),
 ``scale`` and the int8 codes stored as a pgvector ``vector`` (or ``real[]``
 where the extension is not available: slower, same answers). Policies: read
@@ -10,7 +10,7 @@ themselves are written by trusted code in operator mode (they are derived
 from content the session was allowed to read, as ``sm_refresh_shadowable``
 derives flags), and deleted only by the operator (purge).
 
-Ranking runs in SQL over the session's visible view (``pg_search.Scope``),
+Ranking runs in SQL over the session's visible view (``search.Scope``),
 exactly: pgvector sums integer-valued floats, which is exact in any order,
 and the score is ``(dot * scale) * query_scale`` in float8 as in numpy — so
 SQLite and PostgreSQL return the same dense scores for the same store.
@@ -39,49 +39,6 @@ from ..vectors import (
 )
 from .rows import dec, row_to_memory
 from .search import D_COLUMNS, Scope
-
-_READ = (
-    "((SELECT sm_operator()) OR (level <= (SELECT sm_taint()) "
-    "AND agent_id = ANY (CAST((SELECT sm_agents()) AS text[]))))"
-)
-_WRITE = "((SELECT sm_operator()) OR (level = (SELECT sm_taint()) AND agent_id = (SELECT sm_agent())))"
-
-# The migration that creates them (number 6 in pg_schema.MIGRATIONS).
-MIGRATION = [
-    """DO $$ DECLARE vs text; BEGIN
-         BEGIN  -- in public, so that no store's schema owns a type other stores use
-           CREATE EXTENSION IF NOT EXISTS vector SCHEMA public;
-         EXCEPTION WHEN OTHERS THEN
-           BEGIN
-             CREATE EXTENSION IF NOT EXISTS vector;
-           EXCEPTION WHEN OTHERS THEN NULL;  -- not installed or not permitted: real[] below
-           END;
-         END;
-         SELECT n.nspname INTO vs FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
-          WHERE e.extname = 'vector';
-         EXECUTE format('CREATE TABLE memory_vectors (
-             memory_id bigint PRIMARY KEY,
-             agent_id text COLLATE "C" NOT NULL,
-             level smallint NOT NULL,
-             live boolean NOT NULL,
-             model text,
-             scale float8,
-             vec %s)', CASE WHEN vs IS NULL THEN 'real[]' ELSE quote_ident(vs) || '.vector' END);
-       END $$""",
-    "CREATE INDEX memory_vectors_pending ON memory_vectors (agent_id, level) WHERE live AND model IS NULL",
-    """INSERT INTO memory_vectors (memory_id, agent_id, level, live)
-       SELECT id, agent_id, level, true FROM memories WHERE deleted_us IS NULL""",
-    "ALTER TABLE memory_vectors ENABLE ROW LEVEL SECURITY",
-    f"CREATE POLICY memory_vectors_read ON memory_vectors FOR SELECT USING {_READ}",
-    f"CREATE POLICY memory_vectors_insert ON memory_vectors FOR INSERT WITH CHECK {_WRITE}",
-    f"CREATE POLICY memory_vectors_update ON memory_vectors FOR UPDATE USING {_WRITE} WITH CHECK {_WRITE}",
-    "CREATE POLICY memory_vectors_delete ON memory_vectors FOR DELETE USING ((SELECT sm_operator()))",
-    "GRANT SELECT, INSERT, UPDATE, DELETE ON memory_vectors TO {app}",
-    """DO $$ BEGIN
-         EXECUTE format('GRANT MAINTAIN ON memory_vectors TO %I', {app_literal});
-       EXCEPTION WHEN syntax_error OR feature_not_supported OR invalid_parameter_value THEN NULL;
-       END $$""",
-]
 
 
 def vector_type(conn: psycopg.Connection) -> str | None:
