@@ -59,6 +59,7 @@ from ..sql import graph_read as graph_sql
 from ..sql import graph_write
 from ..sql.audit_group import GroupAppender
 from ..sql.audit_pages import AuditQuery, audit_sql, descending
+from ..sql.dialect import POSTGRES
 from ..sql.rows import event_to_row, from_us, one_row, to_us
 from ..sql.transcripts import COPIED as TURN_TABLES
 from ..sql.transcripts import (
@@ -69,6 +70,7 @@ from ..sql.transcripts import (
     UsageDraft,
     UsageRecord,
 )
+from ..transaction import Appender, Body, Tx, no_append
 from ..vectors import Pending, QueryVector
 from . import (
     console,
@@ -202,7 +204,45 @@ class PostgresBackend:
 
         return self._read(bound) if read_only else self._write(bound)
 
-    def _lock_keys(self, conn: psycopg.Connection, pairs: Iterable[tuple[str, str]]) -> None:
+    # ------------------------------------------------------------------ the transaction seam
+
+    def read(self, session_id: str, now: datetime, body: Body[psycopg.Connection, T]) -> T:
+        """``body`` in one read-only transaction bound to the session (its row read inside it)."""
+
+        def bound(conn: psycopg.Connection) -> T:
+            return body(Tx(conn, POSTGRES, self._bound_session(conn, session_id), now))
+
+        return self._read(bound)
+
+    def write(
+        self, session_id: str, now: datetime, body: Body[psycopg.Connection, T], *, lock_session: bool = True
+    ) -> T:
+        """``body`` in one read-write transaction bound to the session, its events chained in it.
+
+        The session row is read ``FOR SHARE`` (an escalation waits for the commit, so the write is
+        at the live taint); a read that records its event in its own transaction passes
+        ``lock_session=False`` and holds no lock on it.
+        """
+
+        def bound(conn: psycopg.Connection) -> T:
+            record = self._bound_session(conn, session_id, "FOR SHARE" if lock_session else "")
+            return body(Tx(conn, POSTGRES, record, now, self._appender(conn, now)))
+
+        return self._write(bound)
+
+    def operator(self, now: datetime, body: Body[psycopg.Connection, T], *, read_only: bool = False) -> T:
+        """``body`` in one operator transaction (bound to no session: it sees every row); ``read_only``: a
+        read-only one, which appends nothing."""
+
+        def bound(conn: psycopg.Connection) -> T:
+            return body(Tx(conn, POSTGRES, None, now, no_append if read_only else self._appender(conn, now)))
+
+        return self._operator(bound, read_only)
+
+    def _appender(self, conn: psycopg.Connection, now: datetime) -> Appender:
+        return lambda drafts: self._append_many(conn, drafts, now)
+
+    def lock_keys(self, conn: psycopg.Connection, pairs: Iterable[tuple[str, str]]) -> None:
         """Serialise writers of the same (agent, key); bulk operator actions exclude them all.
 
         The key locks are taken in one sorted order (no deadlock between two
@@ -215,7 +255,7 @@ class PostgresBackend:
             (self._store_lock, self._key_space, ordered),
         )
 
-    def _lock_store(self, conn: psycopg.Connection) -> None:
+    def lock_store(self, conn: psycopg.Connection) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._store_lock,))
 
     def _check_languages(self, conn: psycopg.Connection) -> None:
@@ -226,7 +266,7 @@ class PostgresBackend:
         row, analyzer = one_row(conn.execute(state).fetchone())
         if row == langs and analyzer == ANALYZER_VERSION:
             return
-        self._lock_store(conn)
+        self.lock_store(conn)
         conn.execute("SELECT value FROM meta WHERE name = 'languages' FOR UPDATE")
         row, analyzer = one_row(conn.execute(state).fetchone())
         if row is None:
@@ -591,7 +631,7 @@ class PostgresBackend:
 
         def body(conn: psycopg.Connection) -> tuple[SessionRecord, Memory | None]:
             record = self._bound_session(conn, session_id, "FOR SHARE")
-            self._lock_keys(conn, [(record.agent_id, key)])
+            self.lock_keys(conn, [(record.agent_id, key)])
             row = conn.execute(
                 f"SELECT {MEMORY_COLUMNS}, length FROM memories WHERE agent_id = %s AND key = %s AND level = %s "
                 "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > %s)",
@@ -724,7 +764,7 @@ class PostgresBackend:
         agent_sql, agent_params = ("AND agent_id = %s", [agent_id]) if agent_id is not None else ("", [])
 
         def body(conn: psycopg.Connection) -> tuple[int, bool]:
-            self._lock_store(conn)
+            self.lock_store(conn)
             expired = conn.execute(
                 "SELECT id, agent_id, key, level, content, tags, length FROM memories "
                 "WHERE deleted_us IS NULL AND expires_us IS NOT NULL AND expires_us <= %s AND expires_us < %s "
@@ -860,7 +900,7 @@ class PostgresBackend:
         prepared = list(memories)
 
         def body(conn: psycopg.Connection) -> None:
-            self._lock_store(conn)
+            self.lock_store(conn)
             if turns:  # the turn's records of the same export: all or nothing with the memories
                 self._import_turn_rows(conn, turns, now)
             index.write_versions(conn, self.analyzer, prepared, keep_created=False, now_us=to_us(now))
@@ -898,7 +938,7 @@ class PostgresBackend:
         """Load ``dump`` output (from either backend) into this empty store and rebuild the derived indexes."""
 
         def body(conn: psycopg.Connection) -> int:
-            self._lock_store(conn)
+            self.lock_store(conn)
             if one_row(
                 conn.execute(
                     "SELECT EXISTS (SELECT 1 FROM memories UNION ALL SELECT 1 FROM audit "

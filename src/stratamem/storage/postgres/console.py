@@ -21,6 +21,7 @@ from ...levels import Level
 from ...models import Memory
 from ..sql import console
 from ..sql.rows import to_us
+from ..transaction import Tx
 from . import index
 from .rows import MEMORY_COLUMNS, dec, row_to_memory
 
@@ -53,14 +54,15 @@ def read(backend: PostgresBackend, reader: Callable[[console.Runner, console.Dia
 def restore(backend: PostgresBackend, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
     """Make soft-deleted row ``ref`` live again; refused when a live version holds its (agent, key, level)."""
 
-    def body(conn: psycopg.Connection) -> Memory:
+    def body(tx: Tx[psycopg.Connection]) -> Memory:
+        conn = tx.conn
         head = conn.execute(
             "SELECT agent_id, key FROM memories WHERE id = %s AND level <= %s AND deleted_us IS NOT NULL",
             (ref, int(clearance)),
         ).fetchone()
         if head is None:
             raise NotFound(f"no deleted record {ref} at or below {clearance.name}")
-        backend._lock_keys(conn, [(head[0], head[1])])
+        backend.lock_keys(conn, [(head[0], head[1])])
         row = conn.execute(
             f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = %s AND deleted_us IS NOT NULL", (ref,)
         ).fetchone()
@@ -88,8 +90,7 @@ def restore(backend: PostgresBackend, ref: int, clearance: Level, actor: str, no
         postings = index.postings_statements([(mem_id, agent, level, terms, length)], counts)
         counts.apply(conn, *postings, stats.statement(), index.refresh_statement([(agent, key)]))
         memory = row_to_memory(row)
-        backend._append(
-            conn,
+        tx.append(
             AuditDraft(
                 "restore",
                 None,
@@ -99,9 +100,8 @@ def restore(backend: PostgresBackend, ref: int, clearance: Level, actor: str, no
                 (memory.level,),
                 (memory.lineage_id,),
                 detail={"by": actor},
-            ),
-            now,
+            )
         )
         return memory
 
-    return backend._operator(body)
+    return backend.operator(now, body)

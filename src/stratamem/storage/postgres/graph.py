@@ -16,8 +16,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import psycopg
+
 from ..protocol import GraphBody
 from ..sql.graph_read import GraphConn
+from ..transaction import Tx
 
 if TYPE_CHECKING:
     from .backend import PostgresBackend
@@ -30,31 +33,31 @@ GRAPH_LOCK = "\x1egraph"  # the advisory key serialising one agent's graph write
 
 
 def write(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-    def tx(conn: Any) -> T:
-        record = backend._bound_session(conn, session_id, "FOR SHARE")
-        backend._lock_keys(conn, [(record.agent_id, GRAPH_LOCK)])
-        result, draft = body(GraphConn(conn, postgres=True), record)
-        backend._append(conn, draft, now)
+    def tx(tx: Tx[psycopg.Connection]) -> T:
+        backend.lock_keys(tx.conn, [(tx.record.agent_id, GRAPH_LOCK)])
+        result, draft = body(GraphConn(tx.conn, postgres=True), tx.record)
+        tx.append(draft)
         return result
 
-    return backend._write(tx)
+    return backend.write(session_id, now, tx)
 
 
 def read(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-    def tx(conn: Any) -> T:
-        record = backend._bound_session(conn, session_id)
-        result, draft = body(GraphConn(conn, postgres=True), record)
-        backend._append(conn, draft, now)
+    """A read and its audit event in one transaction (it appends, so it is a write that locks no session)."""
+
+    def tx(tx: Tx[psycopg.Connection]) -> T:
+        result, draft = body(GraphConn(tx.conn, postgres=True), tx.record)
+        tx.append(draft)
         return result
 
-    return backend._write(tx)
+    return backend.write(session_id, now, tx, lock_session=False)
 
 
 def operator(backend: PostgresBackend, now: datetime, body: Callable[[GraphConn], tuple[T, Any]]) -> T:
-    def tx(conn: Any) -> T:
-        backend._lock_store(conn)
-        result, draft = body(GraphConn(conn, postgres=True))
-        backend._append(conn, draft, now)
+    def tx(tx: Tx[psycopg.Connection]) -> T:
+        backend.lock_store(tx.conn)
+        result, draft = body(GraphConn(tx.conn, postgres=True))
+        tx.append(draft)
         return result
 
-    return backend._operator(tx)
+    return backend.operator(now, tx)

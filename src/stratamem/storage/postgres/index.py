@@ -6,7 +6,7 @@ size (arrays through ``unnest``; COPY is not allowed on tables with row-level
 security). Imports, restores and rebuilds write through here; a session's
 saves run the same upkeep inside the server (``pg_save``), and both record
 each live version's terms (``memories.terms``). Callers hold the locks that
-make the batch safe (``PostgresBackend._lock_keys``).
+make the batch safe (``PostgresBackend.lock_keys``).
 """
 
 from __future__ import annotations

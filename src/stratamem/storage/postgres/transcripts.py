@@ -40,6 +40,7 @@ from ..sql.transcripts import (
     sum_costs,
     tail_rows,
 )
+from ..transaction import Tx
 from .connect import bind_operator
 from .rows import dec, enc
 
@@ -84,8 +85,8 @@ def append_messages(
 ) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
     """Append ``drafts``; with ``tail`` (limit, mark) also read the own tail, in the same transaction."""
 
-    def body(conn: psycopg.Connection) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
-        record = b._bound_session(conn, session_id, "FOR SHARE")
+    def body(tx: Tx[psycopg.Connection]) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
+        conn, record = tx.conn, tx.record
         (start,) = one_row(
             conn.execute(
                 "SELECT count(*) FROM turn_messages WHERE session_id = %s AND agent_id = %s AND level <= %s",
@@ -115,10 +116,10 @@ def append_messages(
         if tail is not None:
             page = _tail(conn, record, record.id, *tail)
             events.append(read_draft(record, page, tail[0], own=True))
-        b._append_many(conn, events, now)
+        tx.append_many(events)
         return stored, page
 
-    return b._write(body)
+    return b.write(session_id, now, body)
 
 
 def _query(conn: psycopg.Connection) -> Query:
@@ -146,8 +147,8 @@ def read_messages(
 ) -> TranscriptPage:
     """As ``sqlite_turns.read_messages``: ``transcript_id`` None reads as a transcript that does not exist."""
 
-    def body(conn: psycopg.Connection) -> TranscriptPage:
-        record = b._bound_session(conn, session_id)
+    def body(tx: Tx[psycopg.Connection]) -> TranscriptPage:
+        conn, record = tx.conn, tx.record
         if transcript_id is None:
             page = UNNAMED
         elif start is None:
@@ -158,15 +159,16 @@ def read_messages(
             page = TranscriptPage(
                 tuple(row_to_message(_decoded_message(r), start + i) for i, r in enumerate(rows)), total
             )
-        b._append(conn, read_draft(record, page, limit, own=transcript_id == record.id, start=start), now)
+        tx.append(read_draft(record, page, limit, own=transcript_id == record.id, start=start))
         return page
 
-    return b._write(body)
+    # The page and its audit event in one transaction, which locks no session row (a read).
+    return b.write(session_id, now, body, lock_session=False)
 
 
 def record_usage(b: PostgresBackend, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
-    def body(conn: psycopg.Connection) -> UsageRecord:
-        record = b._bound_session(conn, session_id, "FOR SHARE")
+    def body(tx: Tx[psycopg.Connection]) -> UsageRecord:
+        conn, record = tx.conn, tx.record
         row = (
             record.id,
             record.agent_id,
@@ -180,8 +182,7 @@ def record_usage(b: PostgresBackend, session_id: str, draft: UsageDraft, now: da
         )
         encoded = tuple(enc(v) if i in (0, 3) and isinstance(v, str) else v for i, v in enumerate(row))
         (row_id,) = one_row(conn.execute(_USAGE_INSERT, encoded).fetchone())
-        b._append(
-            conn,
+        tx.append(
             AuditDraft(
                 "usage.record",
                 record.id,
@@ -193,12 +194,11 @@ def record_usage(b: PostgresBackend, session_id: str, draft: UsageDraft, now: da
                     "input_tokens": draft.input_tokens,
                     "output_tokens": draft.output_tokens,
                 },
-            ),
-            now,
+            )
         )
         return row_to_usage((row_id, *row))
 
-    return b._write(body)
+    return b.write(session_id, now, body)
 
 
 def _scope(
