@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
+import tempfile
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-import pg_server
 import pytest
 
 import stratamem as sm
+
+# The conformance suite's registry and property helpers are imported by name across the suite.
+sys.path.insert(0, str(Path(__file__).parent / "conformance"))
+from backend_registry import REGISTRY, available_backends
 
 # The suite written for lexical search keeps testing it whether or not the
 # semantic extra is installed; semantic and hybrid tests choose their mode.
@@ -30,36 +36,15 @@ class FakeClock:
         self.now += timedelta(seconds=seconds)
 
 
-def backend_urls(tmp_path) -> dict[str, str]:
-    """One URL per backend; PostgreSQL URLs name a new schema, so each is an empty, isolated store."""
-    urls = {
-        "sqlite-memory": ":memory:",
-        "sqlite-file": str(tmp_path / "memory.db"),
-        "markdown": f"markdown://{tmp_path / 'markdown'}",
-    }
-    if "postgres" in BACKENDS:
-        urls["postgres"] = pg_server.fresh_url()
-    return urls
-
-
-# PostgreSQL runs whenever it can: the embedded server wheel (or STRATAMEM_TEST_PG) is installed.
-BACKENDS = ["sqlite-memory", "sqlite-file", "markdown"] + (["postgres"] if pg_server.available() else [])
+# The backends every store-parametrized test runs on, from the conformance suite's registry.
+BACKENDS = available_backends()
 
 
 def fresh_store(backend: str, tmp_dir, **options) -> sm.Store:
     """A new empty store outside pytest's fixtures, for hypothesis tests (caller closes it)."""
     options.setdefault("clock", FakeClock())
-    if backend == "postgres":
-        return sm.open_store(pg_server.fresh_url(), **options)
-    if backend == "sqlite-file":
-        import tempfile
-
-        return sm.open_store(tempfile.mkstemp(suffix=".db", dir=tmp_dir)[1], **options)
-    if backend == "markdown":
-        import tempfile
-
-        return sm.open_store("markdown://" + tempfile.mkdtemp(dir=tmp_dir), **options)
-    return sm.open_store(":memory:", **options)
+    place = Path(tempfile.mkdtemp(dir=tmp_dir)) / "store"  # unique across a test's examples
+    return sm.open_store(REGISTRY[backend].url(place), **options)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -69,14 +54,8 @@ def make_store(request, tmp_path):
     counter = iter(range(10_000))
 
     def factory(**options) -> sm.Store:
-        if request.param == "sqlite-file":
-            url = str(tmp_path / f"memory-{next(counter)}.db")
-        elif request.param == "markdown":
-            url = f"markdown://{tmp_path / f'markdown-{next(counter)}'}"
-        else:
-            url = backend_urls(tmp_path)[request.param]
         options.setdefault("clock", FakeClock())
-        store = sm.open_store(url, **options)
+        store = sm.open_store(REGISTRY[request.param].url(tmp_path / f"store-{next(counter)}"), **options)
         opened.append(store)
         return store
 

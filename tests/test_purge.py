@@ -38,25 +38,3 @@ def test_purge_removes_every_byte(tmp_path):
     assert store.verify_audit() is None
     store.close()
     assert MARKER.encode() not in db_bytes(path)
-
-
-def test_purge_respects_cutoff_and_agent(store):
-    s = store.session("main")
-    other = store.session("other")
-    s.save("a", "x")
-    other.save("b", "y")
-    s.delete("a")
-    other.delete("b")
-    now = store.now()
-    assert store.purge(before=now - timedelta(days=1)) == 0
-    assert store.purge(before=now + timedelta(seconds=1), agent_id="main") == 1
-    assert store.purge(before=now + timedelta(seconds=1)) == 1
-    assert store.audit_events()[-1].operation == "purge"
-
-
-def test_purge_keeps_live_and_unexpired(store):
-    s = store.session("main")
-    s.save("live", "stays")
-    s.save("ttl", "stays too", ttl=3600)
-    assert store.purge(before=store.now() + timedelta(days=1)) == 0
-    assert {m.key for m in s.list()} == {"live", "ttl"}

@@ -1,4 +1,4 @@
-"""Noninterference for the turn's records, as a property (cf. tests/test_noninterference.py).
+"""Noninterference for the turn's records, as a property (cf. test_noninterference.py).
 
 Two stores receive the same visible transcript history; one also receives
 records the observer must not see: the rest of a transcript written after its
