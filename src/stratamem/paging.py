@@ -15,7 +15,7 @@ agent id and key, and the next page starts strictly after that position. So:
   invisible;
 - a page depends only on the session's visible view and the cursor: two stores
   that differ only by invisible records page identically (tested in
-  ``tests/test_paging.py`` as a property, like ``tests/test_noninterference.py``);
+  ``tests/test_paging.py`` as a property, like ``tests/conformance/test_noninterference.py``);
 - saves and deletes between pages never repeat or skip a memory that stayed
   in place (a key inserted before the cursor is simply not on later pages).
 
