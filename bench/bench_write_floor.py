@@ -54,8 +54,8 @@ from bench_single_save import fts_run, ours_run, wal_pages
 
 import stratamem as sm
 from stratamem.audit import GENESIS, AuditDraft, seal_many
-from stratamem.batch import check_batch
 from stratamem.levels import Level
+from stratamem.save_many import check_batch
 from stratamem.text import Analyzer
 
 STEPS = ("row", "+session", "+replace", "+audit", "+search", "+stats", "+reads")

@@ -7,7 +7,7 @@ outranks the memory that is about the dog; with b = 0.3 it does not.
 
 from __future__ import annotations
 
-from stratamem import ranking
+from stratamem.search import ranking
 
 SHORT = "Melanie: nice, a golden retriever"
 LONG = (

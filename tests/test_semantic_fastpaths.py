@@ -141,7 +141,7 @@ def test_query_vectors_are_cached_per_session(make_store):
 
 
 def test_the_query_cache_is_bounded(monkeypatch):
-    import stratamem.semantic as semantic
+    import stratamem.search.semantic as semantic
 
     monkeypatch.setattr(semantic, "QUERY_CACHE", 3)
     store = sm.open_store(":memory:", search_mode="hybrid", embedder=HashEmbedder(64))

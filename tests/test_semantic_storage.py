@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import stratamem as sm
-import stratamem.semantic as semantic
+import stratamem.search.semantic as semantic
 from stratamem.embed.hashing import HashEmbedder
 from stratamem.errors import ValidationError
 

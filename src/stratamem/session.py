@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .batch import check_batch
 from .embed import EmbedderError
 from .errors import ValidationError
 from .levels import Level
 from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
+from .save_many import check_batch
 from .scope import OWN, Conversations, check
 from .storage.records import MemoryDraft, SessionRecord
 from .storage.sql.rows import to_us

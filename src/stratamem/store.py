@@ -18,14 +18,13 @@ import platformdirs
 
 from .audit import AuditDraft
 from .audit_anchor import AuditAnchor
-from .batch import DEFAULT_MAX_BATCH, check_max_batch
 from .budget import resolve_max_answer_chars
 from .errors import StorageError, ValidationError
 from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
 from .private import make_private_dirs
-from .retention import Retention
-from .semantic import SemanticIndex
+from .save_many import DEFAULT_MAX_BATCH, check_max_batch
+from .search.semantic import SemanticIndex
 from .session import Session
 from .storage.protocol import Backend
 from .storage.records import SessionRecord
@@ -33,6 +32,7 @@ from .storage.sql.audit_pages import AuditQuery, read_page
 from .storage.sql.transcripts import TranscriptMessage, UsageRecord
 from .storage.sqlite.backend import SQLiteBackend
 from .text import Analyzer
+from .turn.retention import Retention
 from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id, check_id, check_peers, check_time
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class Store:
             raise ValidationError("synchronous must be NORMAL or FULL")
         self.retention = retention if retention is not None else Retention()
         if not isinstance(self.retention, Retention):
-            raise ValidationError("retention must be a stratamem.retention.Retention")
+            raise ValidationError("retention must be a stratamem.turn.retention.Retention")
         from .turn.observe import EventBus  # the turn package imports this module
         from .turn.tail_cache import TailCache
 

@@ -92,7 +92,7 @@ def read_lines(stream: IO[str], max_content_bytes: int) -> list[Memory]:
 
 def read_records(stream: IO[str], max_content_bytes: int) -> tuple[list[Memory], list[Any]]:
     """Parse a whole export: memory lines, and turn lines (``"record": "message" | "usage"``)."""
-    from .turn_transfer import parse_turn_record
+    from .turn.transfer import parse_turn_record
 
     memories: list[Memory] = []
     turns: list[Any] = []

@@ -11,10 +11,10 @@ import pytest
 import stratamem as sm
 from stratamem import shapes
 from stratamem.migrate import migrate
-from stratamem.retention import Retention
 from stratamem.storage.sql.transcripts import TranscriptMessage, UsageRecord
 from stratamem.turn import CostLedger, Message, ToolCallRequest, Transcript, TurnSettings
 from stratamem.turn.errors import LimitExceededError, ValidationError
+from stratamem.turn.retention import Retention
 
 SECRET = "the launch code is 0000-SECRET"
 

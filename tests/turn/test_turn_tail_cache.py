@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import stratamem as sm
-from stratamem.retention import Retention
 from stratamem.turn import Message, Transcript
+from stratamem.turn.retention import Retention
 
 
 def uncached(store: sm.Store, session_id: str, window: int) -> tuple[int, list[Message]]:

@@ -5,7 +5,7 @@ its visible observations. The storage layer gathers, for the query terms,
 per-node term frequencies and document lengths over exactly what the session
 may see, and the visible node count and total length; this module turns them
 into scores with the memory search's formula and constants
-(``stratamem.ranking``), summed as fixed-point integers so the order and the
+(``stratamem.search.ranking``), summed as fixed-point integers so the order and the
 scores do not depend on row order — two stores that differ only by invisible
 records rank bit-identically. Ties are broken by name, then agent order.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
-from .. import ranking
+from ..search import ranking
 
 NodeKey = tuple[str, str]  # (agent_id, name)
 

@@ -29,10 +29,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..audit import AuditDraft
-from ..batch import as_items, check_batch
 from ..errors import PolicyBlocked
 from ..levels import Level
 from ..models import Memory
+from ..save_many import as_items, check_batch
 from ..storage.records import SessionRecord
 from ..validation import check_category, check_content, check_key, check_tags
 from . import facts as facts_mod

@@ -18,7 +18,7 @@ explicitly logs the error once and answers lexically; a store or call that
 asked for ``semantic``/``hybrid`` gets the ``EmbedderError``.
 
 Latency: the query is embedded in a small persistent worker pool
-(``workers``) while the backend ranks the lexical side (onnxruntime and
+(``search.threads``) while the backend ranks the lexical side (onnxruntime and
 SQLite both release the GIL); the backend waits for the vector only when it
 needs it (``storage.vectors.resolve``), and on SQLite ranks the dense side in
 the same worker as soon as the vector is there (``storage.vectors.when_ready``). Query vectors are kept in a small LRU per
@@ -37,18 +37,18 @@ from collections.abc import Callable
 from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING
 
-from . import embed, workers
-from .audit import AuditDraft
-from .embed import Embedder, EmbedderError, resolve
-from .errors import ValidationError
-from .scope import OWN, Conversations
-from .search import check_mode
-from .storage.vectors import CATCH_UP, DenseQuery, Pending, QueryEmbedding, QueryVector
+from .. import embed
+from ..audit import AuditDraft
+from ..embed import Embedder, EmbedderError, resolve
+from ..errors import ValidationError
+from ..scope import OWN, Conversations
+from ..storage.vectors import CATCH_UP, DenseQuery, Pending, QueryEmbedding, QueryVector
+from . import check_mode, threads
 
 if TYPE_CHECKING:
-    from .store import Store
+    from ..store import Store
 
-log = logging.getLogger("stratamem.semantic")
+log = logging.getLogger("stratamem.semantic")  # the documented logger name
 REINDEX_BATCH = 256
 QUERY_CACHE = 256  # query vectors kept per store (about 2 KB each)
 
@@ -158,7 +158,7 @@ class SemanticIndex:
                     self._queries.popitem(last=False)
             return query
 
-        future: Future[DenseQuery] = workers.pool().submit(embed)
+        future: Future[DenseQuery] = threads.pool().submit(embed)
         return QueryEmbedding(embedder.identity, embedder.dim, future)
 
     def catch_up(
@@ -185,7 +185,7 @@ class SemanticIndex:
                 f"the embedder returned shape {vectors.shape}, expected ({len(pending)}, "
                 f"{embedder.dim}): dimension mismatch"
             )
-        from .search.dense import quantise
+        from .dense import quantise
 
         items = [(p, *quantise(v)) for p, v in zip(pending, vectors, strict=True)]
         return self._store.backend.store_vectors(embedder.identity, items)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .openapi import _obj, _op, _path, _query
+from .openapi_parts import obj as _obj
+from .openapi_parts import op as _op
+from .openapi_parts import path as _path
+from .openapi_parts import query as _query
 
 CONSOLE_HEADER = {
     "name": "X-Stratamem-Console",

@@ -8,24 +8,18 @@ rendering of them. The ``/docs`` page that shows it is ``ui.py``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from . import openapi_turns
 from .mcp_tools import server_version
-
-LEVEL = {"type": "string", "enum": ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"]}
-TIME = {"type": "string", "format": "date-time"}
-TAGS = {"type": "array", "items": {"type": "string"}}
-
-
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _obj(required: list[str], **properties: Any) -> dict[str, Any]:
-    return {"type": "object", "required": required, "properties": properties}
-
+from .openapi_parts import LEVEL, TAGS, TIME
+from .openapi_parts import obj as _obj
+from .openapi_parts import op as _op
+from .openapi_parts import path as _path
+from .openapi_parts import query as _query
+from .openapi_parts import ref as _ref
+from .openapi_parts import response as _json
 
 CUT = {
     "const": True,
@@ -183,60 +177,6 @@ SCHEMAS: dict[str, Any] = {
     "Health": _obj(["status", "version"], status={"const": "ok"}, version={"type": "string"}),
     "Tools": _obj(["tools"], tools={"type": "array", "items": {"type": "object"}}),
 }
-
-_ERRORS = {
-    "400": "VALIDATION_ERROR: bad arguments or body",
-    "401": "UNAUTHENTICATED: missing or unknown bearer token",
-    "403": "POLICY_BLOCKED: refused by policy or above the token's clearance",
-    "404": "NOT_FOUND: no such session or memory (or not this token's)",
-    "413": "VALIDATION_ERROR: the request body is larger than the server accepts",
-    "503": "STORAGE_ERROR: the store is unavailable",
-}
-
-
-def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
-
-
-def _op(
-    summary: str,
-    ok: tuple[str, str, dict[str, Any]],
-    *,
-    body: str | None = None,
-    params: Sequence[dict[str, Any]] = (),
-    errors: tuple[str, ...] = ("400", "401", "404", "503"),
-    public: bool = False,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    status, description, schema = ok
-    responses = {status: _json(schema, description)}
-    for code in errors:
-        responses[code] = _json(_ref("Error"), _ERRORS[code])
-    if extra:
-        responses.update(extra)
-    op: dict[str, Any] = {"summary": summary, "responses": responses}
-    if params:
-        op["parameters"] = list(params)
-    if body:
-        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(body)}}}
-    if public:
-        op["security"] = []
-    return op
-
-
-def _path(name: str, description: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string"},
-        "description": description,
-    }
-
-
-def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
-
 
 SID = _path("session_id", "A session id from POST /v1/sessions.")
 KEY = _path("key", "The memory key, percent-encoded.")
@@ -422,8 +362,6 @@ def document() -> dict[str, Any]:
             )
         },
     }
-    from . import openapi_turns  # the turn API's paths (it builds on the helpers above)
-
     paths.update(openapi_turns.paths(s, SID))
     return {
         "openapi": "3.1.0",

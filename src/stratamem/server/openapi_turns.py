@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import openapi as o
+from . import openapi_parts as o
 
-MESSAGE = o._obj(
+MESSAGE = o.obj(
     ["role", "content"],
     role={"enum": ["system", "user", "assistant", "tool"]},
     content={"type": "string"},
@@ -27,14 +27,14 @@ TRIM = {
     },
 }
 SCHEMAS: dict[str, Any] = {
-    "TurnBegin": o._obj(
+    "TurnBegin": o.obj(
         ["user_message"],
         user_message={"type": "string"},
         origin={"enum": ["interactive", "channel", "agent", "cron", "daemon", "subturn"]},
         system_prompt={"type": "string"},
         history_budget_tokens={"type": "integer"},
     ),
-    "TurnPrompt": o._obj(
+    "TurnPrompt": o.obj(
         ["turn_id", "state", "messages"],
         turn_id={"type": "integer"},
         state={"type": "string"},
@@ -42,17 +42,17 @@ SCHEMAS: dict[str, Any] = {
         trim=TRIM,
         pending_tool_calls={"type": "array", "items": {"type": "string"}},
     ),
-    "TurnToolCalls": o._obj(
+    "TurnToolCalls": o.obj(
         ["tool_calls"],
         content={"type": "string"},
         tool_calls={
             "type": "array",
-            "items": o._obj(
+            "items": o.obj(
                 ["id", "name"], id={"type": "string"}, name={"type": "string"}, arguments={"type": "string"}
             ),
         },
     ),
-    "TurnToolResult": o._obj(
+    "TurnToolResult": o.obj(
         ["call_id", "tool_name"],
         call_id={"type": "string"},
         tool_name={"type": "string"},
@@ -61,7 +61,7 @@ SCHEMAS: dict[str, Any] = {
         error={"type": "string"},
         duration_ms={"type": "number"},
     ),
-    "TurnUsage": o._obj(
+    "TurnUsage": o.obj(
         ["model", "input_tokens", "output_tokens"],
         model={"type": "string"},
         input_tokens={"type": "integer"},
@@ -69,9 +69,9 @@ SCHEMAS: dict[str, Any] = {
         cached_input_tokens={"type": "integer"},
         cost_usd={"type": ["string", "number"]},
     ),
-    "TurnEnd": o._obj(["content"], content={"type": "string"}),
+    "TurnEnd": o.obj(["content"], content={"type": "string"}),
     "TurnAnswer": {"type": "object"},
-    "Transcript": o._obj(
+    "Transcript": o.obj(
         ["messages", "start", "total"],
         messages={"type": "array", "items": MESSAGE},
         start={"type": "integer"},
@@ -80,37 +80,37 @@ SCHEMAS: dict[str, Any] = {
     ),
 }
 CONFLICT = {
-    "409": o._json(o._ref("Error"), "TURN_STATE: the turn has ended (or not begun)"),
-    "413": o._json(o._ref("Error"), "LIMIT_EXCEEDED: a size bound of the turn"),
+    "409": o.response(o.ref("Error"), "TURN_STATE: the turn has ended (or not begun)"),
+    "413": o.response(o.ref("Error"), "LIMIT_EXCEEDED: a size bound of the turn"),
 }
 
 
 def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
-    tid = o._path("turn_id", "The turn id returned by POST /turns (its user message's position).")
-    answer = ("200", "Done", o._ref("TurnAnswer"))
+    tid = o.path("turn_id", "The turn id returned by POST /turns (its user message's position).")
+    answer = ("200", "Done", o.ref("TurnAnswer"))
     return {
         f"{s}/turns": {
-            "post": o._op(
+            "post": o.op(
                 "Begin a turn: the prompt with [Memory context] and trimming applied",
-                ("201", "The prompt to send", o._ref("TurnPrompt")),
+                ("201", "The prompt to send", o.ref("TurnPrompt")),
                 body="TurnBegin",
                 params=[sid],
                 extra=CONFLICT,
             )
         },
         f"{s}/turns/{{turn_id}}/prompt": {
-            "get": o._op(
+            "get": o.op(
                 "The prompt to send now",
-                ("200", "The prompt", o._ref("TurnPrompt")),
+                ("200", "The prompt", o.ref("TurnPrompt")),
                 params=[
                     sid,
                     tid,
-                    o._query("system_prompt", {"type": "string"}, "Prepended, outside the budget"),
+                    o.query("system_prompt", {"type": "string"}, "Prepended, outside the budget"),
                 ],
             )
         },
         f"{s}/turns/{{turn_id}}/tool-calls": {
-            "post": o._op(
+            "post": o.op(
                 "Record the assistant's tool calls",
                 answer,
                 body="TurnToolCalls",
@@ -119,7 +119,7 @@ def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
             )
         },
         f"{s}/turns/{{turn_id}}/tool-results": {
-            "post": o._op(
+            "post": o.op(
                 "Record one tool result (bounded)",
                 answer,
                 body="TurnToolResult",
@@ -128,7 +128,7 @@ def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
             )
         },
         f"{s}/turns/{{turn_id}}/usage": {
-            "post": o._op(
+            "post": o.op(
                 "Record one model call's usage; the budget status",
                 answer,
                 body="TurnUsage",
@@ -137,7 +137,7 @@ def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
             )
         },
         f"{s}/turns/{{turn_id}}/end": {
-            "post": o._op(
+            "post": o.op(
                 "End the turn with the final assistant message (once)",
                 answer,
                 body="TurnEnd",
@@ -146,14 +146,14 @@ def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
             )
         },
         f"{s}/transcript": {
-            "get": o._op(
+            "get": o.op(
                 "Transcript messages by range (omitted history)",
-                ("200", "A page", o._ref("Transcript")),
+                ("200", "A page", o.ref("Transcript")),
                 params=[
                     sid,
-                    o._query("start", {"type": "integer"}, "First position"),
-                    o._query("limit", {"type": "integer"}, "1..1000, default 100"),
-                    o._query(
+                    o.query("start", {"type": "integer"}, "First position"),
+                    o.query("limit", {"type": "integer"}, "1..1000, default 100"),
+                    o.query(
                         "transcript_id",
                         {"type": "string"},
                         "Another session this token may use (e.g. before a reset); any other id reads "

@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ValidationError
-from ..retention import Retention
 from ..strict_json import JsonRefused, read_json
 from ..turn.costs import Budget, ModelPrice
+from ..turn.retention import Retention
 from ..turn.runtime import TurnSettings
 
 ENV_PREFIX = "STRATAMEM_"

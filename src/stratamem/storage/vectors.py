@@ -87,7 +87,7 @@ def when_ready(query: QueryVector, work: Callable[[DenseQuery], T]) -> Future[T]
     pool thread when the vector was already known (cached): never in the caller's thread, and no pool
     thread ever blocks waiting for another.
     """
-    from ..workers import pool
+    from ..search.threads import pool
 
     out: Future[T] = Future()
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
-from ..batch import DEFAULT_MAX_BATCH
 from ..errors import ValidationError
 from ..paging import DEFAULT_PAGE_SIZE, decode_cursor, decode_offset, page_size
 from ..policy.scanner import RESERVED_TAG_PREFIX
+from ..save_many import DEFAULT_MAX_BATCH
 from ..validation import (
     check_category,
     check_content,

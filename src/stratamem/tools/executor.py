@@ -40,7 +40,7 @@ from ..policy.redact import redact_fields, redact_text
 from ..scope import scoped
 from ..session import Session
 from ..storage.records import SessionRecord
-from . import batch_tools, fit, knowledge, mcp_memory, triggerfish, zeroclaw
+from . import fit, knowledge, mcp_memory, save_many_tools, triggerfish, zeroclaw
 from .arguments import parse_arguments
 from .events import emit_call_started, emit_tool_events, new_call_id
 from .graph_specs import GraphWrite
@@ -79,10 +79,10 @@ class _Call:
 
     def run(self, record: SessionRecord, arguments: object) -> str:
         prepared = self._before(record, arguments)
-        batch = batch_tools.HANDLERS.get(self.spec.name)
+        batch = save_many_tools.HANDLERS.get(self.spec.name)
         if batch is not None:  # each item passes the gate as a single write would (gated_save_many)
             payload = batch(
-                self.session, prepared.arguments, batch_tools.Gate(self.policy, self.origin, self.channel)
+                self.session, prepared.arguments, save_many_tools.Gate(self.policy, self.origin, self.channel)
             )
             return self._after(record, prepared.facts, payload)
         # Autonomous origins (cron, daemon, subturn) read no conversation memories (scope.py).

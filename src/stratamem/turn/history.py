@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..storage.sql.transcripts import MessageDraft, TailMark, TranscriptMessage, TranscriptPage
 from .errors import LimitExceededError, ValidationError
-from .messages import Message, ToolCallRequest
-from .tail_cache import TailCache
+from .messages import Message
+from .tail_cache import TailCache, to_message
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -62,15 +62,6 @@ class StoredMessage:
 
     def to_dict(self) -> dict[str, Any]:
         return {"position": self.position, "level": self.level, **self.message.to_dict()}
-
-
-def to_message(row: TranscriptMessage) -> Message:
-    calls = (
-        ()
-        if row.tool_calls == "[]"
-        else tuple(ToolCallRequest.from_dict(c) for c in json.loads(row.tool_calls))
-    )
-    return Message(role=row.role, content=row.content, tool_calls=calls, tool_call_id=row.tool_call_id)
 
 
 def draft_of(message: Message, origin: str | None = None) -> MessageDraft:

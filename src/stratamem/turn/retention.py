@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 DEFAULT_TRANSCRIPT_DAYS = 30.0
 DEFAULT_AUTOSAVE_TTL_DAYS = 30.0

@@ -18,17 +18,28 @@ Bounded by sessions and by characters held.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..storage.sql.transcripts import TailMark, TranscriptMessage, TranscriptPage
-from .messages import Message
+from .messages import Message, ToolCallRequest
 
-__all__ = ["TailCache"]
+__all__ = ["TailCache", "to_message"]
 
 MAX_SESSIONS = 256
 MAX_CHARS = 32 * 1024 * 1024  # all sessions together; a larger window is simply not kept
+
+
+def to_message(row: TranscriptMessage) -> Message:
+    """A stored transcript row as the message it was."""
+    calls = (
+        ()
+        if row.tool_calls == "[]"
+        else tuple(ToolCallRequest.from_dict(c) for c in json.loads(row.tool_calls))
+    )
+    return Message(role=row.role, content=row.content, tool_calls=calls, tool_call_id=row.tool_call_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +80,6 @@ class TailCache:
         when ``sent`` was asked for (another thread replaced or evicted it):
         read again without a mark.
         """
-        from .history import to_message
-
         with self._lock:
             entry = self._entries.get(session_id)
         if page.delta:

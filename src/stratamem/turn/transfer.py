@@ -10,13 +10,14 @@ nothing is imported.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from .errors import ValidationError
-from .levels import Level
-from .storage.sql.transcripts import TranscriptMessage, UsageRecord
-from .validation import check_agent_id
+from ..errors import ValidationError
+from ..levels import Level
+from ..storage.sql.transcripts import TranscriptMessage, UsageRecord
+from ..validation import check_agent_id, parse_time
 
 RECORD_KINDS = ("message", "usage")
 _ROLES = ("system", "user", "assistant", "tool")
@@ -39,10 +40,13 @@ def _count(data: dict[str, Any], name: str) -> int:
     return value
 
 
+def _time(value: object, field: str) -> datetime:
+    """The same ISO-time check as a memory line's (``transfer._time``): an offset is required."""
+    return parse_time(value, field, naive_is_utc=False)
+
+
 def parse_turn_record(data: dict[str, Any]) -> TranscriptMessage | UsageRecord:
     """One decoded line with a ``record`` field to a message or usage record."""
-    from .transfer import _time  # the one ISO-time check for every line
-
     kind = data.get("record")
     if kind not in RECORD_KINDS:
         raise ValidationError(f"record must be one of {', '.join(RECORD_KINDS)}")

@@ -16,10 +16,11 @@ from collections.abc import Sequence
 
 import psycopg
 
-from ... import paging, ranking
+from ... import paging
 from ...models import Hit, Memory
 from ...paging import ListQuery, Page
 from ...scope import OWN, Conversations, readable, unreadable
+from ...search import ranking
 from ..records import SessionRecord
 from ..sql import listing as list_sql
 from ..sql import pruning

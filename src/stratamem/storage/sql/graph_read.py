@@ -30,12 +30,12 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from ... import ranking
 from ...audit import AuditDraft, operator_draft
 from ...errors import NotFound
 from ...graph import rank
 from ...graph.model import Edge, GraphStats, Node, Observation
 from ...levels import Level
+from ...search import ranking
 from ..records import SessionRecord
 from .rows import from_us, one_row
 

@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from ... import ranking
+from ...search import ranking
 
 Id = TypeVar("Id")
 # run(essential, window, floor): the fixed-point score sums (id, score) of the

@@ -16,9 +16,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from ... import ranking
 from ...models import Hit
 from ...scope import OWN, Conversations, readable, unreadable
+from ...search import ranking
 from ..records import SessionRecord
 from ..sql import pruning
 from ..sql.rows import MEMORY_COLUMNS, memory_rows, row_to_memory
