@@ -97,6 +97,9 @@ def test_a_store_whose_tail_rows_were_also_counted_as_deltas_is_upgraded_on_open
                     (agent, level, 1, terms),
                 )
             write.execute("DELETE FROM meta WHERE name = 'tail_counts'")
+            write.execute(
+                "UPDATE meta SET value = '1' WHERE name = 'schema_version'"
+            )  # as such a store records
         assert conn.execute("SELECT count(*) FROM postings_tail").fetchone()[0] > 0
     with sm.open_store(path) as store:
         conn = store.backend._conn

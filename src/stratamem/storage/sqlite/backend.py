@@ -55,6 +55,7 @@ from . import (
     frequency_tail,
     postings_tail,
     rank,
+    schema,
     sessions,
     transcripts,
     vectors,
@@ -71,99 +72,6 @@ from .readers import ReadConnections
 if TYPE_CHECKING:
     from ..sql import console as console_sql
     from .vector_cache import VectorCache
-
-SCHEMA_VERSION = 1
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    clearance INTEGER NOT NULL,
-    peers TEXT NOT NULL,
-    taint INTEGER NOT NULL,
-    created_us INTEGER NOT NULL,
-    owner TEXT
-);
-CREATE TABLE IF NOT EXISTS taint_events (
-    session_id TEXT NOT NULL,
-    at_us INTEGER NOT NULL,
-    previous INTEGER NOT NULL,
-    new INTEGER NOT NULL,
-    reason TEXT NOT NULL,
-    source TEXT
-);
-CREATE INDEX IF NOT EXISTS taint_events_session ON taint_events(session_id);
-CREATE TABLE IF NOT EXISTS memories (
-    id INTEGER PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    key TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    content TEXT NOT NULL,
-    tags TEXT NOT NULL,
-    category TEXT NOT NULL,
-    session_id TEXT,
-    created_us INTEGER NOT NULL,
-    updated_us INTEGER NOT NULL,
-    lineage_id TEXT NOT NULL,
-    expires_us INTEGER,
-    deleted_us INTEGER,
-    length INTEGER NOT NULL DEFAULT 0,
-    shadowable INTEGER NOT NULL DEFAULT 0
-);
-CREATE UNIQUE INDEX IF NOT EXISTS memories_live
-    ON memories(agent_id, key, level) WHERE deleted_us IS NULL;
-CREATE INDEX IF NOT EXISTS memories_recent
-    ON memories(agent_id, updated_us) WHERE deleted_us IS NULL;
-CREATE INDEX IF NOT EXISTS memories_expiring
-    ON memories(expires_us) WHERE expires_us IS NOT NULL AND deleted_us IS NULL;
-CREATE INDEX IF NOT EXISTS memories_shadowable
-    ON memories(agent_id) WHERE shadowable = 1 AND deleted_us IS NULL;
-CREATE INDEX IF NOT EXISTS memories_deleted
-    ON memories(deleted_us) WHERE deleted_us IS NOT NULL;
-CREATE INDEX IF NOT EXISTS memories_console
-    ON memories(agent_id, key, level DESC, id);
-CREATE INDEX IF NOT EXISTS memories_conversation
-    ON memories(agent_id, level) WHERE category = 'conversation' AND deleted_us IS NULL;
-CREATE TABLE IF NOT EXISTS postings (
-    term TEXT NOT NULL,
-    memory_id INTEGER NOT NULL,
-    tf INTEGER NOT NULL,
-    agent_id TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    length INTEGER NOT NULL,
-    PRIMARY KEY (term, memory_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS term_stats (
-    term TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    df INTEGER NOT NULL,
-    PRIMARY KEY (term, agent_id, level)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS part_stats (
-    agent_id TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    n INTEGER NOT NULL,
-    total_len INTEGER NOT NULL,
-    PRIMARY KEY (agent_id, level)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS audit (
-    seq INTEGER PRIMARY KEY,
-    at_us INTEGER NOT NULL,
-    session_id TEXT,
-    agent_id TEXT,
-    taint INTEGER NOT NULL,
-    operation TEXT NOT NULL,
-    keys TEXT NOT NULL,
-    levels TEXT NOT NULL,
-    lineage TEXT NOT NULL,
-    outcome TEXT NOT NULL,
-    detail TEXT NOT NULL,
-    prev_hash TEXT NOT NULL,
-    hash TEXT NOT NULL
-);
-"""
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -272,20 +180,10 @@ class SQLiteBackend:
             raise StorageError(f"storage error: {exc}") from exc
 
     def _migrate(self) -> None:
+        """The schema brought to its latest version (``schema``), then the index re-stemmed if the store's
+        languages or the analyzer changed since it was built."""
+        schema.upgrade(self._conn)
         with self._tx(write=True) as conn:
-            for statement in SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            sessions.ensure_schema(conn)
-            transcripts.create(conn)
-            sqlite_graph.create_tables(conn)
-            vectors.setup(conn)
-            frequency_tail.create(conn)
-            postings_tail.create(conn)
-            postings_tail.upgrade(conn)
-            conn.execute(
-                "INSERT OR IGNORE INTO meta(name, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-            )
             langs = json.dumps(list(self.analyzer.languages))
             row = conn.execute("SELECT value FROM meta WHERE name = 'languages'").fetchone()
             analyzer = conn.execute("SELECT value FROM meta WHERE name = 'analyzer'").fetchone()

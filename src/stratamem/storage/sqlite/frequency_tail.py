@@ -4,7 +4,7 @@ A durable save commits every B-tree page it dirtied. ``term_stats`` is
 ordered by term, so changing the document frequency of a memory's fifteen
 distinct terms dirties about fifteen pages — half of what a single save
 wrote. A single save's increments need no row at all: its postings in
-``sqlite_tail`` are counted as they are (``sqlite_tail.doc_freqs``). A
+``postings_tail`` are counted as they are (``postings_tail.doc_freqs``). A
 version indexed in ``postings`` (by a batch, or folded) that leaves the index
 — deleted, replaced, purged — appends one row here instead: its (agent,
 level), -1, and its distinct terms separated by spaces (terms never hold
@@ -30,25 +30,11 @@ from collections.abc import Iterable, Mapping
 
 FOLD_AT = 128  # tail rows (about one per single write); a reader scans at most this many
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS term_deltas (
-    id INTEGER PRIMARY KEY,
-    agent_id TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    delta INTEGER NOT NULL,
-    terms TEXT NOT NULL
-)
-"""
-
 UPSERT = (
     "INSERT INTO term_stats(term, agent_id, level, df) VALUES (?,?,?,?) "
     "ON CONFLICT(term, agent_id, level) DO UPDATE SET df = df + excluded.df"
 )
 DROP_EMPTY = "DELETE FROM term_stats WHERE term = ? AND agent_id = ? AND level = ? AND df <= 0"
-
-
-def create(conn: sqlite3.Connection) -> None:
-    conn.execute(SCHEMA)
 
 
 def record(conn: sqlite3.Connection, terms: Iterable[str], agent: str, level: int, delta: int) -> None:

@@ -31,7 +31,7 @@ tail rows there (``doc_freqs`` adds them to ``term_stats``), and the fold
 adds those counts to ``term_stats`` as it moves the rows. A single save thus
 records no frequency change of its own, and taking a memory out of the tail
 takes its frequencies with it; only versions indexed in ``postings`` leave a
--1 in ``sqlite_deltas`` when they go.
+-1 in ``term_deltas`` (``frequency_tail``) when they go.
 """
 
 from __future__ import annotations
@@ -44,22 +44,6 @@ FOLD_AT = 1024  # the tail's last row id (about sixty single saves); a query sca
 COLUMNS = "term, memory_id, tf, agent_id, level, length"
 ROW = "(?,?,?,?,?,?)"
 CHUNK = 128  # rows per INSERT (768 parameters, well under SQLite's bound); a statement per size is cached
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS postings_tail (
-    id INTEGER PRIMARY KEY,
-    term TEXT NOT NULL,
-    memory_id INTEGER NOT NULL,
-    tf INTEGER NOT NULL,
-    agent_id TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    length INTEGER NOT NULL
-)
-"""
-
-
-def create(conn: sqlite3.Connection) -> None:
-    conn.execute(SCHEMA)
 
 
 def append(conn: sqlite3.Connection, rows: Sequence[tuple[str, int, int, str, int, int]]) -> None:
@@ -110,15 +94,6 @@ def doc_freqs(term_list: str, agent_list: str) -> str:
     in the partitions of ``agent_list`` at levels up to ``:lvl``: ``term_stats`` plus the tail's rows."""
     where = f"term IN ({term_list}) AND agent_id IN ({agent_list}) AND level <= :lvl"
     return f"SELECT term, df FROM term_stats WHERE {where} UNION ALL SELECT term, 1 FROM postings_tail WHERE {where}"
-
-
-def upgrade(conn: sqlite3.Connection) -> None:
-    """A store written when every tail row also had its +1 in ``sqlite_deltas``: move the tail (its
-    frequencies are counted there already) so no document is counted twice, once, in the open's
-    write transaction."""
-    if conn.execute("SELECT 1 FROM meta WHERE name = 'tail_counts'").fetchone() is None:
-        move(conn)
-        conn.execute("INSERT INTO meta(name, value) VALUES ('tail_counts', '1')")
 
 
 def clear(conn: sqlite3.Connection) -> None:

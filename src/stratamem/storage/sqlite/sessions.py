@@ -27,15 +27,6 @@ Append = Callable[[sqlite3.Connection, AuditDraft, datetime], AuditEvent]
 COLUMNS = "id, agent_id, clearance, peers, taint, created_us, owner"
 
 
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Bring an older store's sessions table up to date (the owner column) and index what audit reads use."""
-    names = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-    if "owner" not in names:
-        conn.execute("ALTER TABLE sessions ADD COLUMN owner TEXT")
-    conn.execute("CREATE INDEX IF NOT EXISTS sessions_owner ON sessions(owner) WHERE owner IS NOT NULL")
-    conn.execute("CREATE INDEX IF NOT EXISTS audit_session ON audit(session_id, seq)")
-
-
 def read(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
     """The session's row as it is in this transaction (every operation reads it: the taint is live)."""
     row = conn.execute(f"SELECT {COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()

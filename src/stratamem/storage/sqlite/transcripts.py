@@ -43,42 +43,6 @@ if TYPE_CHECKING:
     from ..records import SessionRecord
     from .backend import SQLiteBackend
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS turn_messages (
-    id INTEGER PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    role TEXT NOT NULL,
-    content TEXT NOT NULL,
-    tool_calls TEXT NOT NULL,
-    tool_call_id TEXT,
-    origin TEXT,
-    created_us INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS turn_messages_session ON turn_messages(session_id, agent_id, level, id);
-CREATE INDEX IF NOT EXISTS turn_messages_created ON turn_messages(created_us);
-CREATE TABLE IF NOT EXISTS turn_usage (
-    id INTEGER PRIMARY KEY,
-    session_id TEXT NOT NULL,
-    agent_id TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    model TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    cached_input_tokens INTEGER NOT NULL,
-    cost_usd TEXT NOT NULL,
-    at_us INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS turn_usage_agent ON turn_usage(agent_id, at_us);
-"""
-
-
-def create(conn: sqlite3.Connection) -> None:
-    for statement in SCHEMA.split(";"):
-        if statement.strip():
-            conn.execute(statement)
-
 
 def append_messages(
     b: SQLiteBackend,

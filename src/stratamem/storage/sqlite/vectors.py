@@ -49,28 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stratamem.vectors")
 
-SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS vectors (
-        memory_id INTEGER PRIMARY KEY,
-        agent_id TEXT NOT NULL,
-        level INTEGER NOT NULL,
-        live INTEGER NOT NULL,
-        seq INTEGER NOT NULL,
-        model TEXT,
-        scale REAL,
-        vec BLOB)""",
-    "CREATE INDEX IF NOT EXISTS vectors_seq ON vectors(seq)",
-    "CREATE INDEX IF NOT EXISTS vectors_pending ON vectors(agent_id, level) WHERE live = 1 AND model IS NULL",
-]
 _NEXT_SEQ = "(SELECT coalesce(max(seq), 0) + 1 FROM vectors)"
-
-
-def setup(conn: sqlite3.Connection) -> None:
-    """Create the table; a store from before vectors gets a pending row for every live version."""
-    for statement in SCHEMA:
-        conn.execute(statement)
-    if conn.execute("SELECT 1 FROM meta WHERE name = 'vectors_epoch'").fetchone() is None:
-        backfill(conn)
 
 
 def backfill(conn: sqlite3.Connection) -> None:
