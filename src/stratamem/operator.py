@@ -34,11 +34,11 @@ from .storage.sql.console import (
     AgentSummary,
     AuditRow,
     ConsoleRecord,
-    Dialect,
     MemoryQuery,
     Runner,
     SessionSummary,
 )
+from .storage.sql.dialect import Dialect
 from .validation import check_agent_id, check_key
 
 if TYPE_CHECKING:

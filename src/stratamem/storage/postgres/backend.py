@@ -59,7 +59,7 @@ from ..sql import graph_read as graph_sql
 from ..sql import graph_write
 from ..sql.audit_group import GroupAppender
 from ..sql.audit_pages import AuditQuery, audit_sql, descending
-from ..sql.dialect import POSTGRES
+from ..sql.dialect import POSTGRES, Dialect
 from ..sql.rows import event_to_row, from_us, one_row, to_us
 from ..sql.transcripts import COPIED as TURN_TABLES
 from ..sql.transcripts import (
@@ -275,7 +275,7 @@ class PostgresBackend:
             )
         elif row != langs or analyzer != ANALYZER_VERSION:
             index.reindex(conn, self.analyzer)  # other languages, or terms made by an older analyzer
-            graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
+            graph_write.reindex(graph_sql.GraphConn(conn, POSTGRES), self.analyzer)
             conn.execute("UPDATE meta SET value = %s WHERE name = 'languages'", (langs,))
         conn.execute(
             "INSERT INTO meta (name, value) VALUES ('analyzer', %s) "
@@ -336,7 +336,7 @@ class PostgresBackend:
         return self._operator(lambda conn: [self._append(conn, draft, now) for draft, now in items])
 
     def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
-        where, params = audit_sql(query, "%s", "a.lineage::jsonb @> jsonb_build_array({ph}::text)")
+        where, params = audit_sql(query, POSTGRES)
         rows = self._operator(
             lambda conn: conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audit a" + where, params).fetchall(),
             read_only=True,
@@ -780,7 +780,7 @@ class PostgresBackend:
             conn.execute("DELETE FROM memories WHERE id = ANY(%s::bigint[])", (ids,))
             vectors.forget(conn, ids)
             index.together(conn, [index.refresh_statement((r[1], r[2]) for r in expired)])
-            graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=True), before_us, agent_id)
+            graph = graph_write.purge(graph_sql.GraphConn(conn, POSTGRES), before_us, agent_id)
             self._append(
                 conn,
                 operator_draft(
@@ -807,7 +807,7 @@ class PostgresBackend:
         )
         return PurgeResult(count, not remaining, remaining)
 
-    def console_read(self, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:
+    def console_read(self, reader: Callable[[console_sql.Runner, Dialect], T]) -> T:
         """Run a ``console_sql`` reader in one operator snapshot (the operator console's views)."""
         return console.read(self, reader)
 
@@ -983,7 +983,7 @@ class PostgresBackend:
                     f"greatest((SELECT max(id) FROM {table}), 1))"
                 )
             index.reindex(conn, self.analyzer)
-            graph_write.reindex(graph_sql.GraphConn(conn, postgres=True), self.analyzer)
+            graph_write.reindex(graph_sql.GraphConn(conn, POSTGRES), self.analyzer)
             vectors.backfill(conn)
             return count
 

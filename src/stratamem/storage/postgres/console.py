@@ -20,6 +20,7 @@ from ...errors import NotFound, ValidationError
 from ...levels import Level
 from ...models import Memory
 from ..sql import console
+from ..sql.dialect import POSTGRES, Dialect
 from ..sql.rows import to_us
 from ..transaction import Tx
 from . import index
@@ -32,21 +33,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-DIALECT = console.Dialect(
-    "postgres",
-    "d.tags::jsonb @> jsonb_build_array(?::text)",
-    "ILIKE",
-    decode=dec,
-    lineage_match=(
-        "EXISTS (SELECT 1 FROM (SELECT {ph}::text AS v) p WHERE strpos(a.lineage, p.v) > 0 "
-        "AND a.lineage::jsonb @> jsonb_build_array(p.v))"
-    ),
-)
 
-
-def read(backend: PostgresBackend, reader: Callable[[console.Runner, console.Dialect], T]) -> T:
+def read(backend: PostgresBackend, reader: Callable[[console.Runner, Dialect], T]) -> T:
     def body(conn: psycopg.Connection) -> T:
-        return reader(lambda sql, params: conn.execute(sql, params).fetchall(), DIALECT)
+        return reader(lambda sql, params: conn.execute(sql, params).fetchall(), POSTGRES)
 
     return backend._operator(body, read_only=True)
 

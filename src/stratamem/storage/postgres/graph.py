@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import psycopg
 
 from ..protocol import GraphBody
+from ..sql.dialect import POSTGRES
 from ..sql.graph_read import GraphConn
 from ..transaction import Tx
 
@@ -35,7 +36,7 @@ GRAPH_LOCK = "\x1egraph"  # the advisory key serialising one agent's graph write
 def write(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
     def tx(tx: Tx[psycopg.Connection]) -> T:
         backend.lock_keys(tx.conn, [(tx.record.agent_id, GRAPH_LOCK)])
-        result, draft = body(GraphConn(tx.conn, postgres=True), tx.record)
+        result, draft = body(GraphConn(tx.conn, POSTGRES), tx.record)
         tx.append(draft)
         return result
 
@@ -46,7 +47,7 @@ def read(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBo
     """A read and its audit event in one transaction (it appends, so it is a write that locks no session)."""
 
     def tx(tx: Tx[psycopg.Connection]) -> T:
-        result, draft = body(GraphConn(tx.conn, postgres=True), tx.record)
+        result, draft = body(GraphConn(tx.conn, POSTGRES), tx.record)
         tx.append(draft)
         return result
 
@@ -56,7 +57,7 @@ def read(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBo
 def operator(backend: PostgresBackend, now: datetime, body: Callable[[GraphConn], tuple[T, Any]]) -> T:
     def tx(tx: Tx[psycopg.Connection]) -> T:
         backend.lock_store(tx.conn)
-        result, draft = body(GraphConn(tx.conn, postgres=True))
+        result, draft = body(GraphConn(tx.conn, POSTGRES))
         tx.append(draft)
         return result
 

@@ -24,6 +24,7 @@ from ...search import ranking
 from ..records import SessionRecord
 from ..sql import listing as list_sql
 from ..sql import pruning
+from ..sql.dialect import POSTGRES
 from ..sql.rows import one_row
 from .rows import MEMORY_COLUMNS, row_to_memory
 
@@ -84,7 +85,7 @@ def get(conn: psycopg.Connection, scope: Scope, key: str) -> Memory | None:
 
 def listing(conn: psycopg.Connection, scope: Scope, query: ListQuery) -> Page:
     """One page of the visible view (filters, cursor and LIMIT in SQL; see ``storage.listing``)."""
-    sql, extra = list_sql.listing_sql(list_sql.POSTGRES, query, tuple(scope.agents), scope.visible)
+    sql, extra = list_sql.listing_sql(POSTGRES, query, tuple(scope.agents), scope.visible)
     rows = conn.execute(sql, {**scope.params, **extra}).fetchall()
     return paging.paged([row_to_memory(r) for r in rows], query.limit)
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from ...audit import AuditDraft, operator_draft
+from ..sql.dialect import POSTGRES
 from ..sql.rows import one_row, to_us
 from ..sql.transcripts import (
     MESSAGE_COLUMNS,
@@ -130,7 +131,7 @@ def _tail(
     conn: psycopg.Connection, record: SessionRecord, transcript_id: str, limit: int, since: TailMark | None
 ) -> TranscriptPage:
     scope = (enc(transcript_id), record.agent_id, int(record.taint))
-    rows, first, total, last, delta = tail_rows(_query(conn), "%s", scope, limit, since)
+    rows, first, total, last, delta = tail_rows(_query(conn), POSTGRES, scope, limit, since)
     return TranscriptPage(
         tuple(row_to_message(_decoded_message(r), first + i) for i, r in enumerate(rows)), total, last, delta
     )
@@ -155,7 +156,7 @@ def read_messages(
             page = _tail(conn, record, transcript_id, limit, since)
         else:
             scope = (enc(transcript_id), record.agent_id, int(record.taint))
-            rows, total = range_rows(_query(conn), "%s", scope, start, limit)
+            rows, total = range_rows(_query(conn), POSTGRES, scope, start, limit)
             page = TranscriptPage(
                 tuple(row_to_message(_decoded_message(r), start + i) for i, r in enumerate(rows)), total
             )

@@ -23,6 +23,7 @@ from typing import Protocol
 from ...errors import ValidationError
 from ...levels import Level
 from ...models import AuditEvent
+from .dialect import Dialect
 
 MAX_AUDIT_PAGE = 1000
 
@@ -55,20 +56,25 @@ class AuditQuery:
             raise ValidationError("owner must be a string")
 
 
-def audit_sql(query: AuditQuery, ph: str, lineage_clause: str) -> tuple[str, list[object]]:
-    """``WHERE ... ORDER BY ... [LIMIT n]`` over ``audit a`` (and ``sessions``) with ``ph`` placeholders.
+def audit_sql(
+    query: AuditQuery, dialect: Dialect, *, substring_first: bool = False
+) -> tuple[str, list[object]]:
+    """``WHERE ... ORDER BY ... [LIMIT n]`` over ``audit a`` (and ``sessions``) in ``dialect``'s placeholders.
 
-    ``lineage_clause`` tests one lineage id against ``a.lineage`` using ``{ph}``.
+    A lineage id is tested with ``dialect.lineage_has``, or with
+    ``lineage_match`` (a substring test first) when ``substring_first``.
     The result is in sequence order the caller must reverse when descending
     (see :func:`descending`).
     """
+    ph = dialect.positional
     clauses = [f"(CASE WHEN a.session_id IS NULL THEN {int(Level.RESTRICTED)} ELSE a.taint END) <= {ph}"]
     params: list[object] = [int(query.clearance)]
     if query.owner is not None:
         clauses.append(f"a.session_id IN (SELECT s.id FROM sessions s WHERE s.owner = {ph})")
         params.append(query.owner)
     if query.lineage_id is not None:
-        clauses.append(lineage_clause.format(ph=ph))
+        lineage = dialect.lineage_match if substring_first else dialect.lineage_has
+        clauses.append(lineage.format(ph=ph))
         params.append(query.lineage_id)
     if query.after is not None:
         clauses.append(f"a.seq > {ph}")

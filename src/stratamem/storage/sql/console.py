@@ -7,9 +7,9 @@ history or an audit event is shown only when its taint is within the
 clearance. Results are always bounded (``MAX_PAGE``) and paged by keyset
 cursors, so a first page costs the same on a store of any size.
 
-The SQL is written with ``?`` placeholders; the PostgreSQL backend runs it
-through a :class:`Dialect` that swaps placeholders, the tag test and the
-decoding of NUL-escaped text, so one text of each query serves both.
+The SQL is written with ``?`` placeholders and run through the backend's
+:class:`~.dialect.Dialect` (placeholders, the tag test, ``LIKE``, the decoding
+of NUL-escaped text), so one text of each query serves both.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ...levels import Level
 from ...models import AuditEvent, Memory, TaintEvent
 from ..records import SessionRecord
 from .audit_pages import AuditQuery, audit_sql, descending
+from .dialect import Dialect
 from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
 
 MAX_PAGE = 200
@@ -32,43 +33,6 @@ STATUSES = ("all", "live", "deleted", "expired")
 
 Rows = list[tuple[Any, ...]]
 Runner = Callable[[str, Sequence[Any]], Rows]
-
-
-def _unchanged(text: str | None) -> str | None:
-    return text
-
-
-@dataclass(frozen=True, slots=True)
-class Dialect:
-    """What differs between the backends for these queries."""
-
-    name: str
-    tag_match: str  # SQL testing that d.tags (JSON text) holds the parameter
-    like: str  # case-insensitive LIKE operator
-    lineage_match: str = ""  # tests a.lineage (JSON text) for the lineage id bound once as {ph}
-    deleted_hint: str = ""  # makes the planner read soft-deleted rows through their partial index
-    decode: Callable[[str | None], str | None] = _unchanged
-
-    def sql(self, text: str) -> str:
-        return text if self.name == "sqlite" else text.replace("?", "%s")
-
-    def text(self, value: str) -> str:
-        """A NOT NULL text column as written (``decode`` maps text to text, None only to None)."""
-        decoded = self.decode(value)
-        assert decoded is not None
-        return decoded
-
-
-SQLITE = Dialect(
-    "sqlite",
-    "EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = ?)",
-    "LIKE",
-    lineage_match=(
-        "EXISTS (SELECT 1 FROM (SELECT {ph} AS v) p WHERE instr(a.lineage, p.v) > 0 "
-        "AND EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = p.v))"
-    ),
-    deleted_hint="INDEXED BY memories_deleted",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +151,7 @@ def memories(run: Runner, dialect: Dialect, q: MemoryQuery, now: datetime) -> li
         params.append(int(q.level))
     if q.tag is not None:
         # a cheap substring test of the stored JSON first (tags are stored as json.dumps), then the exact one
-        where.append(f"d.tags LIKE ? ESCAPE '\\' AND {dialect.tag_match}")
+        where.append(f"d.tags LIKE ? ESCAPE '\\' AND {dialect.has_tag.format(p='?')}")
         params += [_like_pattern(json.dumps(q.tag)), q.tag]
     if q.category is not None:
         where.append("d.category = ?")
@@ -356,7 +320,7 @@ def audit(
     the page can show where the log was touched instead of failing.
     """
     query = AuditQuery(clearance, None, lineage, None, before, clamp(limit))
-    where, params = audit_sql(query, "?", dialect.lineage_match)
+    where, params = audit_sql(query, dialect, substring_first=True)
     rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM audit a{where}"), params)
     if not descending(query):
         rows.reverse()

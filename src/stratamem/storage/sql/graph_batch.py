@@ -75,7 +75,7 @@ def _needs_refresh(gc: GraphConn, agent: str, names: Sequence[str]) -> list[str]
     On SQLite one query finds them (a brand-new name has nothing to flag). On PostgreSQL rows above the
     session are hidden from it by row-level security, so every name goes through ``sm_graph_refresh``.
     """
-    if gc.postgres:
+    if gc.dialect.row_security:
         return list(names)
     out: set[str] = set()
     for chunk in _chunks(list(names)):

@@ -4,9 +4,9 @@ Every function takes a ``GraphConn`` (a connection inside a transaction the
 backend opened and, on PostgreSQL, bound to the session for row-level
 security) and the session record read in that same transaction. The SQL is
 plain enough to run unchanged on SQLite and PostgreSQL: named parameters
-(``:name``, rewritten to ``%(name)s`` for psycopg), no casts, no JSON
+(``:name``, spelled for the engine by its ``Dialect``), no casts, no JSON
 functions. Only the schema and the transaction plumbing differ per backend
-(``sqlite_graph.py``, ``pg_graph.py``).
+(``storage/sqlite/graph.py``, ``storage/postgres/graph.py``).
 
 The visible view. A session sees, of its own agent and its peers, at levels
 <= its taint, not deleted:
@@ -23,11 +23,9 @@ cannot see. Writes (``graph_write``) touch only the own agent, at exactly the li
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from ...audit import AuditDraft, operator_draft
@@ -37,6 +35,7 @@ from ...graph.model import Edge, GraphStats, Node, Observation
 from ...levels import Level
 from ...search import ranking
 from ..records import SessionRecord
+from .dialect import Dialect
 from .rows import from_us, one_row
 
 NODE_COLUMNS = (
@@ -57,39 +56,26 @@ COPIED_TABLES: dict[str, str] = {
 }
 
 
-@lru_cache(maxsize=512)
-def _pyformat(sql: str) -> str:
-    return re.sub(r"(?<![:\w]):([A-Za-z_]\w*)", r"%(\1)s", sql)
-
-
 class GraphConn:
-    """A connection in an open transaction, speaking one SQL text to either backend."""
+    """A connection in an open transaction, speaking one SQL text (``:name`` parameters) to either engine."""
 
-    def __init__(self, conn: Any, postgres: bool) -> None:
+    def __init__(self, conn: Any, dialect: Dialect) -> None:
         self.conn = conn
-        self.postgres = postgres
-
-    def _sql(self, sql: str) -> str:
-        return _pyformat(sql) if self.postgres else sql
+        self.dialect = dialect
 
     def rows(self, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
-        return list(self.conn.execute(self._sql(sql), params or {}).fetchall())
+        return list(self.conn.execute(self.dialect.named_sql(sql), params or {}).fetchall())
 
     def one(self, sql: str, params: dict[str, Any] | None = None) -> tuple[Any, ...] | None:
-        row: tuple[Any, ...] | None = self.conn.execute(self._sql(sql), params or {}).fetchone()
+        row: tuple[Any, ...] | None = self.conn.execute(self.dialect.named_sql(sql), params or {}).fetchone()
         return row
 
     def run(self, sql: str, params: dict[str, Any] | None = None) -> None:
-        self.conn.execute(self._sql(sql), params or {})
+        self.conn.execute(self.dialect.named_sql(sql), params or {})
 
     def many(self, sql: str, seq: Sequence[dict[str, Any]]) -> None:
-        if not seq:
-            return
-        if self.postgres:
-            with self.conn.cursor() as cur:
-                cur.executemany(self._sql(sql), seq)
-        else:
-            self.conn.executemany(sql, seq)
+        if seq:
+            self.dialect.executemany(self.conn, self.dialect.named_sql(sql), seq)
 
 
 class Scope:

@@ -87,7 +87,7 @@ REFRESH_SQL = (
 
 
 def _refresh(gc: GraphConn, agent: str, name: str) -> None:
-    if gc.postgres:
+    if gc.dialect.row_security:
         gc.run("SELECT sm_graph_refresh(:ag, :name)", {"ag": agent, "name": name})
         return
     for statement in REFRESH_SQL:

@@ -1,7 +1,7 @@
 """The SQL of a paged listing, shared by both backends.
 
-A backend supplies its visible-view predicate and its dialect (placeholder
-style, tag test, key collation); this module adds the filters, the cursor
+A backend supplies its visible-view predicate and its ``Dialect`` (named
+placeholders, tag test, key collation); this module adds the filters, the cursor
 position and ``LIMIT`` so paging happens in the database, never by loading
 every memory into Python. See ``stratamem.paging`` for the order and why the
 cursor is noninterference-safe.
@@ -16,28 +16,15 @@ cursor's are skipped; the cursor's agent starts after its key.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from ...paging import ListQuery, after_position
+from .dialect import Dialect
 from .rows import MEMORY_COLUMNS
-
-
-@dataclass(frozen=True, slots=True)
-class Dialect:
-    placeholder: Callable[[str], str]  # name -> ":name" or "%(name)s"
-    has_tag: str  # a predicate on ``d.tags`` with one "{p}" slot for the tag
-    collate: str  # appended to a key to compare and order it in code point order
-
-
-SQLITE = Dialect(lambda n: f":{n}", "EXISTS (SELECT 1 FROM json_each(d.tags) WHERE value = {p})", "")
-POSTGRES = Dialect(lambda n: f"%({n})s", "d.tags::jsonb @> jsonb_build_array({p}::text)", ' COLLATE "C"')
 
 D_COLUMNS = ", ".join("d." + c for c in MEMORY_COLUMNS.split(", "))
 
 
 def _filters(dialect: Dialect, query: ListQuery) -> tuple[list[str], dict[str, object]]:
-    ph = dialect.placeholder
+    ph = dialect.named
     conditions: list[str] = []
     params: dict[str, object] = {}
     for name, value, condition in (
@@ -64,7 +51,7 @@ def listing_sql(
     The limit asks for one row more than the page, so the caller knows
     whether more exist. Rows come back in ``MEMORY_COLUMNS`` order.
     """
-    ph = dialect.placeholder
+    ph = dialect.named
     conditions, params = _filters(dialect, query)
     first, after_key = (0, None) if query.after is None else after_position(query.after, agents)
     limit = ""

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...audit import AuditDraft
 from ...levels import Level
+from .dialect import Dialect
 from .rows import from_us
 
 if TYPE_CHECKING:
@@ -120,14 +121,15 @@ Query = Callable[[str, tuple[object, ...]], Sequence[Sequence[Any]]]
 
 
 def tail_rows(
-    query: Query, ph: str, scope: tuple[object, ...], limit: int, since: TailMark | None
+    query: Query, dialect: Dialect, scope: tuple[object, ...], limit: int, since: TailMark | None
 ) -> tuple[Sequence[Sequence[Any]], int, int, int, bool]:
     """The last ``limit`` visible messages of ``scope`` (transcript, agent, taint), or those after ``since``.
 
     Returns raw rows, the first one's position, the visible total, the newest
     id and whether the rows are a delta. Both backends run it inside their
-    own transaction with their placeholder ``ph``.
+    own transaction with their dialect.
     """
+    ph = dialect.positional
     where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND level <= {ph}"
     total, last = query(f"SELECT count(*), coalesce(max(id), 0) {where}", scope)[0]
     total, last = int(total), int(last)
@@ -224,9 +226,10 @@ def sum_costs(values: Sequence[str]) -> Decimal:
 
 
 def range_rows(
-    query: Query, ph: str, scope: tuple[object, ...], start: int, limit: int
+    query: Query, dialect: Dialect, scope: tuple[object, ...], start: int, limit: int
 ) -> tuple[Sequence[Sequence[Any]], int]:
     """Visible positions ``start .. start+limit`` of ``scope`` (transcript, agent, taint) and the visible total."""
+    ph = dialect.positional
     where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND level <= {ph}"
     (total,) = query(f"SELECT count(*) {where}", scope)[0]
     rows = query(

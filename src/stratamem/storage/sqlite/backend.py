@@ -39,6 +39,7 @@ from ..sql import graph_read as graph_sql
 from ..sql import graph_write, listing
 from ..sql.audit_group import GroupAppender
 from ..sql.audit_pages import AuditQuery, audit_sql, descending
+from ..sql.dialect import SQLITE as DIALECT
 from ..sql.rows import MEMORY_COLUMNS, event_to_row, from_us, row_to_event, row_to_memory, to_us
 from ..sql.transcripts import COPIED as TURN_TABLES
 from ..sql.transcripts import (
@@ -49,6 +50,7 @@ from ..sql.transcripts import (
     UsageDraft,
     UsageRecord,
 )
+from ..transaction import Appender, Body, Tx, no_append
 from ..vectors import Pending, QueryVector
 from . import (
     console,
@@ -71,6 +73,7 @@ from .readers import ReadConnections
 
 if TYPE_CHECKING:
     from ..sql import console as console_sql
+    from ..sql.dialect import Dialect
     from .vector_cache import VectorCache
 
 
@@ -179,6 +182,26 @@ class SQLiteBackend:
         except sqlite3.Error as exc:
             raise StorageError(f"storage error: {exc}") from exc
 
+    # ------------------------------------------------------------------ the transaction seam
+
+    def read(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        """``body`` in one read transaction (a WAL snapshot), the session row read inside it."""
+        with self._errors(), self._tx(write=False) as conn:
+            return body(Tx(conn, DIALECT, self._session(conn, session_id), now))
+
+    def write(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        """``body`` in one ``BEGIN IMMEDIATE`` transaction, the session row read inside it: the live taint."""
+        with self._errors(), self._tx(write=True) as conn:
+            return body(Tx(conn, DIALECT, self._session(conn, session_id), now, self._appender(conn, now)))
+
+    def operator(self, now: datetime, body: Body[sqlite3.Connection, T], *, read_only: bool = False) -> T:
+        """``body`` in one transaction bound to no session (it sees every row); ``read_only``: a snapshot."""
+        with self._errors(), self._tx(write=not read_only) as conn:
+            return body(Tx(conn, DIALECT, None, now, no_append if read_only else self._appender(conn, now)))
+
+    def _appender(self, conn: sqlite3.Connection, now: datetime) -> Appender:
+        return lambda drafts: self._append_many(conn, drafts, now)
+
     def _migrate(self) -> None:
         """The schema brought to its latest version (``schema``), then the index re-stemmed if the store's
         languages or the analyzer changed since it was built."""
@@ -213,7 +236,7 @@ class SQLiteBackend:
             pending.add(mem_id, terms, agent, level, length)
             versions.stats_add(conn, agent, level, 1, length)
         pending.flush(conn)
-        graph_write.reindex(graph_sql.GraphConn(conn, postgres=False), self.analyzer)
+        graph_write.reindex(graph_sql.GraphConn(conn, DIALECT), self.analyzer)
 
     def close(self) -> None:
         if self._readers is not None:
@@ -253,9 +276,7 @@ class SQLiteBackend:
             return [self._append(conn, draft, now) for draft, now in items]
 
     def audit_events(self, query: AuditQuery) -> list[AuditEvent]:
-        where, params = audit_sql(
-            query, "?", "EXISTS (SELECT 1 FROM json_each(a.lineage) WHERE value = {ph})"
-        )
+        where, params = audit_sql(query, DIALECT)
         with self._errors(), self._tx(write=False) as conn:
             rows = conn.execute("SELECT a.* FROM audit a" + where, params).fetchall()
         events = [row_to_event(r) for r in rows]
@@ -496,7 +517,7 @@ class SQLiteBackend:
         return counts
 
     def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
-        records = list(transcripts.export(self, agent_id))
+        records = list(transcripts.export(self, agent_id, now))
         self.append_audit(
             operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now
         )
@@ -523,7 +544,7 @@ class SQLiteBackend:
         with self._errors(), self._tx(write=False) as conn:
             record = self._session(conn, session_id)
             scope = Scope(record, to_us(now), conversations)
-            sql, extra = listing.listing_sql(listing.SQLITE, query, scope.agents, scope.visible)
+            sql, extra = listing.listing_sql(DIALECT, query, scope.agents, scope.visible)
             rows = conn.execute(sql, {**scope.params, **extra}).fetchall()
         found = paging.paged([row_to_memory(r) for r in rows], query.limit)
         self._audit_read(
@@ -657,7 +678,7 @@ class SQLiteBackend:
             ).fetchall()
             ids = [r[0] for r in expired] + [r[0] for r in deleted]
             conn.executemany("DELETE FROM memories WHERE id = ?", [(i,) for i in ids])
-            graph = graph_write.purge(graph_sql.GraphConn(conn, postgres=False), before_us, agent_id)
+            graph = graph_write.purge(graph_sql.GraphConn(conn, DIALECT), before_us, agent_id)
             vectors.forget(conn, ids)
             frequency_tail.fold(conn)  # no term of a purged memory stays in the tail
             self._append(
@@ -707,7 +728,7 @@ class SQLiteBackend:
             self._append_many(conn, import_events(prepared), now)
         return len(prepared)
 
-    def console_read(self, reader: Callable[[console_sql.Runner, console_sql.Dialect], T]) -> T:
+    def console_read(self, reader: Callable[[console_sql.Runner, Dialect], T]) -> T:
         """Run a ``console_sql`` reader in one read transaction (the operator console's views)."""
         return console.read(self, reader)
 
