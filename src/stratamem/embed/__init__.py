@@ -15,31 +15,11 @@ it, and vectors made by another identity are never compared with this one's
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
 
-from ..errors import StorageError, ValidationError
-
-if TYPE_CHECKING:
-    import numpy as np
-
-
-class EmbedderError(StorageError):
-    """The embedding model is missing, corrupt or failed; the message says which and what to do."""
-
-
-class Embedder(Protocol):
-    identity: str
-    dim: int
-    multilingual: bool
-    max_tokens: int
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) float32, each row L2-normalised."""
-        ...
-
-    def embed_query(self, text: str) -> np.ndarray:
-        """(dim,) float32, L2-normalised."""
-        ...
+from ..errors import ValidationError
+from .protocol import Embedder as Embedder
+from .protocol import EmbedderError as EmbedderError
+from .protocol import normalise as normalise
 
 
 def semantic_available() -> bool:
@@ -125,13 +105,3 @@ def resolve(embedder: object, languages: Sequence[str]) -> Embedder | None:
         if not hasattr(embedder, name):
             raise ValidationError(f"embedder lacks {name!r}; see stratamem.embed.Embedder")
     return embedder  # type: ignore[return-value]
-
-
-def normalise(matrix: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length; an all-zero row stays zero (it matches nothing)."""
-    import numpy as np
-
-    matrix = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
-    unit: np.ndarray = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-    return unit

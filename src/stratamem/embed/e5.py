@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import EmbedderError, normalise
+from .protocol import EmbedderError, normalise
 
 
 class E5Embedder:

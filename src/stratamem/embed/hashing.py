@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..text import Analyzer
-from . import normalise
+from .protocol import normalise
 
 
 class HashEmbedder:

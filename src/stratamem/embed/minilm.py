@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from . import EmbedderError, int8_queries, normalise
+from . import int8_queries
+from .protocol import EmbedderError, normalise
 
 log = logging.getLogger(__name__)
 

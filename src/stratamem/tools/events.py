@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..turn.observe import EventBus, MemoryRecall, MemoryStore, ToolCall, ToolCallStarted, emit, listening
-from ..turn.recall import summarize_query
+from ..turn.scrub import summarize_query
 from .specs import MCP_MEMORY, TOOLS
 
 if TYPE_CHECKING:

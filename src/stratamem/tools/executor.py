@@ -27,7 +27,7 @@ import contextlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import shapes
 from ..audit import AuditDraft
@@ -38,13 +38,15 @@ from ..policy.engine import DEFAULT_POLICY, Policy
 from ..policy.model import Action, HookPoint
 from ..policy.redact import redact_fields, redact_text
 from ..scope import scoped
-from ..session import Session
 from ..storage.records import SessionRecord
 from . import fit, knowledge, mcp_memory, save_many_tools, triggerfish, zeroclaw
 from .arguments import parse_arguments
 from .events import emit_call_started, emit_tool_events, new_call_id
 from .graph_specs import GraphWrite
 from .specs import TOOLS, ToolSpec
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 HANDLERS = {**triggerfish.HANDLERS, **zeroclaw.HANDLERS, **knowledge.HANDLERS, **mcp_memory.HANDLERS}
 REDACTABLE_ARGUMENTS = ("content", "query")

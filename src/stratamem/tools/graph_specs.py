@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .specs import MCP_MEMORY, ZEROCLAW, Param, ToolSpec
+from .toolspec import MCP_MEMORY, ZEROCLAW, Param, ToolSpec
 
 
 @dataclass(frozen=True, slots=True)

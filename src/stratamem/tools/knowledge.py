@@ -20,16 +20,18 @@ neighbors or suggest listing longer than the store's answer budget ends after th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import PolicyBlocked, ValidationError
 from ..graph.model import Edge, EdgeDraft, Node
 from ..paging import decode_offset, encode_offset
-from ..session import Session
 from ..storage.sql.graph_read import NodeNotFound
 from . import fit
 from .graph_specs import KNOWLEDGE_ACTIONS
 from .zeroclaw import percent
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 SUMMARY_CHARS = 300
 NO_NODES = "No nodes found."

@@ -23,7 +23,7 @@ form, ``{"entities" | "relations" | "results": [...], "truncated": true, "omitte
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..graph import checks
@@ -31,9 +31,11 @@ from ..graph.api import PAGE_EDGES, PAGE_NODES
 from ..graph.mcp_memory import entity, relation
 from ..graph.model import Edge, Node
 from ..paging import decode_offset, encode_offset
-from ..session import Session
 from . import fit
 from .knowledge import refuse_quarantine
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 MESSAGES = {
     "delete_entities": "Entities deleted successfully",

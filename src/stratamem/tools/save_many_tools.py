@@ -13,13 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import shapes
 from ..policy.engine import Policy
 from ..policy.gate import gated_save_many
-from ..session import Session
 from . import fit
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 MAX_KEYS_SHOWN = 20  # zeroclaw's answer names at most this many keys (it stays bounded)
 

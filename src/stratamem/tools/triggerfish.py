@@ -9,16 +9,18 @@ handler is only the happy path.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import shapes
 from ..paging import decode_offset
 from ..policy.scanner import QUARANTINE_TAG
-from ..session import Session
 from . import fit
 from .visibility import shown, shown_hits, with_quarantine
 
-Handler = Callable[[Session, dict[str, Any], bool], Any]
+if TYPE_CHECKING:
+    from ..session import Session
+
+Handler = Callable[["Session", dict[str, Any], bool], Any]
 
 
 def memory_save(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:

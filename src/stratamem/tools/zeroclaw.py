@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import shapes
 from ..budget import DEFAULT_MAX_ANSWER_CHARS
@@ -37,16 +37,18 @@ from ..errors import NotFound, ValidationError
 from ..models import Memory
 from ..paging import MAX_PAGE_SIZE, decode_offset, encode_cursor, encode_offset
 from ..policy.scanner import QUARANTINE_TAG
-from ..session import Session
 from . import fit
 from .visibility import shown_hits, with_quarantine
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 NO_MEMORIES = "No memories found."
 RECENT_QUERIES = ("", "*")
 MORE_PREFIX = fit.MORE_PREFIX
 FILTER_WINDOW = 100  # matches considered when a query is combined with a time range
 
-Handler = Callable[[Session, dict[str, Any], bool], str]
+Handler = Callable[["Session", dict[str, Any], bool], str]
 
 
 # pure formatting ------------------------------------------------------------------

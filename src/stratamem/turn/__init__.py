@@ -13,7 +13,6 @@ from .context import (
     format_memory_block,
     inject_memory_context,
     recall_policy,
-    render_memory_context,
     strip_memory_context,
 )
 from .costs import (
@@ -50,7 +49,7 @@ from .observe import (
     ToolCall,
     ToolCallStarted,
 )
-from .recall import RecallResult, recall_block
+from .recall import RecallResult, recall_block, render_memory_context
 from .runtime import TrimReport, Turn, TurnSettings, UsageReport
 from .scrub import bound_text, scrub_text, scrub_value
 from .tool_results import (

@@ -20,8 +20,6 @@ from typing import Any, Protocol
 from .errors import ValidationError
 from .messages import Message
 from .noise import is_noise_content, is_noise_key
-from .observe import EventBus, MemoryRecall, emit, error_summary
-from .related import with_related
 from .textcut import ellipsize
 
 __all__ = [
@@ -38,7 +36,6 @@ __all__ = [
     "is_recallable",
     "parse_origin",
     "recall_policy",
-    "render_memory_context",
     "select_entries",
     "strip_memory_context",
 ]
@@ -272,62 +269,6 @@ def fit_lines(memories: Sequence[MemoryLike], config: ContextConfig) -> list[str
 def format_memory_block(lines: Sequence[str]) -> str:
     """Wrap entry lines in the block markers; no lines, no block."""
     return _HEAD + "".join(lines) + _TAIL if lines else ""
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-def render_memory_context(
-    session: SearchableSession,
-    user_message: str,
-    origin: Origin | str,
-    session_scopes: Sequence[str] = (),
-    config: ContextConfig = ContextConfig(),
-    *,
-    events: EventBus | None = None,
-    clock: Clock = _utc_now,
-) -> str:
-    """Recall for ``user_message`` and render the block to prepend, or ``""``.
-
-    Emits exactly one :class:`MemoryRecall` event. A real stratamem session
-    always recalls through the policy layer and conversation scope
-    (``recall.recall_block``); only stand-ins without a store take the
-    filter-only path below.
-    """
-    from ..session import Session
-
-    if isinstance(session, Session):
-        from .recall import recall_block
-
-        return recall_block(
-            session, user_message, parse_origin(origin).value, config, clock(), events=events
-        ).block
-    policy = recall_policy(origin, session_scopes, suppress=config.suppress)
-    origin_name = parse_origin(origin).value
-    if not policy.inject or config.max_entries == 0 or not user_message.strip():
-        emit(events, MemoryRecall(origin=origin_name, entry_count=0, success=True, suppressed=True))
-        return ""
-    try:
-        hits = session.search(user_message, max_results=config.search_limit)
-        memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
-        lines = with_related(
-            session,
-            fit_lines(memories, config),
-            [m.key for m in memories],
-            user_message,
-            config,
-            BLOCK_OVERHEAD,
-            BLOCK_CLOSE,
-        )
-    except Exception as exc:  # noqa: BLE001 - any failure becomes an event; recall never breaks the turn
-        emit(
-            events,
-            MemoryRecall(origin=origin_name, entry_count=0, success=False, error=error_summary(exc)),
-        )
-        return ""
-    emit(events, MemoryRecall(origin=origin_name, entry_count=len(lines), success=True))
-    return format_memory_block(lines)
 
 
 def strip_memory_context(text: str) -> str:

@@ -72,7 +72,7 @@ class MemoryRecall(Event):
     success: bool
     suppressed: bool = False
     error: str = ""
-    query_summary: str = ""  # scrubbed and cut short (recall.summarize_query)
+    query_summary: str = ""  # scrubbed and cut short (scrub.summarize_query)
     found: int = 0  # hits the store returned (conversation scope applied), before policy
     withheld: int = 0  # dropped by policy
     duration_ms: float = 0.0

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..models import Hit, Memory
@@ -29,7 +29,10 @@ from ..text import Analyzer
 from .context import (
     BLOCK_CLOSE,
     BLOCK_OVERHEAD,
+    Clock,
     ContextConfig,
+    Origin,
+    SearchableSession,
     fit_lines,
     format_memory_block,
     parse_origin,
@@ -38,14 +41,12 @@ from .context import (
 )
 from .observe import EventBus, MemoryRecall, emit, error_summary, listening
 from .related import with_related
-from .scrub import bound_text, scrub_text
+from .scrub import QUERY_SUMMARY_CHARS, summarize_query
 
 if TYPE_CHECKING:
     from ..session import Session
 
-__all__ = ["QUERY_SUMMARY_CHARS", "RecallResult", "recall_block", "summarize_query"]
-
-QUERY_SUMMARY_CHARS = 80
+__all__ = ["QUERY_SUMMARY_CHARS", "RecallResult", "recall_block", "render_memory_context", "summarize_query"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +68,6 @@ def term_coverage(analyzer: Analyzer, query: str) -> Callable[[Any], float]:
         return len(terms & held.keys()) / len(terms)
 
     return share
-
-
-def summarize_query(query: str) -> str:
-    """The query as an event may carry it: credentials scrubbed, whitespace folded, short."""
-    return bound_text(" ".join(scrub_text(query[: 4 * QUERY_SUMMARY_CHARS]).split()), QUERY_SUMMARY_CHARS)
 
 
 def recall_block(
@@ -141,3 +137,60 @@ def recall_block(
     withheld = len(hits) - len(passed)
     event(entry_count=len(lines), success=True, found=len(hits), withheld=withheld)
     return RecallResult(format_memory_block(lines), len(hits), len(lines), withheld)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+_DEFAULT_CONFIG = ContextConfig()
+
+
+def render_memory_context(
+    session: SearchableSession,
+    user_message: str,
+    origin: Origin | str,
+    session_scopes: Sequence[str] = (),
+    config: ContextConfig = _DEFAULT_CONFIG,
+    *,
+    events: EventBus | None = None,
+    clock: Clock = _utc_now,
+) -> str:
+    """Recall for ``user_message`` and render the block to prepend, or ``""``.
+
+    Emits exactly one :class:`MemoryRecall` event. A real stratamem session
+    always recalls through the policy layer and conversation scope
+    (``recall.recall_block``); only stand-ins without a store take the
+    filter-only path below.
+    """
+    from ..session import Session  # run time only: a session's turn imports this module
+
+    if isinstance(session, Session):
+        return recall_block(
+            session, user_message, parse_origin(origin).value, config, clock(), events=events
+        ).block
+    policy = recall_policy(origin, session_scopes, suppress=config.suppress)
+    origin_name = parse_origin(origin).value
+    if not policy.inject or config.max_entries == 0 or not user_message.strip():
+        emit(events, MemoryRecall(origin=origin_name, entry_count=0, success=True, suppressed=True))
+        return ""
+    try:
+        hits = session.search(user_message, max_results=config.search_limit)
+        memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
+        lines = with_related(
+            session,
+            fit_lines(memories, config),
+            [m.key for m in memories],
+            user_message,
+            config,
+            BLOCK_OVERHEAD,
+            BLOCK_CLOSE,
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure becomes an event; recall never breaks the turn
+        emit(
+            events,
+            MemoryRecall(origin=origin_name, entry_count=0, success=False, error=error_summary(exc)),
+        )
+        return ""
+    emit(events, MemoryRecall(origin=origin_name, entry_count=len(lines), success=True))
+    return format_memory_block(lines)

@@ -21,6 +21,7 @@ from .textcut import ellipsize
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "QUERY_SUMMARY_CHARS",
     "REDACTED",
     "bound_text",
     "is_secret_key",
@@ -28,6 +29,7 @@ __all__ = [
     "scrub_text",
     "scrub_value",
     "scrub_within",
+    "summarize_query",
 ]
 
 DEFAULT_MAX_CHARS = 1024
@@ -127,3 +129,11 @@ def _parse_json_container(text: str) -> dict[str, Any] | list[Any] | None:
 def bound_text(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """Cut ``text`` to at most ``max_chars`` characters (0 or less: no bound)."""
     return text if max_chars <= 0 else ellipsize(text, max_chars)
+
+
+QUERY_SUMMARY_CHARS = 80
+
+
+def summarize_query(query: str) -> str:
+    """The query as an event may carry it: credentials scrubbed, whitespace folded, short."""
+    return bound_text(" ".join(scrub_text(query[: 4 * QUERY_SUMMARY_CHARS]).split()), QUERY_SUMMARY_CHARS)
