@@ -187,3 +187,15 @@ class Backend(Protocol):
     def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int: ...
 
     def close(self) -> None: ...
+
+
+if TYPE_CHECKING:  # mypy --strict holds every backend to the protocol, method by method
+    import sqlite3
+
+    from .markdown.backend import MarkdownBackend
+    from .postgres.backend import PostgresBackend
+    from .sqlite.backend import SQLiteBackend
+    from .transaction import Transactions
+
+    _BACKENDS: tuple[type[Backend], ...] = (SQLiteBackend, PostgresBackend, MarkdownBackend)
+    _SEAMS: tuple[type[Transactions[sqlite3.Connection]], ...] = (SQLiteBackend, MarkdownBackend)

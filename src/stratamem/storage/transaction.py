@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from ..audit import AuditDraft
 from ..models import AuditEvent
 from .records import SessionRecord
+from .sql.dialect import Dialect
 
 C = TypeVar("C")  # the engine's connection: sqlite3.Connection, psycopg.Connection
 T = TypeVar("T")
@@ -44,8 +45,7 @@ class Tx(Generic[C]):
     """What a body sees inside one backend transaction."""
 
     conn: C
-    # The engine's SQL dialect; typed loosely until one ``Dialect`` serves every shared SQL module.
-    dialect: object
+    dialect: Dialect  # how the shared SQL is spelled on this engine
     # The session's row read inside this transaction; None in an operator transaction.
     session: SessionRecord | None
     now: datetime
@@ -69,3 +69,19 @@ class Tx(Generic[C]):
 
 # A body run through ``read``/``write``/``operator``: its result is the method's result.
 Body = Callable[[Tx[C]], T]
+
+
+class Transactions(Protocol[C]):
+    """The seam itself: what a backend offers a body. Engine errors surface as ``StorageError``."""
+
+    def read(self, session_id: str, now: datetime, body: Body[C, T]) -> T:
+        """``body`` in one read transaction, the session row read inside it; ``tx.append`` refuses."""
+        ...
+
+    def write(self, session_id: str, now: datetime, body: Body[C, T]) -> T:
+        """``body`` in one write transaction that sees the live taint; its events commit with it."""
+        ...
+
+    def operator(self, now: datetime, body: Body[C, T], *, read_only: bool = False) -> T:
+        """``body`` in one transaction bound to no session (every row); ``read_only``: nothing written."""
+        ...

@@ -1,7 +1,7 @@
 """The Markdown backend: memory content in Markdown files people can read, edit, grep and keep in git.
 
 ``<dir>/<agent>/<LEVEL>/...md`` hold every live memory version (layout and
-format: ``md_format``). Everything else — sessions, taint, the audit chain,
+format: ``format``). Everything else — sessions, taint, the audit chain,
 the search index, soft-deleted versions until purge, and whatever other
 features keep in the SQLite backend — lives in the sidecar
 ``<dir>/.stratamem/index.db``, a plain ``SQLiteBackend`` this class composes.
@@ -16,12 +16,14 @@ sidecar saying the same thing:
   opener (under the lock) finishes: nothing is lost or half-written.
 - Hand edits are found by a cheap scan (size and mtime per file, then a hash)
   on open, before every write, and before reads at most every
-  ``scan_interval`` seconds; ``md_reconcile`` applies them as audited operator acts.
+  ``scan_interval`` seconds; ``reconcile`` applies them as audited operator acts.
 - Without a sidecar, opening rebuilds it from the files (sessions and audit
   start empty: they never lived in the files).
 
-Methods this class does not define go to the sidecar unchanged, so features
-added to the SQLite backend work here too.
+Every ``Backend`` method is written out here (mypy holds the class to the
+protocol): those that keep no content in the files go to the sidecar after
+hand edits are applied, like every read. The sidecar is driven through its
+public transaction seam (``read``/``write``/``operator``), never its internals.
 """
 
 from __future__ import annotations
@@ -33,23 +35,43 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...audit import AuditDraft, operator_draft
 from ...errors import StorageError
 from ...levels import Level
-from ...models import Hit, Memory, PurgeResult
-from ...paging import Page
+from ...models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
+from ...paging import ListQuery, Page
 from ...private import make_private_dirs
+from ...scope import OWN, Conversations
 from ...text import Analyzer
-from ..records import MemoryDraft
+from ..protocol import GraphBody
+from ..records import MemoryDraft, SessionRecord
+from ..sql.audit_pages import AuditQuery
 from ..sql.rows import MEMORY_COLUMNS, from_us, row_to_memory
-from ..sql.transcripts import TranscriptMessage, UsageRecord
+from ..sql.transcripts import (
+    MessageDraft,
+    TailMark,
+    TranscriptMessage,
+    TranscriptPage,
+    UsageDraft,
+    UsageRecord,
+)
 from ..sqlite.backend import SQLiteBackend
+from ..transaction import Body, Tx
+from ..vectors import Pending, QueryVector
 from . import files, reconcile
 from . import format as fmt
 
+if TYPE_CHECKING:
+    from ..sql import console as console_sql
+    from ..sql.dialect import Dialect
+    from ..sql.graph_read import GraphConn
+    from ..vectors import VectorItem
+
+T = TypeVar("T")
 log = logging.getLogger("stratamem.markdown")
 
 DAY_US = 86_400_000_000
@@ -95,12 +117,39 @@ CHANGES = [
     "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_delete AFTER DELETE ON main.memories BEGIN "
     f"INSERT OR IGNORE INTO md_changed VALUES (OLD.agent_id, OLD.level, OLD.key, {_BEFORE}); END",
 ]
+Marked = dict[str, list[tuple[Any, ...]]]  # file -> its md_dirty marks
+Groups = dict[str, tuple[str, Level, list[tuple[Any, ...]]]]  # file -> (agent, level, its memory rows)
 MERGE_ROUNDS = 8
 MAX_HELD = 64  # replaced files kept open until the next scan (see ``files.replace``)
 
 
+def _untimed() -> datetime:
+    """The context time of a sidecar transaction that appends no event (the store's clock is left alone)."""
+    return datetime.now(UTC)
+
+
+def _create_tables(tx: Tx[sqlite3.Connection]) -> None:
+    for statement in [*SCHEMA, *CHANGES]:
+        tx.conn.execute(statement)
+
+
+def _take_changed(tx: Tx[sqlite3.Connection]) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = tx.conn.execute(
+        "SELECT agent_id, level, key, before FROM temp.md_changed"
+    ).fetchall()
+    tx.conn.execute("DELETE FROM temp.md_changed")
+    return rows
+
+
+def _known_files(tx: Tx[sqlite3.Connection]) -> dict[str, tuple[Any, ...]]:
+    return {
+        r[0]: r[1:]
+        for r in tx.conn.execute("SELECT path, agent_id, level, size, mtime_ns, hash, status FROM md_files")
+    }
+
+
 class MarkdownBackend:
-    """Implements ``storage.base.Backend`` on a directory of Markdown files plus a SQLite sidecar."""
+    """Implements ``storage.protocol.Backend`` on a directory of Markdown files plus a SQLite sidecar."""
 
     def __init__(
         self,
@@ -144,9 +193,7 @@ class MarkdownBackend:
                     os.path.join(self._sidecar, files.SIDECAR_DB), analyzer, synchronous=synchronous
                 )
                 self._check_sidecar()  # what SQLite opened by name is still the store's own
-                with self.db._errors(), self.db._tx(write=True) as conn:
-                    for statement in [*SCHEMA, *CHANGES]:
-                        conn.execute(statement)
+                self.db.operator(_untimed(), _create_tables)
                 files.sweep_temporaries(self.root)
                 self._settle()
         except BaseException:
@@ -155,20 +202,6 @@ class MarkdownBackend:
             self._lock.close()
             os.close(self._sidecar_fd)
             raise
-
-    def __getattr__(self, name: str) -> Any:
-        """Everything else is the sidecar's; its public methods see hand edits first, like every read here."""
-        if name == "db":
-            raise AttributeError(name)
-        attr = getattr(self.db, name)
-        if name.startswith("_") or not callable(attr):
-            return attr
-
-        def fresh(*args: Any, **kwargs: Any) -> Any:
-            self._fresh()
-            return attr(*args, **kwargs)
-
-        return fresh
 
     # ------------------------------------------------------------------ keeping files and sidecar together
 
@@ -223,9 +256,7 @@ class MarkdownBackend:
 
     def _take_changes(self) -> Changes:
         """The keys the last write changed, each with the version it had before; starts a new record."""
-        with self.db._errors(), self.db._tx(write=True) as conn:
-            rows = conn.execute("SELECT agent_id, level, key, before FROM temp.md_changed").fetchall()
-            conn.execute("DELETE FROM temp.md_changed")
+        rows = self.db.operator(_untimed(), _take_changed)
         return {
             (agent, Level(level), key): tuple(json.loads(before)) if before is not None else None
             for agent, level, key, before in rows
@@ -269,13 +300,7 @@ class MarkdownBackend:
         """Apply hand edits to the index (``keep``: keys a running write changed, whose index version wins)."""
         walk = files.walk(self.root)
         drafts = [d for p in walk.problems if (d := self._report(p, None))]
-        with self.db._errors(), self.db._tx(write=False) as conn:
-            known = {
-                r[0]: r[1:]
-                for r in conn.execute(
-                    "SELECT path, agent_id, level, size, mtime_ns, hash, status FROM md_files"
-                )
-            }
+        known = self.db.operator(_untimed(), _known_files, read_only=True)
         stats, parsed, errors, removed = [], [], [], {}
         for rel, (size, mtime) in walk.files.items():
             old = known.get(rel)
@@ -312,9 +337,10 @@ class MarkdownBackend:
                 removed[rel] = (row[0], Level(row[1]))
         if not (stats or parsed or errors or removed or drafts):
             return {}
-        now = self.clock()
-        with self.db._errors(), self.db._tx(write=True) as conn:
-            outcome = reconcile.apply(self.db, conn, [p for p, *_ in parsed], removed, now, keep or {})
+
+        def apply(tx: Tx[sqlite3.Connection]) -> reconcile.Outcome:
+            conn = tx.conn
+            outcome = reconcile.apply(self.db, conn, [p for p, *_ in parsed], removed, tx.now, keep or {})
             self._aside |= outcome.conflicts
             for rel, agent, level, size, mtime, digest, problem in errors:
                 stats.append((rel, agent, int(level), size, mtime, digest, "error"))
@@ -331,7 +357,10 @@ class MarkdownBackend:
             conn.executemany("DELETE FROM md_files WHERE path = ?", [(rel,) for rel in removed])
             conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
             for draft in [*drafts, *outcome.drafts]:
-                self.db._append(conn, draft, now)
+                tx.append(draft)
+            return outcome
+
+        outcome = self.db.operator(self.clock(), apply)
         return {rel: removed[rel] for rel in outcome.restore}
 
     def _render(
@@ -345,10 +374,12 @@ class MarkdownBackend:
         Returns the files edited by hand since the store last read them, left
         as they are (and still marked) for ``_flush`` to merge.
         """
-        with self.db._errors(), self.db._tx(write=False) as conn:
+
+        def marked_groups(tx: Tx[sqlite3.Connection]) -> tuple[Marked, Groups, dict[str, tuple[Any, ...]]]:
+            conn = tx.conn
             marks = conn.execute("SELECT agent_id, level, category, day FROM md_dirty").fetchall()
-            groups: dict[str, tuple[str, Level, list[tuple[Any, ...]]]] = {}
-            marked: dict[str, list[tuple[Any, ...]]] = {}
+            groups: Groups = {}
+            marked: Marked = {}
             for agent, level, category, day in marks:
                 rel = fmt.file_for(fmt.encode_segment(agent), Level(level), category, from_us(day * DAY_US))
                 marked.setdefault(rel, []).append((agent, level, category, day))
@@ -358,7 +389,7 @@ class MarkdownBackend:
                 if rel not in groups:
                     groups[rel] = (agent, level, self._group_of_file(conn, rel, agent, level))
             if not groups:
-                return {}
+                return {}, {}, {}
             known = {}
             for rel in groups:
                 row = conn.execute(
@@ -366,6 +397,11 @@ class MarkdownBackend:
                 ).fetchone()
                 if row is not None:
                     known[rel] = row
+            return marked, groups, known
+
+        marked, groups, known = self.db.operator(_untimed(), marked_groups, read_only=True)
+        if not groups:
+            return {}
         stats, gone, stale = [], [], {}
         for rel, (agent, level, memories) in sorted(groups.items()):
             try:
@@ -378,12 +414,15 @@ class MarkdownBackend:
             else:
                 stats.append((rel, agent, int(level), *result, "ok"))
         done = [mark for rel, rel_marks in marked.items() if rel not in stale for mark in rel_marks]
-        with self.db._errors(), self.db._tx(write=True) as conn:
-            conn.executemany(
+
+        def record(tx: Tx[sqlite3.Connection]) -> None:
+            tx.conn.executemany(
                 "DELETE FROM md_dirty WHERE agent_id = ? AND level = ? AND category = ? AND day = ?", done
             )
-            conn.executemany("DELETE FROM md_files WHERE path = ?", gone)
-            conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
+            tx.conn.executemany("DELETE FROM md_files WHERE path = ?", gone)
+            tx.conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", stats)
+
+        self.db.operator(_untimed(), record)
         return stale
 
     @staticmethod
@@ -492,7 +531,26 @@ class MarkdownBackend:
         return None if done.stamp is None else (*done.stamp, digest)
 
     # ------------------------------------------------------------------ the protocol
+    # Writes take the directory lock and render their files (``_Writing``); reads apply hand edits first
+    # (``_fresh``); both then run on the sidecar.
 
+    # the transaction seam
+    def read(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        self._fresh()
+        return self.db.read(session_id, now, body)
+
+    def write(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        with _Writing(self):
+            return self.db.write(session_id, now, body)
+
+    def operator(self, now: datetime, body: Body[sqlite3.Connection, T], *, read_only: bool = False) -> T:
+        if read_only:
+            self._fresh()
+            return self.db.operator(now, body, read_only=True)
+        with _Writing(self):
+            return self.db.operator(now, body)
+
+    # memories
     def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
         with _Writing(self):
             return self.db.save(session_id, draft, now)
@@ -519,25 +577,200 @@ class MarkdownBackend:
         with _Writing(self):
             return self.db.restore(rows)
 
-    def get(self, *args: Any, **kwargs: Any) -> Memory | None:
+    def get(
+        self, session_id: str, key: str, now: datetime, conversations: Conversations = OWN
+    ) -> Memory | None:
         self._fresh()
-        return self.db.get(*args, **kwargs)
+        return self.db.get(session_id, key, now, conversations)
 
-    def list(self, *args: Any, **kwargs: Any) -> Page:
+    def list(
+        self, session_id: str, query: ListQuery, now: datetime, conversations: Conversations = OWN
+    ) -> Page:
         self._fresh()
-        return self.db.list(*args, **kwargs)
+        return self.db.list(session_id, query, now, conversations)
 
-    def search(self, *args: Any, **kwargs: Any) -> builtins.list[Hit]:
+    def search(
+        self,
+        session_id: str,
+        terms: Sequence[str] | None,
+        limit: int,
+        now: datetime,
+        mode: str = "lexical",
+        query: QueryVector | None = None,
+        conversations: Conversations = OWN,
+    ) -> builtins.list[Hit]:
         self._fresh()
-        return self.db.search(*args, **kwargs)
+        return self.db.search(session_id, terms, limit, now, mode, query, conversations)
 
-    def export(self, *args: Any, **kwargs: Any) -> Iterator[Memory]:
+    def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
         self._fresh()
-        return self.db.export(*args, **kwargs)
+        return self.db.export(agent_id, now)
 
     def dump(self) -> Iterator[tuple[str, dict[str, Any]]]:
         self._fresh()
         return self.db.dump()
+
+    # What follows keeps no content in the files: the sidecar's, after hand edits are applied.
+
+    # sessions
+    def open_session(
+        self,
+        agent_id: str,
+        session_id: str | None,
+        clearance: Level | None,
+        peers: Sequence[str] | None,
+        now: datetime,
+        owner: str | None = None,
+    ) -> SessionRecord:
+        self._fresh()
+        return self.db.open_session(agent_id, session_id, clearance, peers, now, owner)
+
+    def set_session_limits(
+        self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
+    ) -> SessionRecord:
+        self._fresh()
+        return self.db.set_session_limits(session_id, clearance, peers, now)
+
+    def session_record(self, session_id: str) -> SessionRecord:
+        self._fresh()
+        return self.db.session_record(session_id)
+
+    def escalate(
+        self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
+    ) -> SessionRecord:
+        self._fresh()
+        return self.db.escalate(session_id, level, reason, source, now)
+
+    def taint_history(self, session_id: str) -> builtins.list[TaintEvent]:
+        self._fresh()
+        return self.db.taint_history(session_id)
+
+    # the turn
+    def append_messages(
+        self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
+    ) -> builtins.list[TranscriptMessage]:
+        self._fresh()
+        return self.db.append_messages(session_id, drafts, now)
+
+    def append_and_tail(
+        self,
+        session_id: str,
+        drafts: Sequence[MessageDraft],
+        now: datetime,
+        limit: int,
+        since: TailMark | None,
+    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]:
+        self._fresh()
+        return self.db.append_and_tail(session_id, drafts, now, limit, since)
+
+    def read_messages(
+        self,
+        session_id: str,
+        transcript_id: str | None,
+        start: int | None,
+        limit: int,
+        now: datetime,
+        since: TailMark | None = None,
+    ) -> TranscriptPage:
+        self._fresh()
+        return self.db.read_messages(session_id, transcript_id, start, limit, now, since)
+
+    def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
+        self._fresh()
+        return self.db.record_usage(session_id, draft, now)
+
+    def usage_spent(
+        self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
+    ) -> builtins.list[Decimal]:
+        self._fresh()
+        return self.db.usage_spent(session_id, agent_id, windows)
+
+    def usage_records(
+        self,
+        session_id: str | None,
+        agent_id: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        limit: int,
+    ) -> builtins.list[UsageRecord]:
+        self._fresh()
+        return self.db.usage_records(session_id, agent_id, since, until, limit)
+
+    def purge_turns(
+        self,
+        messages_before: datetime | None,
+        usage_before: datetime | None,
+        agent_id: str | None,
+        now: datetime,
+    ) -> tuple[int, int]:
+        self._fresh()
+        return self.db.purge_turns(messages_before, usage_before, agent_id, now)
+
+    def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
+        self._fresh()
+        return self.db.export_turns(agent_id, now)
+
+    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
+        self._fresh()
+        return self.db.import_turns(records, now)
+
+    # the operator console
+    def console_read(self, reader: Callable[[console_sql.Runner, Dialect], T]) -> T:
+        self._fresh()
+        return self.db.console_read(reader)
+
+    def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
+        self._fresh()
+        return self.db.restore_deleted(ref, clearance, actor, now)
+
+    # audit
+    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
+        self._fresh()
+        return self.db.append_audit(draft, now)
+
+    def audit_events(self, query: AuditQuery) -> builtins.list[AuditEvent]:
+        self._fresh()
+        return self.db.audit_events(query)
+
+    def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None:
+        self._fresh()
+        return self.db.verify_audit(anchor)
+
+    def audit_tip(self) -> tuple[int, str]:
+        self._fresh()
+        return self.db.audit_tip()
+
+    # knowledge graph
+    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
+        self._fresh()
+        return self.db.graph_write(session_id, now, body)
+
+    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
+        self._fresh()
+        return self.db.graph_read(session_id, now, body)
+
+    def graph_operator(self, now: datetime, body: Callable[[GraphConn], tuple[T, AuditDraft]]) -> T:
+        self._fresh()
+        return self.db.graph_operator(now, body)
+
+    # search by meaning
+    def use_embedder(self, identity: str, reset: bool = False) -> None:
+        self._fresh()
+        self.db.use_embedder(identity, reset)
+
+    def pending_vectors(
+        self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN
+    ) -> builtins.list[Pending]:
+        self._fresh()
+        return self.db.pending_vectors(session_id, limit, now, conversations)
+
+    def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]:
+        self._fresh()
+        return self.db.all_pending_vectors(limit)
+
+    def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int:
+        self._fresh()
+        return self.db.store_vectors(model, items)
 
     def close(self) -> None:
         self._release_held()

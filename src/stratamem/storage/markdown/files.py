@@ -81,7 +81,7 @@ def _entries(path: str) -> list[os.DirEntry[str]]:
 
 
 def walk(root: str, max_agent_file: int = 4096) -> Walk:
-    """Every memory file under ``root`` by the layout of ``md_format``; hidden names are skipped."""
+    """Every memory file under ``root`` by the layout of ``format``; hidden names are skipped."""
     found = Walk()
     for agent in _entries(root):
         if agent.name.startswith("."):

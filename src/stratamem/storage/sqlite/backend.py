@@ -50,6 +50,7 @@ from ..sql.transcripts import (
     UsageDraft,
     UsageRecord,
 )
+from ..transaction import Appender, Body, Tx, no_append
 from ..vectors import Pending, QueryVector
 from . import (
     console,
@@ -180,6 +181,26 @@ class SQLiteBackend:
             yield
         except sqlite3.Error as exc:
             raise StorageError(f"storage error: {exc}") from exc
+
+    # ------------------------------------------------------------------ the transaction seam
+
+    def read(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        """``body`` in one read transaction (a WAL snapshot), the session row read inside it."""
+        with self._errors(), self._tx(write=False) as conn:
+            return body(Tx(conn, DIALECT, self._session(conn, session_id), now))
+
+    def write(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        """``body`` in one ``BEGIN IMMEDIATE`` transaction, the session row read inside it: the live taint."""
+        with self._errors(), self._tx(write=True) as conn:
+            return body(Tx(conn, DIALECT, self._session(conn, session_id), now, self._appender(conn, now)))
+
+    def operator(self, now: datetime, body: Body[sqlite3.Connection, T], *, read_only: bool = False) -> T:
+        """``body`` in one transaction bound to no session (it sees every row); ``read_only``: a snapshot."""
+        with self._errors(), self._tx(write=not read_only) as conn:
+            return body(Tx(conn, DIALECT, None, now, no_append if read_only else self._appender(conn, now)))
+
+    def _appender(self, conn: sqlite3.Connection, now: datetime) -> Appender:
+        return lambda drafts: self._append_many(conn, drafts, now)
 
     def _migrate(self) -> None:
         """The schema brought to its latest version (``schema``), then the index re-stemmed if the store's
@@ -496,7 +517,7 @@ class SQLiteBackend:
         return counts
 
     def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
-        records = list(transcripts.export(self, agent_id))
+        records = list(transcripts.export(self, agent_id, now))
         self.append_audit(
             operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now
         )

@@ -1,4 +1,4 @@
-"""Transcripts and usage on the SQLite backend (the ``Backend`` methods delegate here).
+"""Transcripts and usage on the SQLite backend: bodies run through its transaction seam.
 
 Same database, same transactions and same audit chain as memories: an append
 reads the session's taint inside its ``BEGIN IMMEDIATE`` and labels every row
@@ -9,9 +9,9 @@ COMMIT. A reader sees its own agent's rows at levels <= its live taint only.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...audit import AuditDraft
 from ...levels import Level
@@ -37,12 +37,15 @@ from ..sql.transcripts import (
     sum_costs,
     tail_rows,
 )
+from ..transaction import Tx
 
 if TYPE_CHECKING:
     from decimal import Decimal
 
     from ..records import SessionRecord
     from .backend import SQLiteBackend
+
+R = TypeVar("R")
 
 
 def append_messages(
@@ -53,36 +56,41 @@ def append_messages(
     tail: tuple[int, TailMark | None] | None = None,
 ) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
     """Append ``drafts``; with ``tail`` (limit, mark) also read the own tail, in the same transaction."""
-    with b._errors(), b._tx(write=True) as conn:
-        record = b._session(conn, session_id)
-        (start,) = conn.execute(
-            "SELECT count(*) FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ?",
-            (record.id, record.agent_id, int(record.taint)),
-        ).fetchone()
-        stored = []
-        for offset, d in enumerate(drafts):
-            row = (
-                record.id,
-                record.agent_id,
-                int(record.taint),
-                d.role,
-                d.content,
-                d.tool_calls,
-                d.tool_call_id,
-                d.origin,
-                to_us(now),
-            )
-            row_id = conn.execute(
-                f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)",
-                row,
-            ).lastrowid
-            stored.append(row_to_message((row_id, *row), start + offset))
-        events = [append_draft(record, drafts)]
-        page = None
-        if tail is not None:
-            page = _tail(conn, record, record.id, *tail)
-            events.append(read_draft(record, page, tail[0], own=True))
-        b._append_many(conn, events, now)
+    return b.write(session_id, now, lambda tx: _append(tx, drafts, tail))
+
+
+def _append(
+    tx: Tx[sqlite3.Connection], drafts: Sequence[MessageDraft], tail: tuple[int, TailMark | None] | None
+) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
+    conn, record = tx.conn, tx.record
+    (start,) = conn.execute(
+        "SELECT count(*) FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ?",
+        (record.id, record.agent_id, int(record.taint)),
+    ).fetchone()
+    stored = []
+    for offset, d in enumerate(drafts):
+        row = (
+            record.id,
+            record.agent_id,
+            int(record.taint),
+            d.role,
+            d.content,
+            d.tool_calls,
+            d.tool_call_id,
+            d.origin,
+            to_us(tx.now),
+        )
+        row_id = conn.execute(
+            f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)",
+            row,
+        ).lastrowid
+        stored.append(row_to_message((row_id, *row), start + offset))
+    events = [append_draft(record, drafts)]
+    page = None
+    if tail is not None:
+        page = _tail(conn, record, record.id, *tail)
+        events.append(read_draft(record, page, tail[0], own=True))
+    tx.append_many(events)
     return stored, page
 
 
@@ -112,24 +120,24 @@ def read_messages(
     ``start`` None: the last ``limit`` (only those after ``since`` when the reader holds the rest).
     ``transcript_id`` None: a transcript the caller may not name (``turn_rows.UNNAMED``).
     """
-    with b._errors(), b._tx(write=False) as conn:
-        record = b._session(conn, session_id)
+
+    def run(tx: Tx[sqlite3.Connection]) -> TranscriptPage:
         if transcript_id is None:
-            page = UNNAMED
-        elif start is None:
-            page = _tail(conn, record, transcript_id, limit, since)
-        else:
-            rows, total = range_rows(
-                _query(conn), SQLITE, (transcript_id, record.agent_id, int(record.taint)), start, limit
-            )
-            page = TranscriptPage(tuple(row_to_message(r, start + i) for i, r in enumerate(rows)), total)
+            return UNNAMED
+        scope = (transcript_id, tx.record.agent_id, int(tx.record.taint))
+        if start is None:
+            return _tail(tx.conn, tx.record, transcript_id, limit, since)
+        rows, total = range_rows(_query(tx.conn), tx.dialect, scope, start, limit)
+        return TranscriptPage(tuple(row_to_message(r, start + i) for i, r in enumerate(rows)), total)
+
+    record, page = b.read(session_id, now, lambda tx: (tx.record, run(tx)))
     b.append_audit(read_draft(record, page, limit, own=transcript_id == record.id, start=start), now)
     return page
 
 
 def record_usage(b: SQLiteBackend, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
-    with b._errors(), b._tx(write=True) as conn:
-        record = b._session(conn, session_id)
+    def run(tx: Tx[sqlite3.Connection]) -> UsageRecord:
+        record = tx.record
         row = (
             record.id,
             record.agent_id,
@@ -139,13 +147,12 @@ def record_usage(b: SQLiteBackend, session_id: str, draft: UsageDraft, now: date
             draft.output_tokens,
             draft.cached_input_tokens,
             str(draft.cost_usd),
-            to_us(now),
+            to_us(tx.now),
         )
-        row_id = conn.execute(
+        row_id = tx.conn.execute(
             f"INSERT INTO turn_usage ({USAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)", row
         ).lastrowid
-        b._append(
-            conn,
+        tx.append(
             AuditDraft(
                 "usage.record",
                 record.id,
@@ -157,10 +164,11 @@ def record_usage(b: SQLiteBackend, session_id: str, draft: UsageDraft, now: date
                     "input_tokens": draft.input_tokens,
                     "output_tokens": draft.output_tokens,
                 },
-            ),
-            now,
+            )
         )
-    return row_to_usage((row_id, *row))
+        return row_to_usage((row_id, *row))
+
+    return b.write(session_id, now, run)
 
 
 def usage_spent(
@@ -171,8 +179,7 @@ def usage_spent(
 ) -> list[Decimal]:
     """Spend per window: the session's agent at levels <= its taint, or (operator) one agent or all."""
 
-    with b._errors(), b._tx(write=False) as conn:
-        clauses, params = _usage_scope(b, conn, session_id, agent_id)
+    def run(conn: sqlite3.Connection, clauses: str, params: tuple[Any, ...]) -> list[Decimal]:
         spent: list[Decimal] = []
         for since, until in windows:
             values = [
@@ -183,18 +190,32 @@ def usage_spent(
                 )
             ]
             spent.append(sum_costs(values))
-    return spent
+        return spent
+
+    return _usage_read(b, session_id, agent_id, run)
 
 
-def _usage_scope(
-    b: SQLiteBackend, conn: sqlite3.Connection, session_id: str | None, agent_id: str | None
-) -> tuple[str, tuple[Any, ...]]:
+def _usage_read(
+    b: SQLiteBackend,
+    session_id: str | None,
+    agent_id: str | None,
+    body: Callable[[sqlite3.Connection, str, tuple[Any, ...]], R],
+) -> R:
+    """``body`` in one read transaction with the usage rows' scope: the session's (read inside it), or the operator's."""
+
+    def run(tx: Tx[sqlite3.Connection]) -> R:
+        if tx.session is not None:
+            return body(
+                tx.conn, "AND agent_id = ? AND level <= ?", (tx.session.agent_id, int(tx.session.taint))
+            )
+        if agent_id is not None:
+            return body(tx.conn, "AND agent_id = ?", (agent_id,))
+        return body(tx.conn, "", ())
+
+    now = datetime.now(UTC)  # a read appends nothing: its time is only the context's
     if session_id is not None:
-        record = b._session(conn, session_id)
-        return "AND agent_id = ? AND level <= ?", (record.agent_id, int(record.taint))
-    if agent_id is not None:
-        return "AND agent_id = ?", (agent_id,)
-    return "", ()
+        return b.read(session_id, now, run)
+    return b.operator(now, run, read_only=True)
 
 
 def usage_records(
@@ -205,15 +226,17 @@ def usage_records(
     until: datetime | None,
     limit: int,
 ) -> list[UsageRecord]:
-    with b._errors(), b._tx(write=False) as conn:
-        clauses, params = _usage_scope(b, conn, session_id, agent_id)
-        low = to_us(since) if since else -(2**62)
-        high = to_us(until) if until else 2**62
+    low = to_us(since) if since else -(2**62)
+    high = to_us(until) if until else 2**62
+
+    def run(conn: sqlite3.Connection, clauses: str, params: tuple[Any, ...]) -> list[UsageRecord]:
         rows = conn.execute(
             f"SELECT {USAGE_COLUMNS} FROM turn_usage WHERE at_us >= ? AND at_us < ? {clauses} ORDER BY id LIMIT ?",
             (low, high, *params, limit),
         ).fetchall()
-    return [row_to_usage(r) for r in rows]
+        return [row_to_usage(r) for r in rows]
+
+    return _usage_read(b, session_id, agent_id, run)
 
 
 def purge(
@@ -237,15 +260,21 @@ def purge(
     return messages, usage
 
 
-def export(b: SQLiteBackend, agent_id: str | None) -> Iterator[TranscriptMessage | UsageRecord]:
+def export(
+    b: SQLiteBackend, agent_id: str | None, now: datetime
+) -> Iterator[TranscriptMessage | UsageRecord]:
     agent_sql, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
-    with b._errors(), b._tx(write=False) as conn:
-        messages = conn.execute(
+
+    def run(tx: Tx[sqlite3.Connection]) -> tuple[list[Any], list[Any]]:
+        messages = tx.conn.execute(
             f"SELECT {MESSAGE_COLUMNS} FROM turn_messages {agent_sql} ORDER BY id", params
         ).fetchall()
-        usage = conn.execute(
+        usage = tx.conn.execute(
             f"SELECT {USAGE_COLUMNS} FROM turn_usage {agent_sql} ORDER BY id", params
         ).fetchall()
+        return messages, usage
+
+    messages, usage = b.operator(now, run, read_only=True)
     yield from positioned(messages)
     for row in usage:
         yield row_to_usage(row)
