@@ -192,6 +192,8 @@ class Backend(Protocol):
 if TYPE_CHECKING:  # mypy --strict holds every backend to the protocol, method by method
     import sqlite3
 
+    import psycopg
+
     from .markdown.backend import MarkdownBackend
     from .postgres.backend import PostgresBackend
     from .sqlite.backend import SQLiteBackend
@@ -199,3 +201,4 @@ if TYPE_CHECKING:  # mypy --strict holds every backend to the protocol, method b
 
     _BACKENDS: tuple[type[Backend], ...] = (SQLiteBackend, PostgresBackend, MarkdownBackend)
     _SEAMS: tuple[type[Transactions[sqlite3.Connection]], ...] = (SQLiteBackend, MarkdownBackend)
+    _PG_SEAM: type[Transactions[psycopg.Connection]] = PostgresBackend
