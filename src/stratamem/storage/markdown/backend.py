@@ -8,7 +8,7 @@ features keep in the SQLite backend — lives in the sidecar
 Every operation runs on the sidecar; this class keeps the files and the
 sidecar saying the same thing:
 
-- Writes (save, delete, import, purge, restore) take the directory lock
+- Writes (save, delete, import, purge, restore, a console restore) take the directory lock
   (``flock``), apply pending hand edits, run on the sidecar (one transaction),
   then render the files they touched. Triggers on ``memories`` record which
   files a transaction touched in ``md_dirty`` *inside that transaction*, so a
@@ -720,8 +720,8 @@ class MarkdownBackend:
         return self.db.console_read(reader)
 
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
-        self._fresh()
-        return self.db.restore_deleted(ref, clearance, actor, now)
+        with _Writing(self):  # a memory comes back: its file is written like any save's
+            return self.db.restore_deleted(ref, clearance, actor, now)
 
     # audit
     def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
