@@ -14,6 +14,7 @@ from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from . import openapi_turns
 from .mcp_tools import server_version
 from .openapi_parts import LEVEL, TAGS, TIME
+from .openapi_parts import array as _array
 from .openapi_parts import obj as _obj
 from .openapi_parts import op as _op
 from .openapi_parts import path as _path
@@ -24,6 +25,14 @@ from .openapi_parts import response as _json
 CUT = {
     "const": True,
     "description": "Present when the answer was cut to the server's max_answer_chars; next_cursor continues it.",
+}
+
+# The fields every answer shows of a memory, in this order.
+MEMORY: dict[str, Any] = {
+    "key": {"type": "string"},
+    "content": {"type": "string"},
+    "classification": LEVEL,
+    "tags": TAGS,
 }
 
 SCHEMAS: dict[str, Any] = {
@@ -52,9 +61,9 @@ SCHEMAS: dict[str, Any] = {
         agent_id={"type": "string"},
         taint=LEVEL,
         clearance=LEVEL,
-        peers={"type": "array", "items": {"type": "string"}},
+        peers=_array({"type": "string"}),
         created_at=TIME,
-        taint_history={"type": "array", "items": _ref("TaintEvent")},
+        taint_history=_array(_ref("TaintEvent")),
     ),
     "TaintEvent": _obj(
         ["time", "previous", "new", "reason", "source"],
@@ -87,7 +96,7 @@ SCHEMAS: dict[str, Any] = {
     "SavedBatch": _obj(
         ["saved", "memories"],
         saved={"type": "integer", "minimum": 1},
-        memories={"type": "array", "items": _ref("Saved")},
+        memories=_array(_ref("Saved")),
     ),
     "MemoryContent": _obj(["content"], content={"type": "string", "minLength": 1}, tags=TAGS),
     "Saved": _obj(
@@ -99,10 +108,7 @@ SCHEMAS: dict[str, Any] = {
     "Memory": _obj(
         ["found", "key", "content", "classification", "tags", "updated_at"],
         found={"const": True},
-        key={"type": "string"},
-        content={"type": "string"},
-        classification=LEVEL,
-        tags=TAGS,
+        **MEMORY,
         updated_at=TIME,
     ),
     "NotFound": _obj(["found", "key"], found={"const": False}, key={"type": "string"}),
@@ -115,33 +121,25 @@ SCHEMAS: dict[str, Any] = {
     "SearchResults": _obj(
         ["results", "query"],
         query={"type": "string"},
-        results={
-            "type": "array",
-            "items": _obj(
+        results=_array(
+            _obj(
                 ["key", "content", "classification", "tags", "score"],
-                key={"type": "string"},
-                content={"type": "string"},
-                classification=LEVEL,
-                tags=TAGS,
+                **MEMORY,
                 score={"type": "number"},
-            ),
-        },
+            )
+        ),
         truncated=CUT,
         next_cursor={"type": "string", "description": "Present when the answer was cut: pass as cursor."},
     ),
     "Listing": _obj(
         ["memories", "next_cursor"],
-        memories={
-            "type": "array",
-            "items": _obj(
+        memories=_array(
+            _obj(
                 ["key", "content", "classification", "tags", "updated_at"],
-                key={"type": "string"},
-                content={"type": "string"},
-                classification=LEVEL,
-                tags=TAGS,
+                **MEMORY,
                 updated_at=TIME,
-            ),
-        },
+            )
+        ),
         next_cursor={
             "type": ["string", "null"],
             "description": "Pass as ?cursor= for the next page; null on the last page.",
@@ -151,9 +149,8 @@ SCHEMAS: dict[str, Any] = {
     "Deleted": _obj(["deleted", "key"], deleted={"const": True}, key={"type": "string"}),
     "AuditEvents": _obj(
         ["events"],
-        events={
-            "type": "array",
-            "items": _obj(
+        events=_array(
+            _obj(
                 ["seq", "time", "operation", "taint", "outcome"],
                 seq={"type": "integer"},
                 time=TIME,
@@ -162,25 +159,25 @@ SCHEMAS: dict[str, Any] = {
                 taint=LEVEL,
                 operation={"type": "string"},
                 keys=TAGS,
-                levels={"type": "array", "items": LEVEL},
+                levels=_array(LEVEL),
                 lineage_ids=TAGS,
                 outcome={"type": "string"},
                 detail={"type": "object"},
                 hash={"type": "string"},
-            ),
-        },
+            )
+        ),
         more={"type": "boolean"},
         next_after={"type": "integer"},
         next_before={"type": "integer"},
     ),
     "Verify": _obj(["intact"], intact={"type": "boolean"}, first_bad_seq={"type": "integer"}),
     "Health": _obj(["status", "version"], status={"const": "ok"}, version={"type": "string"}),
-    "Tools": _obj(["tools"], tools={"type": "array", "items": {"type": "object"}}),
+    "Tools": _obj(["tools"], tools=_array({"type": "object"})),
 }
 
 SID = _path("session_id", "A session id from POST /v1/sessions.")
 KEY = _path("key", "The memory key, percent-encoded.")
-W = "403"  # writes may be refused by policy
+WRITE_ERRORS = ("400", "401", "403", "404", "503")  # a write may also be refused by policy (403)
 
 
 def document() -> dict[str, Any]:
@@ -257,7 +254,7 @@ def document() -> dict[str, Any]:
                 ("200", "Saved", _ref("Saved")),
                 body="MemorySave",
                 params=[SID],
-                errors=("400", "401", W, "404", "503"),
+                errors=WRITE_ERRORS,
             ),
         },
         f"{s}/memories:batch": {
@@ -267,7 +264,7 @@ def document() -> dict[str, Any]:
                 ("200", "Saved, in the order given", _ref("SavedBatch")),
                 body="MemoryBatch",
                 params=[SID],
-                errors=("400", "401", W, "404", "413", "503"),
+                errors=("400", "401", "403", "404", "413", "503"),
             ),
         },
         f"{s}/memories/{{key}}": {
@@ -288,13 +285,13 @@ def document() -> dict[str, Any]:
                 ("200", "Saved", _ref("Saved")),
                 body="MemoryContent",
                 params=[SID, KEY],
-                errors=("400", "401", W, "404", "503"),
+                errors=WRITE_ERRORS,
             ),
             "delete": _op(
                 "memory_delete: the own version at exactly the live taint",
                 ("200", "Deleted", _ref("Deleted")),
                 params=[SID, KEY],
-                errors=("400", "401", W, "404", "503"),
+                errors=WRITE_ERRORS,
             ),
         },
         f"{s}/search": {
@@ -323,7 +320,7 @@ def document() -> dict[str, Any]:
                     "the body is its arguments, the answer its structured content",
                     ("200", "The tool's structured answer", {"type": "object"}),
                     params=[SID, _path("tool", "The mcp-memory tool name")],
-                    errors=("400", "401", W, "404", "503"),
+                    errors=WRITE_ERRORS,
                 ),
                 "requestBody": {
                     "required": True,

@@ -10,7 +10,7 @@ MESSAGE = o.obj(
     ["role", "content"],
     role={"enum": ["system", "user", "assistant", "tool"]},
     content={"type": "string"},
-    tool_calls={"type": "array", "items": {"type": "object"}},
+    tool_calls=o.array({"type": "object"}),
     tool_call_id={"type": "string"},
     position={"type": "integer"},
     level=o.LEVEL,
@@ -38,19 +38,18 @@ SCHEMAS: dict[str, Any] = {
         ["turn_id", "state", "messages"],
         turn_id={"type": "integer"},
         state={"type": "string"},
-        messages={"type": "array", "items": MESSAGE},
+        messages=o.array(MESSAGE),
         trim=TRIM,
-        pending_tool_calls={"type": "array", "items": {"type": "string"}},
+        pending_tool_calls=o.array({"type": "string"}),
     ),
     "TurnToolCalls": o.obj(
         ["tool_calls"],
         content={"type": "string"},
-        tool_calls={
-            "type": "array",
-            "items": o.obj(
+        tool_calls=o.array(
+            o.obj(
                 ["id", "name"], id={"type": "string"}, name={"type": "string"}, arguments={"type": "string"}
-            ),
-        },
+            )
+        ),
     ),
     "TurnToolResult": o.obj(
         ["call_id", "tool_name"],
@@ -73,7 +72,7 @@ SCHEMAS: dict[str, Any] = {
     "TurnAnswer": {"type": "object"},
     "Transcript": o.obj(
         ["messages", "start", "total"],
-        messages={"type": "array", "items": MESSAGE},
+        messages=o.array(MESSAGE),
         start={"type": "integer"},
         total={"type": "integer"},
         next={"type": ["integer", "null"]},
@@ -83,6 +82,13 @@ CONFLICT = {
     "409": o.response(o.ref("Error"), "TURN_STATE: the turn has ended (or not begun)"),
     "413": o.response(o.ref("Error"), "LIMIT_EXCEEDED: a size bound of the turn"),
 }
+# What a runtime records during a turn: each a POST of one body to the turn, answered "Done".
+RECORDS = (
+    ("tool-calls", "Record the assistant's tool calls", "TurnToolCalls"),
+    ("tool-results", "Record one tool result (bounded)", "TurnToolResult"),
+    ("usage", "Record one model call's usage; the budget status", "TurnUsage"),
+    ("end", "End the turn with the final assistant message (once)", "TurnEnd"),
+)
 
 
 def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
@@ -109,41 +115,11 @@ def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
                 ],
             )
         },
-        f"{s}/turns/{{turn_id}}/tool-calls": {
-            "post": o.op(
-                "Record the assistant's tool calls",
-                answer,
-                body="TurnToolCalls",
-                params=[sid, tid],
-                extra=CONFLICT,
-            )
-        },
-        f"{s}/turns/{{turn_id}}/tool-results": {
-            "post": o.op(
-                "Record one tool result (bounded)",
-                answer,
-                body="TurnToolResult",
-                params=[sid, tid],
-                extra=CONFLICT,
-            )
-        },
-        f"{s}/turns/{{turn_id}}/usage": {
-            "post": o.op(
-                "Record one model call's usage; the budget status",
-                answer,
-                body="TurnUsage",
-                params=[sid, tid],
-                extra=CONFLICT,
-            )
-        },
-        f"{s}/turns/{{turn_id}}/end": {
-            "post": o.op(
-                "End the turn with the final assistant message (once)",
-                answer,
-                body="TurnEnd",
-                params=[sid, tid],
-                extra=CONFLICT,
-            )
+        **{
+            f"{s}/turns/{{turn_id}}/{step}": {
+                "post": o.op(summary, answer, body=body, params=[sid, tid], extra=CONFLICT)
+            }
+            for step, summary, body in RECORDS
         },
         f"{s}/transcript": {
             "get": o.op(

@@ -8,7 +8,7 @@ also accepts an optional ``cursor`` to page (its answer is bounded).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +101,11 @@ def _observation_texts(args: dict[str, Any]) -> Iterable[object]:
         yield from _items(_field(item, "contents"))
 
 
+def _string(name: str, description: str) -> Param:
+    """An optional string argument of the ``knowledge`` tool."""
+    return Param(name, "json", description, schema={"type": "string"})
+
+
 KNOWLEDGE_ACTIONS = ("capture", "search", "relate", "neighbors", "stats", "suggest")
 
 KNOWLEDGE: ToolSpec = ToolSpec(
@@ -123,26 +128,16 @@ KNOWLEDGE: ToolSpec = ToolSpec(
             required=True,
             schema={"type": "string", "enum": list(KNOWLEDGE_ACTIONS)},
         ),
-        Param("name", "json", "The node's name (capture, neighbors, suggest).", schema={"type": "string"}),
-        Param(
-            "type",
-            "json",
-            "The node's type, e.g. person, project, decision (capture).",
-            schema={"type": "string"},
-        ),
-        Param("content", "json", "A description of the node (capture).", schema={"type": "string"}),
+        _string("name", "The node's name (capture, neighbors, suggest)."),
+        _string("type", "The node's type, e.g. person, project, decision (capture)."),
+        _string("content", "A description of the node (capture)."),
         Param("tags", "tags", "Labels for the node (capture)."),
         Param("observations", "json", "Facts to attach to the node (capture).", schema=_STRINGS),
         Param("query", "query", "Words to search for (search)."),
-        Param("from", "json", "Source node name (relate).", schema={"type": "string"}),
-        Param("to", "json", "Target node name (relate).", schema={"type": "string"}),
-        Param(
-            "relation",
-            "json",
-            "Relation type in active voice, e.g. manages, depends_on (relate).",
-            schema={"type": "string"},
-        ),
-        Param("note", "json", "Why or since when the relation holds (relate).", schema={"type": "string"}),
+        _string("from", "Source node name (relate)."),
+        _string("to", "Target node name (relate)."),
+        _string("relation", "Relation type in active voice, e.g. manages, depends_on (relate)."),
+        _string("note", "Why or since when the relation holds (relate)."),
         Param(
             "depth",
             "json",
@@ -161,129 +156,101 @@ KNOWLEDGE: ToolSpec = ToolSpec(
     texts=_knowledge_texts,
 )
 
-MCP_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(
-        "create_entities",
+
+def _no_texts(args: dict[str, Any]) -> Iterable[object]:
+    """A deletion stores no text, so the scanner has nothing to read."""
+    return ()
+
+
+def _per_entity(field: str, entity: str, field_description: str) -> dict[str, Any]:
+    """The JSON Schema of one entity's observations: its name and an array of strings under ``field``."""
+    return {
+        "type": "object",
+        "properties": {
+            "entityName": {"type": "string", "description": entity},
+            field: {**_STRINGS, "description": field_description},
+        },
+        "required": ["entityName", field],
+    }
+
+
+def _write(
+    name: str,
+    description: str,
+    argument: tuple[str, str, dict[str, Any]],
+    texts: Callable[[dict[str, Any]], Iterable[object]],
+) -> ToolSpec:
+    """An mcp-memory write: one required argument (name, description, item schema), an array of items."""
+    arg_name, arg_description, items = argument
+    schema = {"type": "array", "items": items}
+    return ToolSpec(
+        name,
         MCP_MEMORY,
+        description,
+        (Param(arg_name, "json", arg_description, required=True, schema=schema),),
+        writes=True,
+        texts=texts,
+    )
+
+
+MCP_MEMORY_TOOLS: tuple[ToolSpec, ...] = (
+    _write(
+        "create_entities",
         "Create multiple new entities in the knowledge graph. Returns the entities created as a JSON array "
         "(names that already exist are left unchanged and not returned). " + _LEVEL,
-        (
-            Param(
-                "entities",
-                "json",
-                "Entities to create.",
-                required=True,
-                schema={"type": "array", "items": _ENTITY},
-            ),
-        ),
-        writes=True,
-        texts=_entity_texts,
+        ("entities", "Entities to create.", _ENTITY),
+        _entity_texts,
     ),
-    ToolSpec(
+    _write(
         "create_relations",
-        MCP_MEMORY,
         "Create multiple new relations between entities in the knowledge graph. Relations should be in "
         "active voice. Returns the relations created as a JSON array (existing ones are not repeated). "
         + _LEVEL,
-        (
-            Param(
-                "relations",
-                "json",
-                "Relations to create.",
-                required=True,
-                schema={"type": "array", "items": _RELATION},
-            ),
-        ),
-        writes=True,
-        texts=_relation_texts,
+        ("relations", "Relations to create.", _RELATION),
+        _relation_texts,
     ),
-    ToolSpec(
+    _write(
         "add_observations",
-        MCP_MEMORY,
         "Add new observations to existing entities in the knowledge graph. Returns "
         '[{"entityName", "addedObservations"}]; an entity that does not exist is NOT_FOUND. ' + _LEVEL,
         (
-            Param(
-                "observations",
-                "json",
-                "Observations to add, per entity.",
-                required=True,
-                schema={
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "entityName": {
-                                "type": "string",
-                                "description": "The name of the entity to add the observations to",
-                            },
-                            "contents": {
-                                **_STRINGS,
-                                "description": "An array of observation contents to add",
-                            },
-                        },
-                        "required": ["entityName", "contents"],
-                    },
-                },
+            "observations",
+            "Observations to add, per entity.",
+            _per_entity(
+                "contents",
+                "The name of the entity to add the observations to",
+                "An array of observation contents to add",
             ),
         ),
-        writes=True,
-        texts=_observation_texts,
+        _observation_texts,
     ),
-    ToolSpec(
+    _write(
         "delete_entities",
-        MCP_MEMORY,
         "Delete multiple entities and their associated relations from the knowledge graph. Returns "
         '"Entities deleted successfully".',
-        (Param("entityNames", "json", "An array of entity names to delete", required=True, schema=_STRINGS),),
-        writes=True,
-        texts=lambda args: (),
+        ("entityNames", "An array of entity names to delete", {"type": "string"}),
+        _no_texts,
     ),
-    ToolSpec(
+    _write(
         "delete_observations",
-        MCP_MEMORY,
         "Delete specific observations from entities in the knowledge graph. "
         'Returns "Observations deleted successfully".',
         (
-            Param(
-                "deletions",
-                "json",
-                "Observations to delete, per entity.",
-                required=True,
-                schema={
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "entityName": {
-                                "type": "string",
-                                "description": "The name of the entity containing the observations",
-                            },
-                            "observations": {**_STRINGS, "description": "An array of observations to delete"},
-                        },
-                        "required": ["entityName", "observations"],
-                    },
-                },
+            "deletions",
+            "Observations to delete, per entity.",
+            _per_entity(
+                "observations",
+                "The name of the entity containing the observations",
+                "An array of observations to delete",
             ),
         ),
-        writes=True,
-        texts=lambda args: (),
+        _no_texts,
     ),
-    ToolSpec(
+    _write(
         "delete_relations",
-        MCP_MEMORY,
         'Delete multiple relations from the knowledge graph. Returns "Relations deleted successfully".',
-        (
-            Param(
-                "relations",
-                "json",
-                "An array of relations to delete",
-                required=True,
-                schema={"type": "array", "items": _RELATION},
-            ),
-        ),
-        writes=True,
-        texts=lambda args: (),
+        ("relations", "An array of relations to delete", _RELATION),
+        _no_texts,
     ),
     ToolSpec(
         "read_graph",

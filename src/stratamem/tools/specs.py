@@ -32,9 +32,19 @@ _ERRORS = (
     'On failure returns {"error": {"code": "VALIDATION_ERROR" | "NOT_FOUND" | "POLICY_BLOCKED" | '
     '"STORAGE_ERROR", "message": "..."}}.'
 )
-_PAGE = (
-    f"Memories per page, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE}).",
-    "The next_cursor of the previous page, to continue after it; omit for the first page.",
+# The two arguments of every paged listing (memory_list, memory_export).
+_PAGING = (
+    Param(
+        "limit",
+        "page",
+        f"Memories per page, 1 to {MAX_PAGE_SIZE} (default {DEFAULT_PAGE_SIZE}).",
+        default=DEFAULT_PAGE_SIZE,
+    ),
+    Param(
+        "cursor",
+        "cursor",
+        "The next_cursor of the previous page, to continue after it; omit for the first page.",
+    ),
 )
 _CUT = (
     'Answers are limited in size: an answer that had to be cut carries "truncated": true and, when more '
@@ -141,8 +151,7 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         "Prefer memory_search to find something specific. " + _ERRORS,
         (
             Param("tag", "text", "Only list memories with exactly this tag."),
-            Param("limit", "page", _PAGE[0], default=DEFAULT_PAGE_SIZE),
-            Param("cursor", "cursor", _PAGE[1]),
+            *_PAGING,
         ),
     ),
     ToolSpec(
@@ -252,8 +261,7 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
             Param("session_id", "text", "Only memories saved by this session id."),
             Param("since", "time", "Only memories created at or after this time (ISO 8601)."),
             Param("until", "time", "Only memories created at or before this time (ISO 8601)."),
-            Param("limit", "page", _PAGE[0], default=DEFAULT_PAGE_SIZE),
-            Param("cursor", "cursor", _PAGE[1]),
+            *_PAGING,
         ),
     ),
     ToolSpec(
