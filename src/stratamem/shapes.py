@@ -37,13 +37,20 @@ def score(value: float) -> float:
 # memory records ---------------------------------------------------------------
 
 
-def list_entry(memory: Memory) -> dict[str, Any]:
-    """One element of ``memory_list``'s ``memories``."""
+def _shown(memory: Memory) -> dict[str, Any]:
+    """What every answer shows of a memory first: key, content, classification, tags."""
     return {
         "key": memory.key,
         "content": memory.content,
         "classification": classification(memory.level),
         "tags": list(memory.tags),
+    }
+
+
+def list_entry(memory: Memory) -> dict[str, Any]:
+    """One element of ``memory_list``'s ``memories``."""
+    return {
+        **_shown(memory),
         "updated_at": memory.updated_at.isoformat(),
     }
 
@@ -52,10 +59,7 @@ def search_entry(hit: Hit) -> dict[str, Any]:
     """One element of ``memory_search``'s ``results``."""
     memory = hit.memory
     return {
-        "key": memory.key,
-        "content": memory.content,
-        "classification": classification(memory.level),
-        "tags": list(memory.tags),
+        **_shown(memory),
         "score": score(hit.score),
     }
 
@@ -63,10 +67,7 @@ def search_entry(hit: Hit) -> dict[str, Any]:
 def export_record(memory: Memory) -> dict[str, Any]:
     """A memory with its provenance, for exports an agent may read (no lineage ids)."""
     return {
-        "key": memory.key,
-        "content": memory.content,
-        "classification": classification(memory.level),
-        "tags": list(memory.tags),
+        **_shown(memory),
         "category": memory.category,
         "agent_id": memory.agent_id,
         "session_id": memory.session_id,

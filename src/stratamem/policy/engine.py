@@ -142,13 +142,7 @@ class Policy:
                 else:
                     decision = Decision(Action.parse(result), name, "", "hook")
             except Exception as exc:  # noqa: BLE001 - a failing hook blocks
-                return Decision(
-                    Action.BLOCK,
-                    name,
-                    "a policy hook failed; blocked",
-                    "error",
-                    detail={"error": type(exc).__name__},
-                )
+                return _failed(name, "a policy hook failed; blocked", exc)
             if decision.action is not Action.ALLOW:
                 return decision
         return None
@@ -175,13 +169,7 @@ class Policy:
                 Action.BLOCK, None, f"policy check timed out after {self.timeout} s; blocked", "timeout"
             )
         except Exception as exc:  # noqa: BLE001 - fail closed
-            return Decision(
-                Action.BLOCK,
-                None,
-                "policy check failed; blocked",
-                "error",
-                detail={"error": type(exc).__name__},
-            )
+            return _failed(None, "policy check failed; blocked", exc)
 
     def approve(self, hook: HookPoint, decision: Decision, facts: Mapping[str, Any]) -> Decision:
         """Turn REQUIRE_APPROVAL into ALLOW or BLOCK by asking the approver.
@@ -345,6 +333,11 @@ class Policy:
         if decision.action is Action.REDACT:
             return OutputCheck(True, redact_text(text, decision), decision)
         return OutputCheck(True, text, decision)
+
+
+def _failed(rule_id: str | None, message: str, exc: Exception) -> Decision:
+    """The BLOCK a hook or a check that raised gives: fail closed, naming the error's type only."""
+    return Decision(Action.BLOCK, rule_id, message, "error", detail={"error": type(exc).__name__})
 
 
 def _summary(decisions: Sequence[Decision], kept: Sequence[Memory]) -> Decision:

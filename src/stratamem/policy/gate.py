@@ -196,6 +196,22 @@ def check(
     return verdict
 
 
+def check_write(
+    store: Store,
+    record: SessionRecord,
+    policy: Policy,
+    write: MemoryWrite,
+    *,
+    path: str,
+    origin: str | None,
+    channel: str | None,
+    detail: Mapping[str, Any] | None = None,
+) -> Verdict:
+    """:func:`check` of one memory write that did not come as a tool call, named after its path."""
+    facts = write_facts(record, policy, write, path=path, origin=origin, channel=channel)
+    return check(store, record, policy, facts, write, name=f"{path} write", path=path, detail=detail)
+
+
 def gated_save(
     session: Session,
     key: str,
@@ -220,15 +236,7 @@ def gated_save(
     write = MemoryWrite(
         check_key(key), check_content(content, max_bytes), check_tags(tags), check_category(category)
     )
-    verdict = check(
-        store,
-        record,
-        policy,
-        write_facts(record, policy, write, path=path, origin=origin, channel=channel),
-        write,
-        name=f"{path} write",
-        path=path,
-    )
+    verdict = check_write(store, record, policy, write, path=path, origin=origin, channel=channel)
     if verdict.blocked:
         raise refusal(f"{path} write", verdict.decision)
     stored = verdict.applied(write)
@@ -258,14 +266,14 @@ def gated_save_many(
     stored: list[MemoryWrite] = []
     for index, item in enumerate(checked):
         write = MemoryWrite(item.key, item.content, item.tags, item.category)
-        verdict = check(
+        verdict = check_write(
             store,
             record,
             policy,
-            write_facts(record, policy, write, path=path, origin=origin, channel=channel),
             write,
-            name=f"{path} write",
             path=path,
+            origin=origin,
+            channel=channel,
             detail={"batch_index": index},
         )
         if verdict.blocked:

@@ -31,6 +31,7 @@ from .context import (
     BLOCK_OVERHEAD,
     Clock,
     ContextConfig,
+    MemoryLike,
     Origin,
     SearchableSession,
     fit_lines,
@@ -122,21 +123,28 @@ def recall_block(
             include_conversation=plan.include_conversation,
             coverage=term_coverage(session.store.analyzer, query) if lexical else None,
         )
-        lines = with_related(
-            session,
-            fit_lines(memories, config),
-            [m.key for m in memories],
-            query,
-            config,
-            BLOCK_OVERHEAD,
-            BLOCK_CLOSE,
-        )
+        lines = _block_lines(session, memories, query, config)
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
         event(entry_count=0, success=False, error=error_summary(exc))
         return RecallResult("", 0, 0, 0)
     withheld = len(hits) - len(passed)
     event(entry_count=len(lines), success=True, found=len(hits), withheld=withheld)
     return RecallResult(format_memory_block(lines), len(hits), len(lines), withheld)
+
+
+def _block_lines(
+    session: SearchableSession, memories: Sequence[MemoryLike], query: str, config: ContextConfig
+) -> list[str]:
+    """The block's lines: the entries that fit, then the memories related to them."""
+    return with_related(
+        session,
+        fit_lines(memories, config),
+        [m.key for m in memories],
+        query,
+        config,
+        BLOCK_OVERHEAD,
+        BLOCK_CLOSE,
+    )
 
 
 def _utc_now() -> datetime:
@@ -177,15 +185,7 @@ def render_memory_context(
     try:
         hits = session.search(user_message, max_results=config.search_limit)
         memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
-        lines = with_related(
-            session,
-            fit_lines(memories, config),
-            [m.key for m in memories],
-            user_message,
-            config,
-            BLOCK_OVERHEAD,
-            BLOCK_CLOSE,
-        )
+        lines = _block_lines(session, memories, user_message, config)
     except Exception as exc:  # noqa: BLE001 - any failure becomes an event; recall never breaks the turn
         emit(
             events,
