@@ -26,6 +26,7 @@ from .private import make_private_dirs
 from .save_many import DEFAULT_MAX_BATCH, check_max_batch
 from .search.semantic import SemanticIndex
 from .session import Session
+from .storage import turn_store
 from .storage.protocol import Backend
 from .storage.records import SessionRecord
 from .storage.sql.audit_pages import AuditQuery, read_page
@@ -259,7 +260,7 @@ class Store:
             agent_id = check_agent_id(agent_id)
         now = self.now()
         messages_before, usage_before = self.retention.cutoffs(before, now)
-        messages, usage = self.backend.purge_turns(messages_before, usage_before, agent_id, now)
+        messages, usage = turn_store.purge_turns(self.backend, messages_before, usage_before, agent_id, now)
         memories = self.backend.purge(before, agent_id, now)  # its file erasure covers the turn rows too
         result = PurgeResult(int(memories) + messages + usage, memories.erased, memories.remaining)
         if not result.erased:
@@ -271,10 +272,10 @@ class Store:
     # the turn's records (operator side; sessions read through ``stratamem.turn``) --------
     def export_turns(self, agent_id: str | None = None) -> Iterator[TranscriptMessage | UsageRecord]:
         """Every transcript message and usage record (of one agent), for JSON Lines export."""
-        return self.backend.export_turns(agent_id, self.now())
+        return turn_store.export_turns(self.backend, agent_id, self.now())
 
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord]) -> int:
-        return self.backend.import_turns(records, self.now())
+        return turn_store.import_turns(self.backend, records, self.now())
 
     def usage(
         self,
@@ -284,7 +285,9 @@ class Store:
         limit: int = 1000,
     ) -> list[UsageRecord]:
         """Usage records across every level (operator accounting), oldest first, at most ``limit``."""
-        return self.backend.usage_records(None, agent_id, since, until, max(1, min(int(limit), 100_000)))
+        return turn_store.usage_records(
+            self.backend, None, agent_id, since, until, max(1, min(int(limit), 100_000))
+        )
 
     def export(self, agent_id: str | None = None) -> Iterator[Memory]:
         if agent_id is not None:

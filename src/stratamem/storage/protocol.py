@@ -23,27 +23,32 @@ from ..scope import OWN, Conversations
 from ..text import Analyzer
 from .records import MemoryDraft, SessionRecord
 from .sql.audit_pages import AuditQuery
-from .sql.transcripts import (
-    MessageDraft,
-    TailMark,
-    TranscriptMessage,
-    TranscriptPage,
-    UsageDraft,
-    UsageRecord,
-)
+from .sql.transcripts import TranscriptMessage, UsageRecord
 
 if TYPE_CHECKING:
-    from decimal import Decimal
-
     from .sql.console import Runner
     from .sql.dialect import Dialect
     from .sql.graph_read import GraphConn
+    from .transaction import Body
     from .vectors import Pending, QueryVector, VectorItem
 
 T = TypeVar("T")
 
 # A graph operation run in a backend transaction: its result and the audit event it records.
 GraphBody = Callable[["GraphConn", "SessionRecord"], tuple[T, AuditDraft]]
+
+
+class TurnSeam(Protocol):
+    """The transactions the turn's records run in (``storage/turn_store.py``), bodies as ``transaction.Transactions``."""
+
+    def read(self, session_id: str, now: datetime, body: Body[Any, T]) -> T: ...
+    def write(self, session_id: str, now: datetime, body: Body[Any, T]) -> T: ...
+    def operator(self, now: datetime, body: Body[Any, T], *, read_only: bool = False) -> T: ...
+    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent: ...
+    def erase_deleted(self, tables: str) -> str:
+        """After an operator transaction deleted rows of ``tables``: erase their bytes from the engine's files
+        where that is a step of its own; what remains and how to finish, "" when nothing does."""
+        ...
 
 
 class Backend(Protocol):
@@ -104,53 +109,9 @@ class Backend(Protocol):
         self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
     ) -> int: ...
 
-    # the turn: transcript messages and usage, labelled with the live taint, read
-    # only by the own agent at levels <= the reader's taint (storage/sql/transcripts.py)
-    def append_messages(
-        self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-    ) -> builtins.list[TranscriptMessage]: ...
-    # append, then read the own tail (the last ``limit``, or what follows ``since``), in one transaction
-    def append_and_tail(
-        self,
-        session_id: str,
-        drafts: Sequence[MessageDraft],
-        now: datetime,
-        limit: int,
-        since: TailMark | None,
-    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]: ...
-    # ``transcript_id`` None: one the caller may not name; read as one that does not exist (audited the same)
-    def read_messages(
-        self,
-        session_id: str,
-        transcript_id: str | None,
-        start: int | None,
-        limit: int,
-        now: datetime,
-        since: TailMark | None = None,
-    ) -> TranscriptPage: ...
-    def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord: ...
-    def usage_spent(
-        self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
-    ) -> builtins.list[Decimal]: ...
-    def usage_records(
-        self,
-        session_id: str | None,
-        agent_id: str | None,
-        since: datetime | None,
-        until: datetime | None,
-        limit: int,
-    ) -> builtins.list[UsageRecord]: ...
-    def purge_turns(
-        self,
-        messages_before: datetime | None,
-        usage_before: datetime | None,
-        agent_id: str | None,
-        now: datetime,
-    ) -> tuple[int, int]: ...
-    def export_turns(
-        self, agent_id: str | None, now: datetime
-    ) -> Iterator[TranscriptMessage | UsageRecord]: ...
-    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int: ...
+    # the turn's transcript messages and usage (``storage/turn_store.py`` runs their bodies through this seam)
+    @property
+    def turns(self) -> TurnSeam: ...
 
     # the operator console: a reader from ``console_sql`` run in one read
     # transaction that may see every row (it applies the clearance itself), and

@@ -26,6 +26,7 @@ from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from ..storage import turn_store
 from ..storage.sql.transcripts import UsageDraft, UsageRecord
 from .errors import ValidationError
 
@@ -261,13 +262,13 @@ class CostLedger:
         cost = computed if cost_usd is None else reported_cost(cost_usd)
         draft = UsageDraft(model, input_tokens, output_tokens, cached_input_tokens, cost)
         store = self.session.store
-        return store.backend.record_usage(self.session.id, draft, store.now())
+        return turn_store.record_usage(store.backend, self.session.id, draft, store.now())
 
     def check_budget(self, budget: Budget, *, now: datetime | None = None) -> BudgetReport:
         """Spend so far this UTC day and month against ``budget`` (what the session's taint covers)."""
         moment = now or self.session.store.now()
-        daily, monthly = self.session.store.backend.usage_spent(
-            self.session.id, None, [day_window(moment), month_window(moment)]
+        daily, monthly = turn_store.usage_spent(
+            self.session.store.backend, self.session.id, None, [day_window(moment), month_window(moment)]
         )
         daily_status = budget_status(daily, budget.daily_usd, budget.warn_ratio)
         monthly_status = budget_status(monthly, budget.monthly_usd, budget.warn_ratio)
@@ -278,6 +279,6 @@ class CostLedger:
         self, since: datetime | None = None, until: datetime | None = None, limit: int = 1000
     ) -> list[UsageRecord]:
         """The usage the session may see (own agent, levels <= taint), oldest first, at most ``limit``."""
-        return self.session.store.backend.usage_records(
-            self.session.id, None, since, until, max(1, min(int(limit), 100_000))
+        return turn_store.usage_records(
+            self.session.store.backend, self.session.id, None, since, until, max(1, min(int(limit), 100_000))
         )

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from ..storage import turn_store
 from ..storage.sql.transcripts import MessageDraft, TailMark, TranscriptMessage, TranscriptPage
 from .errors import LimitExceededError, ValidationError
 from .messages import Message
@@ -99,7 +100,7 @@ class Transcript:
     def append(self, *messages: Message, origin: str | None = None) -> list[TranscriptMessage]:
         """Add messages at the end of the session's own transcript, in one transaction."""
         drafts = [draft_of(m, origin if i == 0 else None) for i, m in enumerate(messages)]
-        return self._backend.append_messages(self.session.id, drafts, self.session.store.now())
+        return turn_store.append_messages(self._backend, self.session.id, drafts, self.session.store.now())
 
     def page(
         self, start: int = 0, limit: int = 100, transcript_id: str | None = None, *, named: bool = True
@@ -120,8 +121,13 @@ class Transcript:
         target = self.session.id if transcript_id is None else transcript_id
         if not isinstance(target, str) or not 0 < len(target) <= 256:
             raise ValidationError("transcript_id must be a session id")
-        result = self._backend.read_messages(
-            self.session.id, target if named else None, start, min(limit, MAX_PAGE), self.session.store.now()
+        result = turn_store.read_messages(
+            self._backend,
+            self.session.id,
+            target if named else None,
+            start,
+            min(limit, MAX_PAGE),
+            self.session.store.now(),
         )
         return [StoredMessage.of(m) for m in result.messages], result.total
 
@@ -144,8 +150,14 @@ class Transcript:
         self._check_window(window)
         sent = self._cache.mark(self.session.id, window) if self._cache is not None else None
         while True:
-            page = self._backend.read_messages(
-                self.session.id, self.session.id, None, window, self.session.store.now(), since=sent
+            page = turn_store.read_messages(
+                self._backend,
+                self.session.id,
+                self.session.id,
+                None,
+                window,
+                self.session.store.now(),
+                since=sent,
             )
             merged = self._merge(window, sent, page)
             if merged is not None:
@@ -159,8 +171,8 @@ class Transcript:
         self._check_window(window)
         draft = draft_of(message, origin)
         sent = self._cache.mark(self.session.id, window) if self._cache is not None else None
-        (stored,), page = self._backend.append_and_tail(
-            self.session.id, [draft], self.session.store.now(), window, sent
+        (stored,), page = turn_store.append_and_tail(
+            self._backend, self.session.id, [draft], self.session.store.now(), window, sent
         )
         merged = self._merge(window, sent, page)
         return stored, *(merged if merged is not None else self.tail(window))

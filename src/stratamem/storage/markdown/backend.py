@@ -36,7 +36,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...audit import AuditDraft, operator_draft
@@ -52,11 +51,7 @@ from ..records import MemoryDraft, SessionRecord
 from ..sql.audit_pages import AuditQuery
 from ..sql.rows import MEMORY_COLUMNS, from_us, row_to_memory
 from ..sql.transcripts import (
-    MessageDraft,
-    TailMark,
     TranscriptMessage,
-    TranscriptPage,
-    UsageDraft,
     UsageRecord,
 )
 from ..sqlite.backend import SQLiteBackend
@@ -645,74 +640,10 @@ class MarkdownBackend:
         self._fresh()
         return self.db.taint_history(session_id)
 
-    # the turn
-    def append_messages(
-        self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-    ) -> builtins.list[TranscriptMessage]:
-        self._fresh()
-        return self.db.append_messages(session_id, drafts, now)
-
-    def append_and_tail(
-        self,
-        session_id: str,
-        drafts: Sequence[MessageDraft],
-        now: datetime,
-        limit: int,
-        since: TailMark | None,
-    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]:
-        self._fresh()
-        return self.db.append_and_tail(session_id, drafts, now, limit, since)
-
-    def read_messages(
-        self,
-        session_id: str,
-        transcript_id: str | None,
-        start: int | None,
-        limit: int,
-        now: datetime,
-        since: TailMark | None = None,
-    ) -> TranscriptPage:
-        self._fresh()
-        return self.db.read_messages(session_id, transcript_id, start, limit, now, since)
-
-    def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
-        self._fresh()
-        return self.db.record_usage(session_id, draft, now)
-
-    def usage_spent(
-        self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
-    ) -> builtins.list[Decimal]:
-        self._fresh()
-        return self.db.usage_spent(session_id, agent_id, windows)
-
-    def usage_records(
-        self,
-        session_id: str | None,
-        agent_id: str | None,
-        since: datetime | None,
-        until: datetime | None,
-        limit: int,
-    ) -> builtins.list[UsageRecord]:
-        self._fresh()
-        return self.db.usage_records(session_id, agent_id, since, until, limit)
-
-    def purge_turns(
-        self,
-        messages_before: datetime | None,
-        usage_before: datetime | None,
-        agent_id: str | None,
-        now: datetime,
-    ) -> tuple[int, int]:
-        self._fresh()
-        return self.db.purge_turns(messages_before, usage_before, agent_id, now)
-
-    def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
-        self._fresh()
-        return self.db.export_turns(agent_id, now)
-
-    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
-        self._fresh()
-        return self.db.import_turns(records, now)
+    # the turn's records: hand edits applied first, then the sidecar's own transactions (no file holds them)
+    @property
+    def turns(self) -> _FreshSidecar:
+        return _FreshSidecar(self)
 
     # the operator console
     def console_read(self, reader: Callable[[console_sql.Runner, Dialect], T]) -> T:
@@ -779,6 +710,32 @@ class MarkdownBackend:
         if self._sidecar_fd >= 0:
             os.close(self._sidecar_fd)
             self._sidecar_fd = -1
+
+
+class _FreshSidecar:
+    """The sidecar's seam, each call after pending hand edits are applied (``MarkdownBackend.turns``)."""
+
+    def __init__(self, backend: MarkdownBackend) -> None:
+        self.backend = backend
+
+    def read(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        self.backend._fresh()
+        return self.backend.db.read(session_id, now, body)
+
+    def write(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        self.backend._fresh()
+        return self.backend.db.write(session_id, now, body)
+
+    def operator(self, now: datetime, body: Body[sqlite3.Connection, T], *, read_only: bool = False) -> T:
+        self.backend._fresh()
+        return self.backend.db.operator(now, body, read_only=read_only)
+
+    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
+        """A read's event, recorded right after the read (which applied the hand edits)."""
+        return self.backend.db.append_audit(draft, now)
+
+    def erase_deleted(self, tables: str) -> str:
+        return self.backend.db.erase_deleted(tables)
 
 
 class _Writing:

@@ -40,7 +40,6 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from decimal import Decimal
 from hashlib import blake2b
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -56,18 +55,14 @@ from ...text import ANALYZER_VERSION, Analyzer
 from ..protocol import GraphBody, T
 from ..records import MemoryDraft, SessionRecord, import_events
 from ..sql import graph_read as graph_sql
-from ..sql import graph_write
+from ..sql import graph_write, transcripts
 from ..sql.audit_group import GroupAppender
 from ..sql.audit_pages import AuditQuery, audit_sql, descending
 from ..sql.dialect import POSTGRES, Dialect
 from ..sql.rows import event_to_row, from_us, one_row, to_us
 from ..sql.transcripts import COPIED as TURN_TABLES
 from ..sql.transcripts import (
-    MessageDraft,
-    TailMark,
     TranscriptMessage,
-    TranscriptPage,
-    UsageDraft,
     UsageRecord,
 )
 from ..transaction import Appender, Body, Tx, no_append
@@ -77,7 +72,6 @@ from . import (
     index,
     schema,
     sessions,
-    transcripts,
     vectors,
 )
 from . import (
@@ -146,7 +140,8 @@ class PostgresBackend:
         "taint_events": {"session_id", "reason", "source"},
         "memories": {"content", "session_id"},
         "audit": {"session_id"},
-        **transcripts.ESCAPED,
+        "turn_messages": {"session_id", "content", "tool_calls", "tool_call_id", "origin"},
+        "turn_usage": {"session_id", "model"},
         **{table: set() for table in graph_sql.COPIED_TABLES},
     }
 
@@ -676,85 +671,22 @@ class PostgresBackend:
             raise NotFound(f"no memory with key {key!r} at level {record.taint.name}")
         return memory
 
-    # ------------------------------------------------------------------ turns (storage/postgres/transcripts.py)
+    # ------------------------------------------------------------------ the turn's records (storage/turn_store.py)
 
-    def append_messages(
-        self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-    ) -> builtins.list[TranscriptMessage]:
-        return transcripts.append_messages(self, session_id, drafts, now)[0]
+    @property
+    def turns(self) -> PostgresBackend:
+        """The turn's bodies run through this backend's own seam (row-level security binds each transaction)."""
+        return self
 
-    def append_and_tail(
-        self,
-        session_id: str,
-        drafts: Sequence[MessageDraft],
-        now: datetime,
-        limit: int,
-        since: TailMark | None,
-    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]:
-        stored, page = transcripts.append_messages(self, session_id, drafts, now, (limit, since))
-        assert page is not None
-        return stored, page
-
-    def read_messages(
-        self,
-        session_id: str,
-        transcript_id: str | None,
-        start: int | None,
-        limit: int,
-        now: datetime,
-        since: TailMark | None = None,
-    ) -> TranscriptPage:
-        return transcripts.read_messages(self, session_id, transcript_id, start, limit, now, since)
-
-    def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
-        return transcripts.record_usage(self, session_id, draft, now)
-
-    def usage_spent(
-        self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
-    ) -> builtins.list[Decimal]:
-        return transcripts.usage_spent(self, session_id, agent_id, windows)
-
-    def usage_records(
-        self,
-        session_id: str | None,
-        agent_id: str | None,
-        since: datetime | None,
-        until: datetime | None,
-        limit: int,
-    ) -> builtins.list[UsageRecord]:
-        return transcripts.usage_records(self, session_id, agent_id, since, until, limit)
-
-    def purge_turns(
-        self,
-        messages_before: datetime | None,
-        usage_before: datetime | None,
-        agent_id: str | None,
-        now: datetime,
-    ) -> tuple[int, int]:
-        return transcripts.purge(self, messages_before, usage_before, agent_id, now)
-
-    def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
-        records = transcripts.export(self, agent_id)
-        self.append_audit(
-            operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now
-        )
-        return iter(records)
-
-    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
-        prepared = list(records)
-        return self._operator(lambda conn: self._import_turn_rows(conn, prepared, now))
+    def erase_deleted(self, tables: str) -> str:
+        """PostgreSQL keeps deleted rows' bytes in its files until the tables are rewritten: ``_vacuum``."""
+        return self._vacuum(tables)
 
     def _import_turn_rows(
         self, conn: psycopg.Connection, records: Sequence[TranscriptMessage | UsageRecord], now: datetime
     ) -> int:
-        count = transcripts.import_rows(conn, records)
-        self._append(
-            conn,
-            operator_draft(
-                "import.turns", detail={"count": count}, levels=tuple(sorted({r.level for r in records}))
-            ),
-            now,
-        )
+        count = transcripts.insert_rows(conn, POSTGRES, records)
+        self._append(conn, transcripts.import_draft(records, count), now)
         return count
 
     # ------------------------------------------------------------------ operator actions

@@ -78,6 +78,7 @@ class Dialect:
     # them runs in a server function instead of in the shared SQL
     row_security: bool
     decode: Callable[[str | None], str | None] = _unchanged  # stored text back as written
+    encode: Callable[[str | None], str | None] = _unchanged  # free text as this engine can store it
 
     def named(self, name: str) -> str:
         """A named parameter: ``:name`` or psycopg's ``%(name)s``."""
@@ -96,6 +97,14 @@ class Dialect:
         decoded = self.decode(value)
         assert decoded is not None
         return decoded
+
+    def inserted_id(self, conn: Any, sql: str, params: Sequence[Any]) -> int:
+        """Run one ``INSERT`` (already in this engine's spelling) and return the new row's id."""
+        if self.name == "sqlite":
+            return int(conn.execute(sql, params).lastrowid)
+        row = conn.execute(sql + " RETURNING id", params).fetchone()
+        assert row is not None
+        return int(row[0])
 
     def executemany(self, conn: Any, sql: str, seq: Sequence[Any]) -> None:
         """Run ``sql`` (already in this engine's spelling) once per parameter set.
@@ -138,4 +147,5 @@ POSTGRES = Dialect(
     deleted_hint="",
     row_security=True,
     decode=dec,
+    encode=enc,
 )

@@ -9,6 +9,11 @@ so ``dump`` rows move between backends unchanged.
 Positions. A reader's position numbers are ranks over the messages *it* may
 see (own agent, level <= taint, oldest first), never row ids: a row id would
 reveal how many messages the reader cannot see.
+
+The SQL of every turn operation is here once, as bodies that run inside a
+backend's transaction (``storage/transaction.py``) and ask ``tx.dialect`` how
+the engine spells a placeholder and stores free text (PostgreSQL escapes NUL);
+``storage/turn_store.py`` runs them through the backend's seam.
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ...audit import AuditDraft
+from ...audit import AuditDraft, operator_draft
 from ...levels import Level
 from .dialect import Dialect
-from .rows import from_us
+from .rows import from_us, to_us
 
 if TYPE_CHECKING:
     from ..records import SessionRecord
+    from ..transaction import Tx
 
 MESSAGE_COLUMNS = (
     "id, session_id, agent_id, level, role, content, tool_calls, tool_call_id, origin, created_us"
@@ -262,4 +268,245 @@ def read_draft(
         record.agent_id,
         record.taint,
         detail={"count": count, "start": first, "own": own},
+    )
+
+
+# ---------------------------------------------------------------------------- bodies: the SQL of each operation
+
+_WHERE_VISIBLE = "FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ?"
+_MESSAGE_INSERT = (
+    f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)"
+)
+_USAGE_INSERT = f"INSERT INTO turn_usage ({USAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)"
+# Free-text columns (may hold NUL): message and usage tuples in column order without the id.
+_MESSAGE_TEXT = (0, 4, 5, 6, 7)
+_USAGE_TEXT = (0, 3)
+
+
+def _query(tx: Tx[Any]) -> Query:
+    return lambda sql, params: tx.conn.execute(sql, params).fetchall()
+
+
+def _encoded(dialect: Dialect, row: Sequence[Any], text: tuple[int, ...]) -> tuple[Any, ...]:
+    return tuple(dialect.encode(v) if i in text and isinstance(v, str) else v for i, v in enumerate(row))
+
+
+def _decoded(dialect: Dialect, row: Sequence[Any]) -> list[Any]:
+    """A stored ``MESSAGE_COLUMNS`` row with its free text as written."""
+    r = list(row)
+    for i in (1, 5, 6, 7, 8):
+        r[i] = dialect.decode(r[i])
+    return r
+
+
+def _message(dialect: Dialect, row: Sequence[Any], position: int) -> TranscriptMessage:
+    return row_to_message(_decoded(dialect, row), position)
+
+
+def _usage(dialect: Dialect, row: Sequence[Any]) -> UsageRecord:
+    r = list(row)
+    r[1], r[4] = dialect.decode(r[1]), dialect.decode(r[4])
+    return row_to_usage(r)
+
+
+def append_body(
+    tx: Tx[Any], drafts: Sequence[MessageDraft], tail: tuple[int, TailMark | None] | None
+) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
+    """Write: append ``drafts`` at the live taint; with ``tail`` (limit, mark) also read the own tail."""
+    conn, record, dialect = tx.conn, tx.record, tx.dialect
+    scope = (dialect.encode(record.id), record.agent_id, int(record.taint))
+    (start,) = conn.execute(dialect.sql(f"SELECT count(*) {_WHERE_VISIBLE}"), scope).fetchone()
+    insert = dialect.sql(_MESSAGE_INSERT)
+    stored = []
+    for offset, d in enumerate(drafts):
+        row = (
+            record.id,
+            record.agent_id,
+            int(record.taint),
+            d.role,
+            d.content,
+            d.tool_calls,
+            d.tool_call_id,
+            d.origin,
+            to_us(tx.now),
+        )
+        row_id = dialect.inserted_id(conn, insert, _encoded(dialect, row, _MESSAGE_TEXT))
+        stored.append(row_to_message((row_id, *row), start + offset))
+    events = [append_draft(record, drafts)]
+    page = None
+    if tail is not None:
+        page = _tail(tx, record.id, *tail)
+        events.append(read_draft(record, page, tail[0], own=True))
+    tx.append_many(events)
+    return stored, page
+
+
+def _tail(tx: Tx[Any], transcript_id: str, limit: int, since: TailMark | None) -> TranscriptPage:
+    scope = (tx.dialect.encode(transcript_id), tx.record.agent_id, int(tx.record.taint))
+    rows, first, total, last, delta = tail_rows(_query(tx), tx.dialect, scope, limit, since)
+    messages = tuple(_message(tx.dialect, r, first + i) for i, r in enumerate(rows))
+    return TranscriptPage(messages, total, last, delta)
+
+
+def read_body(
+    tx: Tx[Any], transcript_id: str | None, start: int | None, limit: int, since: TailMark | None
+) -> TranscriptPage:
+    """Read: positions ``start .. start+limit`` of what the reader may see of ``transcript_id``.
+
+    ``start`` None: the last ``limit`` (only those after ``since`` when the reader holds the rest).
+    ``transcript_id`` None: a transcript the caller may not name (``UNNAMED``).
+    """
+    if transcript_id is None:
+        return UNNAMED
+    if start is None:
+        return _tail(tx, transcript_id, limit, since)
+    scope = (tx.dialect.encode(transcript_id), tx.record.agent_id, int(tx.record.taint))
+    rows, total = range_rows(_query(tx), tx.dialect, scope, start, limit)
+    return TranscriptPage(tuple(_message(tx.dialect, r, start + i) for i, r in enumerate(rows)), total)
+
+
+def usage_body(tx: Tx[Any], draft: UsageDraft) -> UsageRecord:
+    """Write: one usage record at the live taint, and its ``usage.record`` event (counts, never content)."""
+    record = tx.record
+    row = (
+        record.id,
+        record.agent_id,
+        int(record.taint),
+        draft.model,
+        draft.input_tokens,
+        draft.output_tokens,
+        draft.cached_input_tokens,
+        str(draft.cost_usd),
+        to_us(tx.now),
+    )
+    row_id = tx.dialect.inserted_id(
+        tx.conn, tx.dialect.sql(_USAGE_INSERT), _encoded(tx.dialect, row, _USAGE_TEXT)
+    )
+    tx.append(
+        AuditDraft(
+            "usage.record",
+            record.id,
+            record.agent_id,
+            record.taint,
+            levels=(record.taint,),
+            detail={
+                "model": draft.model[:100],
+                "input_tokens": draft.input_tokens,
+                "output_tokens": draft.output_tokens,
+            },
+        )
+    )
+    return row_to_usage((row_id, *row))
+
+
+def _usage_scope(tx: Tx[Any], agent_id: str | None) -> tuple[str, tuple[Any, ...]]:
+    """The usage rows a read sees: the session's agent at levels <= its taint, or (operator) one agent or all."""
+    if tx.session is not None:
+        return "AND agent_id = ? AND level <= ?", (tx.session.agent_id, int(tx.session.taint))
+    if agent_id is not None:
+        return "AND agent_id = ?", (agent_id,)
+    return "", ()
+
+
+def spent_body(
+    tx: Tx[Any], agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
+) -> list[Decimal]:
+    """Read: the exact spend per window."""
+    clauses, params = _usage_scope(tx, agent_id)
+    sql = tx.dialect.sql(f"SELECT cost_usd FROM turn_usage WHERE at_us >= ? AND at_us < ? {clauses}")
+    return [
+        sum_costs([r[0] for r in tx.conn.execute(sql, (to_us(since), to_us(until), *params))])
+        for since, until in windows
+    ]
+
+
+def usage_rows_body(
+    tx: Tx[Any], agent_id: str | None, since: datetime | None, until: datetime | None, limit: int
+) -> list[UsageRecord]:
+    """Read: usage records in ``[since, until)``, oldest first, at most ``limit``."""
+    clauses, params = _usage_scope(tx, agent_id)
+    low = to_us(since) if since else -(2**62)
+    high = to_us(until) if until else 2**62
+    rows = tx.conn.execute(
+        tx.dialect.sql(
+            f"SELECT {USAGE_COLUMNS} FROM turn_usage WHERE at_us >= ? AND at_us < ? {clauses} ORDER BY id LIMIT ?"
+        ),
+        (low, high, *params, limit),
+    ).fetchall()
+    return [_usage(tx.dialect, r) for r in rows]
+
+
+def purge_body(
+    tx: Tx[Any], messages_before: datetime | None, usage_before: datetime | None, agent_id: str | None
+) -> tuple[int, int]:
+    """Operator: hard-delete messages and usage older than their retention, and the ``purge.turns`` event."""
+    agent_sql, agent_params = ("AND agent_id = ?", [agent_id]) if agent_id is not None else ("", [])
+    messages = usage = 0
+    if messages_before is not None:
+        messages = tx.conn.execute(
+            tx.dialect.sql(f"DELETE FROM turn_messages WHERE created_us < ? {agent_sql}"),
+            [to_us(messages_before), *agent_params],
+        ).rowcount
+    if usage_before is not None:
+        usage = tx.conn.execute(
+            tx.dialect.sql(f"DELETE FROM turn_usage WHERE at_us < ? {agent_sql}"),
+            [to_us(usage_before), *agent_params],
+        ).rowcount
+    tx.append(operator_draft("purge.turns", agent_id=agent_id, detail={"messages": messages, "usage": usage}))
+    return messages, usage
+
+
+def export_body(tx: Tx[Any], agent_id: str | None) -> list[TranscriptMessage | UsageRecord]:
+    """Operator read: every message (positioned per transcript) then every usage record, in row order."""
+    agent_sql, params = ("WHERE agent_id = ?", (agent_id,)) if agent_id is not None else ("", ())
+    messages = tx.conn.execute(
+        tx.dialect.sql(f"SELECT {MESSAGE_COLUMNS} FROM turn_messages {agent_sql} ORDER BY id"), params
+    ).fetchall()
+    usage = tx.conn.execute(
+        tx.dialect.sql(f"SELECT {USAGE_COLUMNS} FROM turn_usage {agent_sql} ORDER BY id"), params
+    ).fetchall()
+    out: list[TranscriptMessage | UsageRecord] = list(positioned(_decoded(tx.dialect, r) for r in messages))
+    out.extend(_usage(tx.dialect, r) for r in usage)
+    return out
+
+
+def insert_rows(conn: Any, dialect: Dialect, records: Iterable[TranscriptMessage | UsageRecord]) -> int:
+    """Append imported records inside the caller's transaction, order kept; returns how many."""
+    message_sql, usage_sql = dialect.sql(_MESSAGE_INSERT), dialect.sql(_USAGE_INSERT)
+    count = 0
+    for r in records:
+        if isinstance(r, TranscriptMessage):
+            row: tuple[Any, ...] = (
+                r.session_id,
+                r.agent_id,
+                int(r.level),
+                r.role,
+                r.content,
+                r.tool_calls,
+                r.tool_call_id,
+                r.origin,
+                to_us(r.created_at),
+            )
+            conn.execute(message_sql, _encoded(dialect, row, _MESSAGE_TEXT))
+        else:
+            row = (
+                r.session_id,
+                r.agent_id,
+                int(r.level),
+                r.model,
+                r.input_tokens,
+                r.output_tokens,
+                r.cached_input_tokens,
+                str(r.cost_usd),
+                to_us(r.time),
+            )
+            conn.execute(usage_sql, _encoded(dialect, row, _USAGE_TEXT))
+        count += 1
+    return count
+
+
+def import_draft(records: Sequence[TranscriptMessage | UsageRecord], count: int) -> AuditDraft:
+    """The ``import.turns`` operator event: how many records and the levels they carry."""
+    return operator_draft(
+        "import.turns", detail={"count": count}, levels=tuple(sorted({r.level for r in records}))
     )

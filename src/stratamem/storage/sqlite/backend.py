@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ... import paging
@@ -36,18 +35,14 @@ from ...text import ANALYZER_VERSION, Analyzer
 from ..protocol import GraphBody, T
 from ..records import MemoryDraft, SessionRecord, draft_memory, import_events, save_event
 from ..sql import graph_read as graph_sql
-from ..sql import graph_write, listing
+from ..sql import graph_write, listing, transcripts
 from ..sql.audit_group import GroupAppender
 from ..sql.audit_pages import AuditQuery, audit_sql, descending
 from ..sql.dialect import SQLITE as DIALECT
 from ..sql.rows import MEMORY_COLUMNS, event_to_row, from_us, row_to_event, row_to_memory, to_us
 from ..sql.transcripts import COPIED as TURN_TABLES
 from ..sql.transcripts import (
-    MessageDraft,
-    TailMark,
     TranscriptMessage,
-    TranscriptPage,
-    UsageDraft,
     UsageRecord,
 )
 from ..transaction import Appender, Body, Tx, no_append
@@ -59,7 +54,6 @@ from . import (
     rank,
     schema,
     sessions,
-    transcripts,
     vectors,
     versions,
     wal_erase,
@@ -449,93 +443,22 @@ class SQLiteBackend:
     ) -> None:
         self.append_audit(AuditDraft(op, record.id, record.agent_id, record.taint, detail=detail), now)
 
-    # ------------------------------------------------------------------ turns (storage/sqlite/transcripts.py)
+    # ------------------------------------------------------------------ the turn's records (storage/turn_store.py)
 
-    def append_messages(
-        self, session_id: str, drafts: Sequence[MessageDraft], now: datetime
-    ) -> list[TranscriptMessage]:
-        return transcripts.append_messages(self, session_id, drafts, now)[0]
+    @property
+    def turns(self) -> SQLiteBackend:
+        """The turn's bodies run through this backend's own seam."""
+        return self
 
-    def append_and_tail(
-        self,
-        session_id: str,
-        drafts: Sequence[MessageDraft],
-        now: datetime,
-        limit: int,
-        since: TailMark | None,
-    ) -> tuple[builtins.list[TranscriptMessage], TranscriptPage]:
-        stored, page = transcripts.append_messages(self, session_id, drafts, now, (limit, since))
-        assert page is not None
-        return stored, page
-
-    def read_messages(
-        self,
-        session_id: str,
-        transcript_id: str | None,
-        start: int | None,
-        limit: int,
-        now: datetime,
-        since: TailMark | None = None,
-    ) -> TranscriptPage:
-        return transcripts.read_messages(self, session_id, transcript_id, start, limit, now, since)
-
-    def record_usage(self, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
-        return transcripts.record_usage(self, session_id, draft, now)
-
-    def usage_spent(
-        self, session_id: str | None, agent_id: str | None, windows: Sequence[tuple[datetime, datetime]]
-    ) -> builtins.list[Decimal]:
-        return transcripts.usage_spent(self, session_id, agent_id, windows)
-
-    def usage_records(
-        self,
-        session_id: str | None,
-        agent_id: str | None,
-        since: datetime | None,
-        until: datetime | None,
-        limit: int,
-    ) -> list[UsageRecord]:
-        return transcripts.usage_records(self, session_id, agent_id, since, until, limit)
-
-    def purge_turns(
-        self,
-        messages_before: datetime | None,
-        usage_before: datetime | None,
-        agent_id: str | None,
-        now: datetime,
-    ) -> tuple[int, int]:
-        """Inside one transaction; ``Store.purge`` runs the memory purge next, whose WAL truncation erases these too."""
-        with self._errors(), self._tx(write=True) as conn:
-            counts = transcripts.purge(conn, messages_before, usage_before, agent_id)
-            self._append(
-                conn,
-                operator_draft(
-                    "purge.turns", agent_id=agent_id, detail={"messages": counts[0], "usage": counts[1]}
-                ),
-                now,
-            )
-        return counts
-
-    def export_turns(self, agent_id: str | None, now: datetime) -> Iterator[TranscriptMessage | UsageRecord]:
-        records = list(transcripts.export(self, agent_id, now))
-        self.append_audit(
-            operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now
-        )
-        return iter(records)
-
-    def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
-        with self._errors(), self._tx(write=True) as conn:
-            return self._import_turn_rows(conn, list(records), now)
+    def erase_deleted(self, tables: str) -> str:
+        """Nothing of its own: ``Store.purge`` runs the memory purge next, whose WAL truncation erases these too."""
+        return ""
 
     def _import_turn_rows(
         self, conn: sqlite3.Connection, records: Sequence[TranscriptMessage | UsageRecord], now: datetime
     ) -> int:
-        count = transcripts.import_rows(conn, records)
-        self._append(
-            conn,
-            operator_draft("import.turns", detail={"count": count}, levels=transcripts.levels_of(records)),
-            now,
-        )
+        count = transcripts.insert_rows(conn, DIALECT, records)
+        self._append(conn, transcripts.import_draft(records, count), now)
         return count
 
     def list(
