@@ -23,11 +23,18 @@ from stratamem.audit_anchor import AuditAnchor, read_anchor
 from stratamem.cli import cli
 
 
+def _sqlite(store):
+    """The SQLite backend holding the store's tables (the Markdown store's sidecar), or None on PostgreSQL."""
+    backend = getattr(store.backend, "db", store.backend)
+    return backend if hasattr(backend, "_conn") else None
+
+
 def _raw(store, statements: list[tuple[str, tuple]]) -> None:
     """Run SQL on the store's tables behind its back ('?' placeholders)."""
-    if hasattr(store.backend, "_conn"):  # SQLite, file or memory
+    sqlite = _sqlite(store)
+    if sqlite is not None:  # SQLite, file or memory, or the Markdown store's SQLite sidecar
         for sql, params in statements:
-            store.backend._conn.execute(sql, params)
+            sqlite._conn.execute(sql, params)
         return
     import pg_server
     import psycopg
@@ -40,7 +47,7 @@ def _raw(store, statements: list[tuple[str, tuple]]) -> None:
 
 def _set_head(store, seq: int, digest: str) -> list[tuple[str, tuple]]:
     """Statements that make the store's own head record say (seq, digest), as a careful attacker would."""
-    if hasattr(store.backend, "_conn"):
+    if _sqlite(store) is not None:
         if seq == 0:
             return [("DELETE FROM meta WHERE name = 'audit_head'", ())]
         return [("UPDATE meta SET value = ? WHERE name = 'audit_head'", (f"{seq}:{digest}",))]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -255,14 +256,29 @@ def test_mcp_over_stdio_answers_a_refused_message_and_keeps_serving(tmp_path):
         _tool_call(b'{"key": "k", "content": "caf\xe9"}', 8),
         b'{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}',
     ]
-    process = subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, "-m", "stratamem", "--db", str(tmp_path / "m.db"), "mcp"],
-        input=b"\n".join(lines) + b"\n",
-        capture_output=True,
-        timeout=120,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         env={"PYTHONPATH": str(Path(sm.__file__).parents[1]), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
     )
-    answers = {a.get("id"): a for a in map(json.loads, process.stdout.decode().splitlines())}
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(b"\n".join(lines) + b"\n")
+    process.stdin.flush()
+    # stdin stays open until the last answer is read: at end of input a server may drop calls still in flight
+    answers: dict[object, dict] = {}
+    deadline = threading.Timer(120, process.kill)  # a hung server ends the read loop instead of the test run
+    deadline.start()
+    while 9 not in answers:
+        line = process.stdout.readline()
+        if not line:
+            break
+        answer = json.loads(line)
+        answers[answer.get("id")] = answer
+    deadline.cancel()
+    process.stdin.close()
+    process.wait(timeout=120)
     shift = len(_tool_call(b"")) - 2
     for ident, message in (
         (7, _shifted(HOSTILE[0][2], shift)),
@@ -272,7 +288,7 @@ def test_mcp_over_stdio_answers_a_refused_message_and_keeps_serving(tmp_path):
         assert error["code"] == -32700 and error["data"]["error"]["code"] == "VALIDATION_ERROR"
         assert error["message"].startswith("message: not valid JSON at line 1 column")
         assert error["message"].endswith(message)
-    assert len(answers[9]["result"]["tools"]) > 0, process.stderr.decode()
+    assert len(answers[9]["result"]["tools"]) > 0, process.stderr.read().decode() if process.stderr else ""
     with sm.open_store(str(tmp_path / "m.db")) as store:
         session = store.session("main")
         session.escalate(sm.Level.RESTRICTED, "check")
