@@ -19,7 +19,7 @@ Readers add the tail to ``term_stats``: the rows of the session's own
 partitions only (agent in scope, level at most the taint), the same filter
 ``term_stats`` is read with, so every document frequency is the exact integer
 it would be had each write updated ``term_stats`` itself — noninterference
-holds by construction (``tests/test_noninterference.py``).
+holds by construction (``tests/conformance/test_noninterference.py``).
 """
 
 from __future__ import annotations

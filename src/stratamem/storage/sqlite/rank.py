@@ -6,7 +6,7 @@ that view alone — ``part_stats`` and ``term_stats`` over the session's
 partitions, the postings tail and the pending decrements added, the few
 versions expired or shadowed for this session subtracted — and ranking sums
 fixed-point contributions, so nothing in a ranking depends on a record the
-session cannot see (``tests/test_noninterference.py``).
+session cannot see (``tests/conformance/test_noninterference.py``).
 """
 
 from __future__ import annotations
