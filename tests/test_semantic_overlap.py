@@ -140,4 +140,4 @@ def test_the_query_embeds_while_pending_records_are_looked_up_never_beside_their
     assert order == ["query started"]
     assert not embedder.overlapped
     assert {h.memory.key for h in hits} == {"k0", "k1"}
-    assert store.backend.pending_vectors(s.id, 10, store.now()) == []  # caught up by that search
+    assert store.backend.vectors.pending_vectors(s.id, 10, store.now()) == []  # caught up by that search

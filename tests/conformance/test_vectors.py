@@ -7,7 +7,7 @@ from stratamem import Level
 
 
 def _pending(store) -> int:
-    return store.backend.all_pending_vectors(100)[1]
+    return store.backend.vectors.all_pending_vectors(100)[1]
 
 
 def test_pending_marks_follow_saves_and_reindex(make_store):

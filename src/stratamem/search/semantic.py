@@ -87,7 +87,7 @@ class SemanticIndex:
         if not self._loaded:
             embedder = resolve(self._spec, self._store.analyzer.languages)  # a failure is retried next time
             if embedder is not None:
-                self._store.backend.use_embedder(embedder.identity)
+                self._store.backend.vectors.use_embedder(embedder.identity)
             self._embedder, self._loaded = embedder, True
         return self._embedder
 
@@ -171,7 +171,7 @@ class SemanticIndex:
         """Embed up to ``CATCH_UP`` of the session's visible pending records, once ``after`` (a query
         still embedding) is done."""
         backend = self._store.backend
-        pending = backend.pending_vectors(session_id, CATCH_UP, self._store.now(), conversations)
+        pending = backend.vectors.pending_vectors(session_id, CATCH_UP, self._store.now(), conversations)
         if pending and isinstance(after, QueryEmbedding):
             wait([after.future])  # its error, if any, is the search's to raise
         return self._embed(embedder, pending)
@@ -188,14 +188,14 @@ class SemanticIndex:
         from .dense import quantise
 
         items = [(p, *quantise(v)) for p, v in zip(pending, vectors, strict=True)]
-        return self._store.backend.store_vectors(embedder.identity, items)
+        return self._store.backend.vectors.store_vectors(embedder.identity, items)
 
     def reindex(self, progress: Callable[[int, int], None] | None, force: bool) -> int:
         embedder = self._require()
         backend = self._store.backend
-        backend.use_embedder(embedder.identity, reset=force)
+        backend.vectors.use_embedder(embedder.identity, reset=force)
         done = 0
-        batch, total = backend.all_pending_vectors(REINDEX_BATCH)
+        batch, total = backend.vectors.all_pending_vectors(REINDEX_BATCH)
         while batch:
             written = self._embed(embedder, batch)
             done += len(batch)
@@ -203,7 +203,7 @@ class SemanticIndex:
                 progress(min(done, total), total)
             if written == 0:
                 break  # every record of the batch changed meanwhile; the next search or reindex takes them
-            batch, _ = backend.all_pending_vectors(REINDEX_BATCH)
+            batch, _ = backend.vectors.all_pending_vectors(REINDEX_BATCH)
         self._store.audit(
             AuditDraft("reindex", detail={"embedded": done, "model": embedder.identity, "force": bool(force)})
         )

@@ -51,6 +51,29 @@ class TurnSeam(Protocol):
         ...
 
 
+class VectorIndex(Protocol):
+    """Search by meaning (``search/semantic.py``): the vectors of memory versions, made outside the write path."""
+
+    def use_embedder(self, identity: str, reset: bool = False) -> None:
+        """Record the store's embedder: vectors of another model (all, with ``reset``) become pending."""
+        ...
+
+    def pending_vectors(
+        self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN
+    ) -> list[Pending]:
+        """Up to ``limit`` versions visible to the session still waiting for their vector."""
+        ...
+
+    def all_pending_vectors(self, limit: int) -> tuple[list[Pending], int]:
+        """Up to ``limit`` versions waiting for their vector, of every agent, and how many wait in all."""
+        ...
+
+    def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int:
+        """Write (pending record, int8 codes, scale) items made by ``model``, each only if its memory is
+        unchanged since it was read; how many were written."""
+        ...
+
+
 class Backend(Protocol):
     analyzer: Analyzer
 
@@ -139,13 +162,9 @@ class Backend(Protocol):
     def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T: ...
     def graph_operator(self, now: datetime, body: Callable[[GraphConn], tuple[T, AuditDraft]]) -> T: ...
 
-    # search by meaning (``semantic.py``): vectors made outside the write path
-    def use_embedder(self, identity: str, reset: bool = False) -> None: ...
-    def pending_vectors(
-        self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN
-    ) -> builtins.list[Pending]: ...
-    def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]: ...
-    def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int: ...
+    # search by meaning (``search/semantic.py``): vectors made outside the write path
+    @property
+    def vectors(self) -> VectorIndex: ...
 
     def close(self) -> None: ...
 

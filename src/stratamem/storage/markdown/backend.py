@@ -684,24 +684,10 @@ class MarkdownBackend:
         self._fresh()
         return self.db.graph_operator(now, body)
 
-    # search by meaning
-    def use_embedder(self, identity: str, reset: bool = False) -> None:
-        self._fresh()
-        self.db.use_embedder(identity, reset)
-
-    def pending_vectors(
-        self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN
-    ) -> builtins.list[Pending]:
-        self._fresh()
-        return self.db.pending_vectors(session_id, limit, now, conversations)
-
-    def all_pending_vectors(self, limit: int) -> tuple[builtins.list[Pending], int]:
-        self._fresh()
-        return self.db.all_pending_vectors(limit)
-
-    def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int:
-        self._fresh()
-        return self.db.store_vectors(model, items)
+    # search by meaning: the sidecar's vectors, hand edits applied first (no file holds them)
+    @property
+    def vectors(self) -> _FreshSidecar:
+        return _FreshSidecar(self)
 
     def close(self) -> None:
         self._release_held()
@@ -713,7 +699,8 @@ class MarkdownBackend:
 
 
 class _FreshSidecar:
-    """The sidecar's seam, each call after pending hand edits are applied (``MarkdownBackend.turns``)."""
+    """The sidecar's seam and vectors, each call after pending hand edits are applied
+    (``MarkdownBackend.turns`` and ``MarkdownBackend.vectors``)."""
 
     def __init__(self, backend: MarkdownBackend) -> None:
         self.backend = backend
@@ -736,6 +723,24 @@ class _FreshSidecar:
 
     def erase_deleted(self, tables: str) -> str:
         return self.backend.db.erase_deleted(tables)
+
+    def use_embedder(self, identity: str, reset: bool = False) -> None:
+        self.backend._fresh()
+        self.backend.db.vectors.use_embedder(identity, reset)
+
+    def pending_vectors(
+        self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN
+    ) -> list[Pending]:
+        self.backend._fresh()
+        return self.backend.db.vectors.pending_vectors(session_id, limit, now, conversations)
+
+    def all_pending_vectors(self, limit: int) -> tuple[list[Pending], int]:
+        self.backend._fresh()
+        return self.backend.db.vectors.all_pending_vectors(limit)
+
+    def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int:
+        self.backend._fresh()
+        return self.backend.db.vectors.store_vectors(model, items)
 
 
 class _Writing:

@@ -601,7 +601,12 @@ class PostgresBackend:
             conversations,
         )
 
-    # ------------------------------------------------------------------ vectors (pg_vectors)
+    # ------------------------------------------------------------------ vectors (postgres/vectors.py)
+
+    @property
+    def vectors(self) -> PostgresBackend:
+        """Search by meaning's vectors: this backend's own methods below (``protocol.VectorIndex``)."""
+        return self
 
     def pending_vectors(
         self, session_id: str, limit: int, now: datetime, conversations: Conversations = OWN

@@ -500,7 +500,12 @@ class SQLiteBackend:
         self._audit_read(record, "search", [h.memory for h in hits], now, detail)
         return hits
 
-    # ------------------------------------------------------------------ vectors (sqlite_vectors)
+    # ------------------------------------------------------------------ vectors (sqlite/vectors.py)
+
+    @property
+    def vectors(self) -> SQLiteBackend:
+        """Search by meaning's vectors: this backend's own methods below (``protocol.VectorIndex``)."""
+        return self
 
     def vector_cache(self) -> VectorCache:
         """This process's matrix of vectors (made on the first dense search; guarded by ``_vector_lock``)."""
