@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from stratamem import Level, NotFound
+from stratamem.storage import graph_store
 from stratamem.storage.sql import graph_read as q
 
 NAMES = ["n0", "n1", "n2"]
@@ -82,7 +83,7 @@ def test_partition_counts_minus_flagged_rows_are_exact(backend, tmp_path, steps,
             got = q.visible_stats(gc, q.Scope(record))[:2]
             return (got, brute_force(nodes, obs, ("a", "b"), int(taint))), q.AuditDraft("test")
 
-        got, expected = store.backend.graph_operator(store.now(), body)
+        got, expected = graph_store.operator(store.backend, store.now(), body)
         assert got == expected
     finally:
         store.close()

@@ -26,7 +26,7 @@ from .private import make_private_dirs
 from .save_many import DEFAULT_MAX_BATCH, check_max_batch
 from .search.semantic import SemanticIndex
 from .session import Session
-from .storage import turn_store
+from .storage import graph_store, turn_store
 from .storage.protocol import Backend
 from .storage.records import SessionRecord
 from .storage.sql.audit_pages import AuditQuery, read_page
@@ -390,7 +390,8 @@ class Store:
         if scan:
             screen(entities, relations)
         now = self.now()
-        return self.backend.graph_operator(
+        return graph_store.operator(
+            self.backend,
             now,
             lambda gc: graph_write.import_graph(
                 gc, self.analyzer, agent_id, chosen, entities, relations, now
@@ -409,8 +410,8 @@ class Store:
         agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
         now = self.now()
         return iter(
-            self.backend.graph_operator(
-                now, lambda gc: graph_read.export_view(gc, agent_id, chosen, now, export_lines)
+            graph_store.operator(
+                self.backend, now, lambda gc: graph_read.export_view(gc, agent_id, chosen, now, export_lines)
             )
         )
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft
 from ..errors import ValidationError
-from ..storage.protocol import GraphBody, T
+from ..storage import graph_store
+from ..storage.graph_store import GraphBody, T
 from ..storage.records import SessionRecord
 from ..storage.sql import graph_batch as b
 from ..storage.sql import graph_read as q
@@ -62,10 +63,10 @@ class GraphSession:
 
     # writes -------------------------------------------------------------------------------
     def _write(self, body: GraphBody[T]) -> T:
-        return self._backend.graph_write(self._session.id, self._store.now(), body)
+        return graph_store.write(self._backend, self._session.id, self._store.now(), body)
 
     def _read(self, body: GraphBody[T]) -> T:
-        return self._backend.graph_read(self._session.id, self._store.now(), body)
+        return graph_store.read(self._backend, self._session.id, self._store.now(), body)
 
     def draft(
         self,

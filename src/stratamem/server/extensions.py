@@ -29,7 +29,7 @@ def has_usage(store: Any) -> bool:
 
 
 def has_graph(store: Any) -> bool:
-    return hasattr(Session, "graph") and callable(getattr(store.backend, "graph_read", None))
+    return hasattr(Session, "graph") and hasattr(store.backend, "graph")
 
 
 def features(store: Any) -> dict[str, bool]:

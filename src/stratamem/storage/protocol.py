@@ -28,14 +28,10 @@ from .sql.transcripts import TranscriptMessage, UsageRecord
 if TYPE_CHECKING:
     from .sql.console import Runner
     from .sql.dialect import Dialect
-    from .sql.graph_read import GraphConn
     from .transaction import Body
     from .vectors import Pending, QueryVector, VectorItem
 
 T = TypeVar("T")
-
-# A graph operation run in a backend transaction: its result and the audit event it records.
-GraphBody = Callable[["GraphConn", "SessionRecord"], tuple[T, AuditDraft]]
 
 
 class TurnSeam(Protocol):
@@ -48,6 +44,27 @@ class TurnSeam(Protocol):
     def erase_deleted(self, tables: str) -> str:
         """After an operator transaction deleted rows of ``tables``: erase their bytes from the engine's files
         where that is a step of its own; what remains and how to finish, "" when nothing does."""
+        ...
+
+
+class GraphSeam(Protocol):
+    """The transactions the knowledge graph runs in (``storage/graph_store.py``), bodies as ``transaction.Transactions``.
+
+    Each backend wraps the body in its engine's own steps: PostgreSQL serialises one agent's graph
+    writes on a key lock and takes the store lock for an operator act; the Markdown store applies
+    pending hand edits first.
+    """
+
+    def write(self, session_id: str, now: datetime, body: Body[Any, T]) -> T:
+        """``body`` in one session write; the event it appends commits with its change."""
+        ...
+
+    def read(self, session_id: str, now: datetime, body: Body[Any, tuple[T, AuditDraft]]) -> T:
+        """``body`` in one session read; the event it returns is recorded in that transaction or right after it."""
+        ...
+
+    def operator(self, now: datetime, body: Body[Any, T]) -> T:
+        """``body`` in one operator transaction (every row); the event it appends commits with its change."""
         ...
 
 
@@ -155,12 +172,10 @@ class Backend(Protocol):
     def dump(self) -> Iterator[tuple[str, dict[str, Any]]]: ...
     def restore(self, rows: Iterable[tuple[str, dict[str, Any]]]) -> int: ...
 
-    # knowledge graph: the shared operations of ``storage/sql/graph_read.py`` run in
-    # the backend's own transaction, bound to the session (read inside it), and
-    # the audit event the body returns is appended in that transaction.
-    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T: ...
-    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T: ...
-    def graph_operator(self, now: datetime, body: Callable[[GraphConn], tuple[T, AuditDraft]]) -> T: ...
+    # the knowledge graph (``storage/graph_store.py`` runs the shared operations of
+    # ``storage/sql/graph_read.py`` and ``graph_write.py`` as bodies through this seam)
+    @property
+    def graph(self) -> GraphSeam: ...
 
     # search by meaning (``search/semantic.py``): vectors made outside the write path
     @property

@@ -46,7 +46,6 @@ from ...paging import ListQuery, Page
 from ...private import make_private_dirs
 from ...scope import OWN, Conversations
 from ...text import Analyzer
-from ..protocol import GraphBody
 from ..records import MemoryDraft, SessionRecord
 from ..sql.audit_pages import AuditQuery
 from ..sql.rows import MEMORY_COLUMNS, from_us, row_to_memory
@@ -63,7 +62,6 @@ from . import format as fmt
 if TYPE_CHECKING:
     from ..sql import console as console_sql
     from ..sql.dialect import Dialect
-    from ..sql.graph_read import GraphConn
     from ..vectors import VectorItem
 
 T = TypeVar("T")
@@ -671,18 +669,10 @@ class MarkdownBackend:
         self._fresh()
         return self.db.audit_tip()
 
-    # knowledge graph
-    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-        self._fresh()
-        return self.db.graph_write(session_id, now, body)
-
-    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-        self._fresh()
-        return self.db.graph_read(session_id, now, body)
-
-    def graph_operator(self, now: datetime, body: Callable[[GraphConn], tuple[T, AuditDraft]]) -> T:
-        self._fresh()
-        return self.db.graph_operator(now, body)
+    # the knowledge graph: the sidecar's graph, hand edits applied first (no file holds it)
+    @property
+    def graph(self) -> _FreshGraph:
+        return _FreshGraph(self)
 
     # search by meaning: the sidecar's vectors, hand edits applied first (no file holds them)
     @property
@@ -741,6 +731,25 @@ class _FreshSidecar:
     def store_vectors(self, model: str, items: Sequence[VectorItem]) -> int:
         self.backend._fresh()
         return self.backend.db.vectors.store_vectors(model, items)
+
+
+class _FreshGraph:
+    """The sidecar's graph transactions, each after pending hand edits are applied (``MarkdownBackend.graph``)."""
+
+    def __init__(self, backend: MarkdownBackend) -> None:
+        self.backend = backend
+
+    def write(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        self.backend._fresh()
+        return self.backend.db.graph.write(session_id, now, body)
+
+    def read(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, tuple[T, AuditDraft]]) -> T:
+        self.backend._fresh()
+        return self.backend.db.graph.read(session_id, now, body)
+
+    def operator(self, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        self.backend._fresh()
+        return self.backend.db.graph.operator(now, body)
 
 
 class _Writing:

@@ -52,7 +52,7 @@ from ...models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from ...paging import ListQuery, Page
 from ...scope import OWN, Conversations
 from ...text import ANALYZER_VERSION, Analyzer
-from ..protocol import GraphBody, T
+from ..protocol import T
 from ..records import MemoryDraft, SessionRecord, import_events
 from ..sql import graph_read as graph_sql
 from ..sql import graph_write, transcripts
@@ -935,11 +935,7 @@ class PostgresBackend:
 
     # ------------------------------------------------------------------ knowledge graph (storage/sql/graph_read.py)
 
-    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-        return pg_graph.write(self, session_id, now, body)
-
-    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-        return pg_graph.read(self, session_id, now, body)
-
-    def graph_operator(self, now: datetime, body: Callable[[graph_sql.GraphConn], tuple[T, AuditDraft]]) -> T:
-        return pg_graph.operator(self, now, body)
+    @property
+    def graph(self) -> pg_graph.Graph:
+        """The graph's bodies run through this backend's own seam, with the graph's locks."""
+        return pg_graph.Graph(self)

@@ -12,16 +12,13 @@ SECURITY DEFINER function is involved.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import psycopg
 
-from ..protocol import GraphBody
-from ..sql.dialect import POSTGRES
-from ..sql.graph_read import GraphConn
-from ..transaction import Tx
+from ...audit import AuditDraft
+from ..transaction import Body, Tx
 
 if TYPE_CHECKING:
     from .backend import PostgresBackend
@@ -33,32 +30,36 @@ VACUUM_TABLES = "graph_nodes, graph_observations, graph_edges, graph_postings, g
 GRAPH_LOCK = "\x1egraph"  # the advisory key serialising one agent's graph writes
 
 
-def write(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-    def tx(tx: Tx[psycopg.Connection]) -> T:
-        backend.lock_keys(tx.conn, [(tx.record.agent_id, GRAPH_LOCK)])
-        result, draft = body(GraphConn(tx.conn, POSTGRES), tx.record)
-        tx.append(draft)
-        return result
+class Graph:
+    """``PostgresBackend.graph``: the backend's seam with the graph's locks around the body."""
 
-    return backend.write(session_id, now, tx)
+    def __init__(self, backend: PostgresBackend) -> None:
+        self.backend = backend
 
+    def write(self, session_id: str, now: datetime, body: Body[psycopg.Connection, T]) -> T:
+        """A write holding the agent's graph key lock."""
 
-def read(backend: PostgresBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-    """A read and its audit event in one transaction (it appends, so it is a write that locks no session)."""
+        def locked(tx: Tx[psycopg.Connection]) -> T:
+            self.backend.lock_keys(tx.conn, [(tx.record.agent_id, GRAPH_LOCK)])
+            return body(tx)
 
-    def tx(tx: Tx[psycopg.Connection]) -> T:
-        result, draft = body(GraphConn(tx.conn, POSTGRES), tx.record)
-        tx.append(draft)
-        return result
+        return self.backend.write(session_id, now, locked)
 
-    return backend.write(session_id, now, tx, lock_session=False)
+    def read(self, session_id: str, now: datetime, body: Body[psycopg.Connection, tuple[T, AuditDraft]]) -> T:
+        """A read and its audit event in one transaction (it appends, so it is a write that locks no session)."""
 
+        def audited(tx: Tx[psycopg.Connection]) -> T:
+            result, draft = body(tx)
+            tx.append(draft)
+            return result
 
-def operator(backend: PostgresBackend, now: datetime, body: Callable[[GraphConn], tuple[T, Any]]) -> T:
-    def tx(tx: Tx[psycopg.Connection]) -> T:
-        backend.lock_store(tx.conn)
-        result, draft = body(GraphConn(tx.conn, POSTGRES))
-        tx.append(draft)
-        return result
+        return self.backend.write(session_id, now, audited, lock_session=False)
 
-    return backend.operator(now, tx)
+    def operator(self, now: datetime, body: Body[psycopg.Connection, T]) -> T:
+        """An operator act holding the store lock."""
+
+        def locked(tx: Tx[psycopg.Connection]) -> T:
+            self.backend.lock_store(tx.conn)
+            return body(tx)
+
+        return self.backend.operator(now, locked)

@@ -32,7 +32,7 @@ from ...private import create_private_file, match_sidecars
 from ...progress import tracked
 from ...scope import OWN, Conversations, readable
 from ...text import ANALYZER_VERSION, Analyzer
-from ..protocol import GraphBody, T
+from ..protocol import T
 from ..records import MemoryDraft, SessionRecord, draft_memory, import_events, save_event
 from ..sql import graph_read as graph_sql
 from ..sql import graph_write, listing, transcripts
@@ -719,11 +719,7 @@ class SQLiteBackend:
 
     # ------------------------------------------------------------------ knowledge graph (storage/sql/graph_read.py)
 
-    def graph_write(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-        return sqlite_graph.write(self, session_id, now, body)
-
-    def graph_read(self, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-        return sqlite_graph.read(self, session_id, now, body)
-
-    def graph_operator(self, now: datetime, body: Callable[[graph_sql.GraphConn], tuple[T, AuditDraft]]) -> T:
-        return sqlite_graph.operator(self, now, body)
+    @property
+    def graph(self) -> sqlite_graph.Graph:
+        """The graph's bodies run through this backend's own seam."""
+        return sqlite_graph.Graph(self)

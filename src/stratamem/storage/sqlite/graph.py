@@ -1,21 +1,19 @@
 """The knowledge graph on SQLite: the transactions the shared operations run in (its tables: ``schema``).
 
-The operations themselves (``graph_sql``) are the same on both backends;
-here each runs as a body through the SQLite backend's transaction seam
-(``BEGIN IMMEDIATE`` for writes, the session row read inside it), which
-appends the audit event in the same transaction, exactly as a memory write does.
+The operations themselves (``storage/graph_store.py`` over ``storage/sql``) are the same on every
+backend; here they run through the SQLite backend's own transaction seam (``BEGIN IMMEDIATE`` for
+writes, the session row read inside it), a write's audit event appended in the same transaction,
+exactly as a memory write does, and a read's recorded right after the read.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from ..protocol import GraphBody
-from ..sql.graph_read import GraphConn
-from ..transaction import Tx
+from ...audit import AuditDraft
+from ..transaction import Body
 
 if TYPE_CHECKING:
     from .backend import SQLiteBackend
@@ -23,25 +21,19 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-def write(backend: SQLiteBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-    def run(tx: Tx[sqlite3.Connection]) -> T:
-        result, draft = body(GraphConn(tx.conn, tx.dialect), tx.record)
-        tx.append(draft)
+class Graph:
+    """``SQLiteBackend.graph``: the backend's seam; a read's event appended once the read is done."""
+
+    def __init__(self, backend: SQLiteBackend) -> None:
+        self.backend = backend
+
+    def write(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        return self.backend.write(session_id, now, body)
+
+    def read(self, session_id: str, now: datetime, body: Body[sqlite3.Connection, tuple[T, AuditDraft]]) -> T:
+        result, draft = self.backend.read(session_id, now, body)
+        self.backend.append_audit(draft, now)
         return result
 
-    return backend.write(session_id, now, run)
-
-
-def read(backend: SQLiteBackend, session_id: str, now: datetime, body: GraphBody[T]) -> T:
-    result, draft = backend.read(session_id, now, lambda tx: body(GraphConn(tx.conn, tx.dialect), tx.record))
-    backend.append_audit(draft, now)
-    return result
-
-
-def operator(backend: SQLiteBackend, now: datetime, body: Callable[[GraphConn], tuple[T, Any]]) -> T:
-    def run(tx: Tx[sqlite3.Connection]) -> T:
-        result, draft = body(GraphConn(tx.conn, tx.dialect))
-        tx.append(draft)
-        return result
-
-    return backend.operator(now, run)
+    def operator(self, now: datetime, body: Body[sqlite3.Connection, T]) -> T:
+        return self.backend.operator(now, body)
