@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -89,7 +89,9 @@ class OperatorView:
         )
 
     def _read(self, reader: Callable[[Runner, Dialect], T]) -> T:
-        return self.store.backend.console_read(reader)
+        # one operator snapshot that may see every row (the queries apply the clearance); a read appends
+        # nothing, so its time is only the context's
+        return self.store.backend.turns.operator(datetime.now(UTC), console.read_body(reader), read_only=True)
 
     # reads --------------------------------------------------------------------
     def agents(self, after: str | None = None, limit: int = 100) -> list[AgentSummary]:

@@ -11,7 +11,7 @@ the change it records.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -26,8 +26,6 @@ from .sql.audit_pages import AuditQuery
 from .sql.transcripts import TranscriptMessage, UsageRecord
 
 if TYPE_CHECKING:
-    from .sql.console import Runner
-    from .sql.dialect import Dialect
     from .transaction import Body
     from .vectors import Pending, QueryVector, VectorItem
 
@@ -35,7 +33,8 @@ T = TypeVar("T")
 
 
 class TurnSeam(Protocol):
-    """The transactions the turn's records run in (``storage/turn_store.py``), bodies as ``transaction.Transactions``."""
+    """The transactions the turn's records run in (``storage/turn_store.py``), bodies as ``transaction.Transactions``;
+    the console's reads (``sql/console.py``) run in its read-only ``operator`` snapshot."""
 
     def read(self, session_id: str, now: datetime, body: Body[Any, T]) -> T: ...
     def write(self, session_id: str, now: datetime, body: Body[Any, T]) -> T: ...
@@ -153,10 +152,8 @@ class Backend(Protocol):
     @property
     def turns(self) -> TurnSeam: ...
 
-    # the operator console: a reader from ``console_sql`` run in one read
-    # transaction that may see every row (it applies the clearance itself), and
-    # restoring a soft-deleted version (row ``ref``) at or below ``clearance``
-    def console_read(self, reader: Callable[[Runner, Dialect], T]) -> T: ...
+    # the operator console: restoring a soft-deleted version (row ``ref``) at or below ``clearance``
+    # (its reads are bodies of ``sql/console.py`` run in a read-only ``turns.operator`` snapshot)
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory: ...
 
     # audit

@@ -60,8 +60,6 @@ from . import files, reconcile
 from . import format as fmt
 
 if TYPE_CHECKING:
-    from ..sql import console as console_sql
-    from ..sql.dialect import Dialect
     from ..vectors import VectorItem
 
 T = TypeVar("T")
@@ -644,10 +642,6 @@ class MarkdownBackend:
         return _FreshSidecar(self)
 
     # the operator console
-    def console_read(self, reader: Callable[[console_sql.Runner, Dialect], T]) -> T:
-        self._fresh()
-        return self.db.console_read(reader)
-
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         with _Writing(self):  # a memory comes back: its file is written like any save's
             return self.db.restore_deleted(ref, clearance, actor, now)

@@ -58,7 +58,7 @@ from ..sql import graph_read as graph_sql
 from ..sql import graph_write, transcripts
 from ..sql.audit_group import GroupAppender
 from ..sql.audit_pages import AuditQuery, audit_sql, descending
-from ..sql.dialect import POSTGRES, Dialect
+from ..sql.dialect import POSTGRES
 from ..sql.rows import event_to_row, from_us, one_row, to_us
 from ..sql.transcripts import COPIED as TURN_TABLES
 from ..sql.transcripts import (
@@ -97,7 +97,7 @@ from .rows import MEMORY_COLUMNS, dec, enc, row_to_event, row_to_memory
 from .schema import migrate_schema
 
 if TYPE_CHECKING:
-    from ..sql import console as console_sql
+    pass
 
 AUDIT_COLUMNS = (
     "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
@@ -743,10 +743,6 @@ class PostgresBackend:
             )
         )
         return PurgeResult(count, not remaining, remaining)
-
-    def console_read(self, reader: Callable[[console_sql.Runner, Dialect], T]) -> T:
-        """Run a ``console_sql`` reader in one operator snapshot (the operator console's views)."""
-        return console.read(self, reader)
 
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         return console.restore(self, ref, clearance, actor, now)

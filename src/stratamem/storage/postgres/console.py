@@ -1,8 +1,8 @@
-"""The PostgreSQL side of the console: its reads in operator mode, and restoring a soft-deleted version.
+"""The PostgreSQL side of the console: restoring a soft-deleted version.
 
-Reads run as the operator (row-level security lets operator transactions see
-every row); the clearance is applied by the shared queries in
-``console_sql``. Restore locks the key like a save, re-indexes the row with
+The console's reads are ``sql/console.py``'s, run in a read-only operator transaction
+(row-level security lets operator transactions see every row; the queries apply the
+clearance). Restore locks the key like a save, re-indexes the row with
 the shared set-at-a-time helpers and appends its audit event in the same
 transaction.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import psycopg
 
@@ -19,26 +19,13 @@ from ...audit import AuditDraft
 from ...errors import NotFound, ValidationError
 from ...levels import Level
 from ...models import Memory
-from ..sql import console
-from ..sql.dialect import POSTGRES, Dialect
 from ..sql.rows import to_us
 from ..transaction import Tx
 from . import index
 from .rows import MEMORY_COLUMNS, dec, row_to_memory
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .backend import PostgresBackend
-
-T = TypeVar("T")
-
-
-def read(backend: PostgresBackend, reader: Callable[[console.Runner, Dialect], T]) -> T:
-    def body(conn: psycopg.Connection) -> T:
-        return reader(lambda sql, params: conn.execute(sql, params).fetchall(), POSTGRES)
-
-    return backend._operator(body, read_only=True)
 
 
 def restore(backend: PostgresBackend, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...levels import Level
 from ...models import AuditEvent, Memory, TaintEvent
@@ -27,12 +27,26 @@ from .audit_pages import AuditQuery, audit_sql, descending
 from .dialect import Dialect
 from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
 
+if TYPE_CHECKING:
+    from ..transaction import Body, Tx
+
+T = TypeVar("T")
+
 MAX_PAGE = 200
 MAX_VERSIONS = 200
 STATUSES = ("all", "live", "deleted", "expired")
 
 Rows = list[tuple[Any, ...]]
 Runner = Callable[[str, Sequence[Any]], Rows]
+
+
+def read_body(reader: Callable[[Runner, Dialect], T]) -> Body[Any, T]:
+    """``reader`` as the body of an operator read: its queries run on the transaction's connection."""
+
+    def run(tx: Tx[Any]) -> T:
+        return reader(lambda sql, params: tx.conn.execute(sql, params).fetchall(), tx.dialect)
+
+    return run
 
 
 @dataclass(frozen=True, slots=True)

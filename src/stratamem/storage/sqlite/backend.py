@@ -66,8 +66,6 @@ from .rank import Scope
 from .readers import ReadConnections
 
 if TYPE_CHECKING:
-    from ..sql import console as console_sql
-    from ..sql.dialect import Dialect
     from .vector_cache import VectorCache
 
 
@@ -655,10 +653,6 @@ class SQLiteBackend:
             versions.write_batch(conn, self.analyzer, prepared, analysed, False, now)
             self._append_many(conn, import_events(prepared), now)
         return len(prepared)
-
-    def console_read(self, reader: Callable[[console_sql.Runner, Dialect], T]) -> T:
-        """Run a ``console_sql`` reader in one read transaction (the operator console's views)."""
-        return console.read(self, reader)
 
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         return console.restore(self, ref, clearance, actor, now)

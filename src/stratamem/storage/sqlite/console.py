@@ -1,4 +1,4 @@
-"""The SQLite side of the console: running its reads, and restoring a soft-deleted version.
+"""The SQLite side of the console: restoring a soft-deleted version (its reads are ``sql/console.py``'s).
 
 Restore is the one operator write the console adds: a soft-deleted row goes
 back into the index, statistics and shadowing flags exactly as a save would
@@ -9,34 +9,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, TypeVar
+from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ...audit import AuditDraft
 from ...errors import NotFound, ValidationError
 from ...levels import Level
 from ...models import Memory
-from ..sql import console
-from ..sql.dialect import Dialect
 from ..sql.rows import MEMORY_COLUMNS, row_to_memory, to_us
 from ..transaction import Tx
 from . import versions
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from ...text import Analyzer
     from .backend import SQLiteBackend
-
-T = TypeVar("T")
-
-
-def read(backend: SQLiteBackend, reader: Callable[[console.Runner, Dialect], T]) -> T:
-    def run(tx: Tx[sqlite3.Connection]) -> T:
-        return reader(lambda sql, params: tx.conn.execute(sql, params).fetchall(), tx.dialect)
-
-    # an operator read appends nothing: its time is only the context's
-    return backend.operator(datetime.now(UTC), run, read_only=True)
 
 
 def restore(backend: SQLiteBackend, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
