@@ -29,7 +29,7 @@ from bench_postgres import start_embedded
 from bench_scale import BATCH, texts
 
 import stratamem as sm
-from stratamem.storage.postgres import save_set
+from stratamem.storage.postgres import save
 
 POSTINGS = ("  -- Postings: one row per (term, version)", "  -- Document frequencies")
 TERM_STATS = ("  INSERT INTO term_stats AS ts", "  IF cardinality(o_id) > 0 THEN\n    DELETE FROM term_stats")
@@ -43,7 +43,7 @@ def without(body: str, part: tuple[str, str]) -> str:
 
 
 def variants() -> dict[str, str]:
-    full = save_set._FUNCTION
+    full = save.SM_SAVE
     return {
         "full": full,
         "no postings": without(full, POSTINGS),
