@@ -1,7 +1,11 @@
 """The storage protocol every backend implements.
 
-Small on purpose: sessions, the five memory operations, search, purge, bulk
-transfer and the audit log. Each method that acts for a session takes the
+``Backend`` names the operations callers need: sessions, the memory
+operations, purge, bulk transfer and the audit log. What is written once for
+every engine runs as a body through a seam instead of being a method of its
+own: the turn's records and the console's reads (``turns``: ``read``,
+``write``, ``operator``), the knowledge graph (``graph``), and search by
+meaning's vectors (``vectors``). Each method that acts for a session takes the
 session id and reads the session's taint *inside its own transaction*, so a
 concurrent escalation in another process can never slip a write below the
 live taint. Every method appends its audit event in the same transaction as
