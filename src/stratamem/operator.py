@@ -91,7 +91,9 @@ class OperatorView:
     def _read(self, reader: Callable[[Runner, Dialect], T]) -> T:
         # one operator snapshot that may see every row (the queries apply the clearance); a read appends
         # nothing, so its time is only the context's
-        return self.store.backend.turns.operator(datetime.now(UTC), console.read_body(reader), read_only=True)
+        return self.store.backend.transactions.operator(
+            datetime.now(UTC), console.read_body(reader), read_only=True
+        )
 
     # reads --------------------------------------------------------------------
     def agents(self, after: str | None = None, limit: int = 100) -> list[AgentSummary]:

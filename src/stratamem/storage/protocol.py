@@ -36,9 +36,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class TurnSeam(Protocol):
-    """The transactions the turn's records run in (``storage/turn_store.py``), bodies as ``transaction.Transactions``;
-    the console's reads (``sql/console.py``) run in its read-only ``operator`` snapshot."""
+class TransactionSeam(Protocol):
+    """The transactions that bodies written once for every backend run in, as ``transaction.Transactions``:
+    the turn's records (``storage/turn_store.py``) and the console's reads (``sql/console.py``, in a
+    read-only ``operator`` snapshot)."""
 
     def read(self, session_id: str, now: datetime, body: Body[Any, T]) -> T: ...
     def write(self, session_id: str, now: datetime, body: Body[Any, T]) -> T: ...
@@ -152,12 +153,12 @@ class Backend(Protocol):
         self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
     ) -> int: ...
 
-    # the turn's transcript messages and usage (``storage/turn_store.py`` runs their bodies through this seam)
+    # where shared bodies run: the turn's transcript messages and usage (``storage/turn_store.py``), the console's reads
     @property
-    def turns(self) -> TurnSeam: ...
+    def transactions(self) -> TransactionSeam: ...
 
     # the operator console: restoring a soft-deleted version (row ``ref``) at or below ``clearance``
-    # (its reads are bodies of ``sql/console.py`` run in a read-only ``turns.operator`` snapshot)
+    # (its reads are bodies of ``sql/console.py`` run in a read-only ``transactions.operator`` snapshot)
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory: ...
 
     # audit

@@ -5,7 +5,7 @@ its transaction: an append or a usage record is a session ``write`` (the live ta
 read inside it, the audit event committed with the rows), a page of a transcript a
 session ``read`` whose event is recorded once the read is done, spend and usage
 reads a session ``read`` or an operator snapshot, purge and import operator writes.
-``backend.turns`` is the seam they run through (the Markdown backend's sidecar, the
+``backend.transactions`` is the seam they run through (the Markdown backend's sidecar, the
 SQL backends themselves); after a purge it erases the deleted rows' bytes where the
 engine needs its own step for that.
 """
@@ -42,7 +42,7 @@ def append_messages(
     backend: Backend, session_id: str, drafts: Sequence[MessageDraft], now: datetime
 ) -> list[TranscriptMessage]:
     """Append to the session's own transcript at its live taint, in one transaction."""
-    return backend.turns.write(session_id, now, lambda tx: sql.append_body(tx, drafts, None))[0]
+    return backend.transactions.write(session_id, now, lambda tx: sql.append_body(tx, drafts, None))[0]
 
 
 def append_and_tail(
@@ -54,7 +54,7 @@ def append_and_tail(
     since: TailMark | None,
 ) -> tuple[list[TranscriptMessage], TranscriptPage]:
     """Append, then read the own tail (the last ``limit``, or what follows ``since``), in one transaction."""
-    stored, page = backend.turns.write(
+    stored, page = backend.transactions.write(
         session_id, now, lambda tx: sql.append_body(tx, drafts, (limit, since))
     )
     assert page is not None
@@ -74,7 +74,7 @@ def read_messages(
 
     ``transcript_id`` None: one the caller may not name, read (and audited) as one that does not exist.
     """
-    seam = backend.turns
+    seam = backend.transactions
     record, page = seam.read(
         session_id, now, lambda tx: (tx.record, sql.read_body(tx, transcript_id, start, limit, since))
     )
@@ -83,15 +83,15 @@ def read_messages(
 
 
 def record_usage(backend: Backend, session_id: str, draft: UsageDraft, now: datetime) -> UsageRecord:
-    return backend.turns.write(session_id, now, lambda tx: sql.usage_body(tx, draft))
+    return backend.transactions.write(session_id, now, lambda tx: sql.usage_body(tx, draft))
 
 
 def _usage_read(backend: Backend, session_id: str | None, body: Body[Any, R]) -> R:
     """``body`` in the session's read transaction, or (no session) in an operator snapshot of every row."""
     now = datetime.now(UTC)  # a read appends nothing: its time is only the context's
     if session_id is not None:
-        return backend.turns.read(session_id, now, body)
-    return backend.turns.operator(now, body, read_only=True)
+        return backend.transactions.read(session_id, now, body)
+    return backend.transactions.operator(now, body, read_only=True)
 
 
 def usage_spent(
@@ -123,7 +123,7 @@ def purge_turns(
     now: datetime,
 ) -> tuple[int, int]:
     """Hard-delete messages and usage past their retention in one operator transaction, then erase their bytes."""
-    seam = backend.turns
+    seam = backend.transactions
     counts = seam.operator(now, lambda tx: sql.purge_body(tx, messages_before, usage_before, agent_id))
     if any(counts):
         remaining = seam.erase_deleted("turn_messages, turn_usage")
@@ -140,7 +140,7 @@ def export_turns(
     backend: Backend, agent_id: str | None, now: datetime
 ) -> Iterator[TranscriptMessage | UsageRecord]:
     """Every message and usage record (of one agent) from one snapshot, then the ``export.turns`` event."""
-    seam = backend.turns
+    seam = backend.transactions
     records = seam.operator(now, lambda tx: sql.export_body(tx, agent_id), read_only=True)
     seam.append_audit(operator_draft("export.turns", agent_id=agent_id, detail={"count": len(records)}), now)
     return iter(records)
@@ -155,4 +155,4 @@ def import_turns(backend: Backend, records: Iterable[TranscriptMessage | UsageRe
         tx.append(sql.import_draft(prepared, count))
         return count
 
-    return backend.turns.operator(now, body)
+    return backend.transactions.operator(now, body)

@@ -636,9 +636,10 @@ class MarkdownBackend:
         self._fresh()
         return self.db.taint_history(session_id)
 
-    # the turn's records: hand edits applied first, then the sidecar's own transactions (no file holds them)
+    # shared bodies (the turn's records, the console's reads): hand edits applied first, then the sidecar's
+    # own transactions (no file holds the turn's records)
     @property
-    def turns(self) -> _FreshSidecar:
+    def transactions(self) -> _FreshSidecar:
         return _FreshSidecar(self)
 
     # the operator console
@@ -684,7 +685,7 @@ class MarkdownBackend:
 
 class _FreshSidecar:
     """The sidecar's seam and vectors, each call after pending hand edits are applied
-    (``MarkdownBackend.turns`` and ``MarkdownBackend.vectors``)."""
+    (``MarkdownBackend.transactions`` and ``MarkdownBackend.vectors``)."""
 
     def __init__(self, backend: MarkdownBackend) -> None:
         self.backend = backend

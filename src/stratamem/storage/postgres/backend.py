@@ -676,11 +676,11 @@ class PostgresBackend:
             raise NotFound(f"no memory with key {key!r} at level {record.taint.name}")
         return memory
 
-    # ------------------------------------------------------------------ the turn's records (storage/turn_store.py)
+    # ------------------------------------------------------------------ shared bodies (storage/turn_store.py, the console)
 
     @property
-    def turns(self) -> PostgresBackend:
-        """The turn's bodies run through this backend's own seam (row-level security binds each transaction)."""
+    def transactions(self) -> PostgresBackend:
+        """Shared bodies (the turn's records, the console's reads) run through this backend's own seam (row-level security binds each transaction)."""
         return self
 
     def erase_deleted(self, tables: str) -> str:

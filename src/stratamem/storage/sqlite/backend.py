@@ -441,11 +441,11 @@ class SQLiteBackend:
     ) -> None:
         self.append_audit(AuditDraft(op, record.id, record.agent_id, record.taint, detail=detail), now)
 
-    # ------------------------------------------------------------------ the turn's records (storage/turn_store.py)
+    # ------------------------------------------------------------------ shared bodies (storage/turn_store.py, the console)
 
     @property
-    def turns(self) -> SQLiteBackend:
-        """The turn's bodies run through this backend's own seam."""
+    def transactions(self) -> SQLiteBackend:
+        """Shared bodies (the turn's records, the console's reads) run through this backend's own seam."""
         return self
 
     def erase_deleted(self, tables: str) -> str:
