@@ -303,3 +303,26 @@ def test_every_backend_pages_a_cut_listing_and_graph_to_the_end(make_store):
     graph_session, names = _graph_session(store, entities=3, observations=20)
     assert graph_session is not None
     assert sorted(e["name"] for e in walk(graph_session, "read_graph", {}, "entities")) == names
+
+
+HOSTILE_CURSORS = ["o1.-1", "o1.99999999999999999999999", "o1.abc", "o1.\ud800", "o1.1e3", "o1. 3", "o1.３",
+                   "o1.5" * 1000, "zz", "", 5, ["o1.1"], {"o1": 1}]  # fmt: skip
+
+
+@pytest.mark.parametrize("cursor", HOSTILE_CURSORS, ids=range(len(HOSTILE_CURSORS)))
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("memory_search", {"query": "note"}),
+        ("search_nodes", {"query": "note"}),
+        ("open_nodes", {"names": ["e0"]}),
+    ],
+)
+def test_a_hostile_continuation_cursor_is_a_validation_error(tool, arguments, cursor):
+    store = _store()
+    session, _ = _graph_session(store, entities=2, observations=2, chars=16)
+    session.save("k", "a note")
+    answer = json.loads(execute(session, tool, {**arguments, "cursor": cursor}))
+    assert answer["error"]["code"] == "VALIDATION_ERROR", answer
+    assert len(json.dumps(answer)) < 1000  # the refusal never echoes a huge cursor back
+    store.close()
