@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import stratamem as sm
 from stratamem.audit import AuditDraft
+from stratamem.storage import audit_store
 from stratamem.storage.sql.audit_group import GroupAppender
 
 THREADS, EACH = 8, 15
@@ -21,7 +22,7 @@ LIVENESS_S = 60
 def test_concurrent_appends_and_searches_keep_one_verified_chain(store):
     s = store.session("a")
     s.save("k", "harbour lights")
-    before = store.backend.audit_tip()[0]
+    before = audit_store.tip(store.backend)[0]
     got: list[int] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -49,7 +50,7 @@ def test_concurrent_appends_and_searches_keep_one_verified_chain(store):
     assert not errors, errors[0]
     assert len(set(got)) == THREADS * EACH  # every caller got its own committed event
     assert store.verify_audit() is None
-    assert store.backend.audit_tip()[0] == before + 2 * THREADS * EACH  # its event and each search's
+    assert audit_store.tip(store.backend)[0] == before + 2 * THREADS * EACH  # its event and each search's
     events = store.audit_events(limit=10_000)
     mine = [e for e in events if e.operation == "policy.decision"]
     assert sorted((e.detail["n"], e.detail["i"]) for e in mine) == [

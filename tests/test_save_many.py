@@ -8,6 +8,7 @@ import pytest
 
 import stratamem as sm
 from stratamem.errors import ValidationError
+from stratamem.storage import audit_store
 from stratamem.storage.sqlite import frequency_tail, postings_tail
 
 
@@ -60,10 +61,10 @@ def test_one_bad_item_among_10k_writes_nothing(store):
     s = store.session("a")
     batch = items(10_000)
     batch[7_321] = {"key": "bad", "content": "x\udcff"}  # a lone surrogate
-    before = store.backend.audit_tip()
+    before = audit_store.tip(store.backend)
     with pytest.raises(ValidationError, match="item 7321"):
         s.save_many(batch)
-    assert store.backend.audit_tip() == before and list(s.list(limit=1)) == []
+    assert audit_store.tip(store.backend) == before and list(s.list(limit=1)) == []
 
 
 @pytest.mark.parametrize(
@@ -97,9 +98,9 @@ def test_batch_over_the_maximum_is_refused(make_store):
 
 def test_empty_batch_writes_nothing(store):
     s = store.session("a")
-    before = store.backend.audit_tip()
+    before = audit_store.tip(store.backend)
     assert s.save_many([]) == []
-    assert store.backend.audit_tip() == before
+    assert audit_store.tip(store.backend) == before
 
 
 def test_failure_inside_the_transaction_rolls_back_the_whole_batch(store, monkeypatch):
@@ -110,7 +111,7 @@ def test_failure_inside_the_transaction_rolls_back_the_whole_batch(store, monkey
         )
     s = store.session("a")
     s.save("kept", "written before the batch")
-    before = store.backend.audit_tip()
+    before = audit_store.tip(store.backend)
     backend = type(getattr(store.backend, "db", store.backend))  # the Markdown store writes through SQLite
     real = backend._append_many
 
@@ -123,7 +124,7 @@ def test_failure_inside_the_transaction_rolls_back_the_whole_batch(store, monkey
     with pytest.raises(sm.errors.StorageError):
         s.save_many(items(500))
     monkeypatch.undo()
-    assert store.backend.audit_tip() == before and store.verify_audit() is None
+    assert audit_store.tip(store.backend) == before and store.verify_audit() is None
     assert [m.key for m in s.list()] == ["kept"] and s.search("lisbon harbour", 10) == []
     assert len(s.save_many(items(500))) == 500 and store.verify_audit() is None
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import stratamem as sm
+from stratamem.storage import audit_store
 
 # Writes batch 0 whole, then batch 1 with a pause inside its transaction (after its 1,000 rows and their
 # postings are written, before its audit events), announcing each step so the test kills it at a known point.
@@ -69,7 +70,7 @@ def test_database_full_during_a_batch_writes_nothing(tmp_path):
         conn = store.backend._conn
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         conn.execute(f"PRAGMA max_page_count = {pages + 20}")
-        before = store.backend.audit_tip()
+        before = audit_store.tip(store.backend)
         big = [
             {"key": f"b{i}", "content": f"second batch item {i} " + "filler words " * 40} for i in range(2000)
         ]
@@ -79,7 +80,7 @@ def test_database_full_during_a_batch_writes_nothing(tmp_path):
             assert "full" in str(exc)
         else:
             raise AssertionError("the batch fitted; the limit did not bite")
-        assert store.backend.audit_tip() == before
+        assert audit_store.tip(store.backend) == before
         assert {m.key for m in s.list()} == {f"a{i}" for i in range(100)}
         conn.execute("PRAGMA max_page_count = 1073741823")
         assert len(s.save_many(big[:10])) == 10 and store.verify_audit() is None

@@ -19,7 +19,8 @@ from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
 from .save_many import check_batch
 from .scope import OWN, Conversations, check
-from .storage.records import MemoryDraft, SessionRecord
+from .storage import session_store
+from .storage.records import MemoryDraft, SearchRequest, SessionRecord
 from .storage.sql.rows import to_us
 from .validation import (
     check_category,
@@ -90,7 +91,7 @@ class Session:
 
     @property
     def taint_history(self) -> list[TaintEvent]:
-        return self._backend.taint_history(self.id)
+        return session_store.taint_history(self._backend, self.id)
 
     @property
     def graph(self) -> GraphSession:
@@ -127,7 +128,9 @@ class Session:
         seconds = check_ttl(ttl)
         now = self._store.now()
         expires = now + timedelta(seconds=seconds) if seconds is not None else None
-        return self._backend.save(self.id, MemoryDraft(key, content, draft_tags, category, expires), now)
+        return self._backend.save_many(
+            self.id, [MemoryDraft(key, content, draft_tags, category, expires)], now
+        )[0]
 
     def save_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """Save a batch in one transaction: all of it or nothing, one audit event per record.
@@ -243,19 +246,13 @@ class Session:
             if dense is not None:
                 chosen, vector = dense
                 try:
-                    return self._backend.search(
-                        self.id,
-                        terms,
-                        limit,
-                        self._store.now(),
-                        mode=chosen,
-                        query=vector,
-                        conversations=conversations,
-                    )
+                    request = SearchRequest(terms, limit, chosen, vector, conversations)
+                    return self._backend.search(self.id, request, self._store.now())
                 except EmbedderError as exc:  # the query's embedding ran while the backend searched
                     if not semantic.failed(exc, mode):
                         raise
-        return self._backend.search(self.id, terms, limit, self._store.now(), conversations=conversations)
+        request = SearchRequest(terms, limit, conversations=conversations)
+        return self._backend.search(self.id, request, self._store.now())
 
     def delete(self, key: str) -> Memory:
         return self._backend.delete(self.id, check_key(key), self._store.now())

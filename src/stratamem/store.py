@@ -26,10 +26,10 @@ from .private import make_private_dirs
 from .save_many import DEFAULT_MAX_BATCH, check_max_batch
 from .search.semantic import SemanticIndex
 from .session import Session
-from .storage import graph_store, turn_store
+from .storage import audit_store, graph_store, session_store, turn_store
 from .storage.protocol import Backend
-from .storage.records import SessionRecord
-from .storage.sql.audit_pages import AuditQuery, read_page
+from .storage.records import SessionRecord, SessionRequest
+from .storage.sql.audit_pages import AuditQuery
 from .storage.sql.transcripts import TranscriptMessage, UsageRecord
 from .storage.sqlite.backend import SQLiteBackend
 from .text import Analyzer
@@ -227,7 +227,8 @@ class Store:
         level = None if clearance is None else Level.parse(clearance)
         if session_id is not None:
             session_id = check_id(session_id, "session id")
-        record = self.backend.open_session(agent_id, session_id, level, check_peers(peers), self.now(), owner)
+        asked = SessionRequest(agent_id, session_id, level, check_peers(peers), owner)
+        record = self.backend.open_session(asked, self.now())
         return Session(self, record.id)
 
     def set_session_limits(
@@ -241,7 +242,7 @@ class Store:
         if not isinstance(session_id, str):
             raise ValidationError("session id must be a string")
         level = None if clearance is None else Level.parse(clearance)
-        return self.backend.set_session_limits(session_id, level, check_peers(peers), self.now())
+        return session_store.set_limits(self.backend, session_id, level, check_peers(peers), self.now())
 
     # operator actions -------------------------------------------------------
     def purge(self, before: datetime, agent_id: str | None = None) -> PurgeResult:
@@ -341,8 +342,9 @@ class Store:
         from a sequence number; otherwise ``limit`` takes the newest events
         (``before`` pages backwards).
         """
-        return self.backend.audit_events(
-            AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before, limit)
+        return audit_store.events(
+            self.backend,
+            AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before, limit),
         )
 
     def audit_page(
@@ -357,7 +359,7 @@ class Store:
     ) -> tuple[list[AuditEvent], bool]:
         """One bounded page of :meth:`audit_events` and whether more exist (continue with ``after=``
         the last sequence when paging forward, ``before=`` the first when paging back from the newest)."""
-        return read_page(
+        return audit_store.page(
             self.backend,
             AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before, limit),
         )
@@ -417,7 +419,7 @@ class Store:
 
     def audit(self, draft: AuditDraft) -> AuditEvent:
         """Append an event (policy decisions and other runtime records)."""
-        return self.backend.append_audit(draft, self.now())
+        return audit_store.append(self.backend, draft, self.now())
 
     def verify_audit(self, anchor: AuditAnchor | None = None) -> int | None:
         """The first bad sequence number of the audit chain, or None when intact.
@@ -426,15 +428,15 @@ class Store:
         head record go unnoticed; with one (see ``audit_anchor``), every event
         up to the anchored sequence must be present and unchanged.
         """
-        return self.backend.verify_audit(None if anchor is None else (anchor.seq, anchor.hash))
+        return audit_store.verify(self.backend, None if anchor is None else (anchor.seq, anchor.hash))
 
     def audit_anchor(self) -> AuditAnchor:
         """Anchor the audit chain at its newest event, after checking the chain up to it is intact.
 
         Keep the result (``anchor.dumps(key)``) where the store's writers cannot change it.
         """
-        seq, digest = self.backend.audit_tip()
-        bad = self.backend.verify_audit((seq, digest))
+        seq, digest = audit_store.tip(self.backend)
+        bad = audit_store.verify(self.backend, (seq, digest))
         if bad is not None:
             raise StorageError(f"audit log broken at sequence {bad}; an anchor would vouch for a damaged log")
         return AuditAnchor(seq, digest, self.now().isoformat())

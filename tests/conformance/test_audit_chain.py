@@ -10,12 +10,13 @@ from datetime import timedelta
 
 from stratamem import Level
 from stratamem.audit import GENESIS
+from stratamem.storage import audit_store
 
 SECRET = "zebra-secret-7731"
 
 
 def test_the_chain_is_gapless_ordered_and_verifies(store):
-    assert store.backend.audit_tip() == (0, GENESIS)
+    assert audit_store.tip(store.backend) == (0, GENESIS)
     assert store.verify_audit() is None
     s = store.session("a")
     s.save("k", f"{SECRET} one")
@@ -30,7 +31,7 @@ def test_the_chain_is_gapless_ordered_and_verifies(store):
     events = store.audit_events()
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert [e.prev_hash for e in events] == [GENESIS] + [e.hash for e in events[:-1]]
-    assert store.backend.audit_tip() == (events[-1].seq, events[-1].hash)
+    assert audit_store.tip(store.backend) == (events[-1].seq, events[-1].hash)
     after = [e.operation for e in events if e.seq > anchor.seq]
     assert after == ["escalate", "save", "get", "list", "search", "delete", "purge.turns", "purge"]
     assert all(SECRET not in repr(e) for e in events)

@@ -17,6 +17,7 @@ import pytest
 from pg_support import open_pg, schema_of, security_definer, superuser
 
 import stratamem as sm
+from stratamem.storage import audit_store
 from stratamem.storage.postgres import index
 from stratamem.storage.postgres.connect import bind_operator, run
 
@@ -202,7 +203,7 @@ def test_a_failure_inside_the_statement_leaves_nothing_of_the_batch():
     store = open_pg()
     s = store.session("a")
     s.save("kept", "written before the batch")
-    before = store.backend.audit_tip()
+    before = audit_store.tip(store.backend)
     schema = schema_of(store)
     with superuser() as su:  # fails at the audit insert, after the versions and postings were written
         su.execute(
@@ -217,7 +218,7 @@ def test_a_failure_inside_the_statement_leaves_nothing_of_the_batch():
         s.save_many(items)
     with superuser() as su:
         su.execute(f"DROP TRIGGER fail ON {schema}.audit")
-    assert store.backend.audit_tip() == before and store.verify_audit() is None
+    assert audit_store.tip(store.backend) == before and store.verify_audit() is None
     assert [m.key for m in s.list()] == ["kept"] and s.search("lisbon harbour", 10) == []
     assert derived(schema) == rebuilt(store)
     assert len(s.save_many(items)) == 500 and store.verify_audit() is None

@@ -23,6 +23,7 @@ from test_pg_save import derived, rebuilt
 import stratamem as sm
 from stratamem.audit import event_hash
 from stratamem.errors import ValidationError
+from stratamem.storage import audit_store
 from stratamem.storage.postgres import schema as pg_schema
 
 
@@ -45,7 +46,7 @@ def test_one_bad_item_among_many_writes_nothing_and_sends_nothing(monkeypatch):
     store = open_pg()
     s = store.session("a")
     s.save("kept", "before the batch")
-    tip = store.backend.audit_tip()
+    tip = audit_store.tip(store.backend)
     items: list[dict[str, object]] = [{"key": f"k{i}", "content": f"item {i}"} for i in range(2000)]
     items[1234] = {"key": "bad\x00key", "content": "a control character in the key"}
     sent: list[str] = []
@@ -60,7 +61,7 @@ def test_one_bad_item_among_many_writes_nothing_and_sends_nothing(monkeypatch):
         s.save_many(items)
     assert not [q for q in sent if "sm_save" in q]
     monkeypatch.undo()
-    assert store.backend.audit_tip() == tip and [m.key for m in s.list()] == ["kept"]
+    assert audit_store.tip(store.backend) == tip and [m.key for m in s.list()] == ["kept"]
     store.close()
 
 

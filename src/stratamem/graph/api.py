@@ -16,7 +16,7 @@ from ..audit import AuditDraft
 from ..errors import ValidationError
 from ..storage import graph_store
 from ..storage.graph_store import GraphBody, T
-from ..storage.records import SessionRecord
+from ..storage.records import SessionRecord, session_event
 from ..storage.sql import graph_batch as b
 from ..storage.sql import graph_read as q
 from ..storage.sql import graph_write as w
@@ -42,17 +42,7 @@ def clamp_depth(value: object, default: int = 1) -> int:
 
 
 def _read_draft(op: str, record: SessionRecord, nodes: Iterable[Node], detail: dict[str, Any]) -> AuditDraft:
-    nodes = list(nodes)
-    return AuditDraft(
-        op,
-        record.id,
-        record.agent_id,
-        record.taint,
-        tuple(n.name for n in nodes),
-        tuple(n.level for n in nodes),
-        tuple(n.id for n in nodes),
-        detail=detail,
-    )
+    return session_event(op, record, ((n.name, n.level, n.id) for n in nodes), detail)
 
 
 class GraphSession:

@@ -1,15 +1,16 @@
 """The storage protocol every backend implements.
 
-``Backend`` names the operations callers need: sessions, the memory
-operations, purge, bulk transfer and the audit log. What is written once for
-every engine runs as a body through a seam instead of being a method of its
-own: the turn's records and the console's reads (``turns``: ``read``,
-``write``, ``operator``), the knowledge graph (``graph``), and search by
-meaning's vectors (``vectors``). Each method that acts for a session takes the
-session id and reads the session's taint *inside its own transaction*, so a
-concurrent escalation in another process can never slip a write below the
-live taint. Every method appends its audit event in the same transaction as
-the change it records.
+``Backend`` names the operations whose engine's own SQL or steps matter:
+sessions, the memory operations, purge, bulk transfer, restoring a deleted
+version. What is written once for every engine runs as a body through a seam
+instead of being a method of its own: the turn's records, the audit log's reads
+and appends, session limits and taint history, the console's reads
+(``transactions``: ``read``, ``write``, ``operator``), the knowledge graph
+(``graph``), and search by meaning's vectors (``vectors``). Each method that
+acts for a session takes the session id and reads the session's taint *inside
+its own transaction*, so a concurrent escalation in another process can never
+slip a write below the live taint. Every write appends its audit event in the
+same transaction as the change it records.
 """
 
 from __future__ import annotations
@@ -21,25 +22,27 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..audit import AuditDraft
 from ..levels import Level
-from ..models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
+from ..models import AuditEvent, Hit, Memory, PurgeResult
 from ..paging import ListQuery, Page
 from ..scope import OWN, Conversations
 from ..text import Analyzer
-from .records import MemoryDraft, SessionRecord
-from .sql.audit_pages import AuditQuery
+from .records import MemoryDraft, SearchRequest, SessionRecord, SessionRequest
 from .sql.transcripts import TranscriptMessage, UsageRecord
 
 if TYPE_CHECKING:
     from .transaction import Body
-    from .vectors import Pending, QueryVector, VectorItem
+    from .vectors import Pending, VectorItem
 
 T = TypeVar("T")
 
 
 class TransactionSeam(Protocol):
     """The transactions that bodies written once for every backend run in, as ``transaction.Transactions``:
-    the turn's records (``storage/turn_store.py``) and the console's reads (``sql/console.py``, in a
-    read-only ``operator`` snapshot)."""
+    the turn's records (``turn_store.py``), the audit log and sessions' operator records (``audit_store.py``,
+    ``session_store.py``) and the console's reads (``sql/console.py``, in a read-only ``operator`` snapshot).
+
+    ``append_audit`` records one event in a transaction of its own, committed before it returns: a read's
+    (a read transaction appends nothing) and the runtime's records (policy decisions)."""
 
     def read(self, session_id: str, now: datetime, body: Body[Any, T]) -> T: ...
     def write(self, session_id: str, now: datetime, body: Body[Any, T]) -> T: ...
@@ -99,28 +102,16 @@ class Backend(Protocol):
     analyzer: Analyzer
 
     # sessions
-    def open_session(
-        self,
-        agent_id: str,
-        session_id: str | None,
-        clearance: Level | None,
-        peers: Sequence[str] | None,
-        now: datetime,
-        owner: str | None = None,
-    ) -> SessionRecord: ...
-    def set_session_limits(
-        self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
-    ) -> SessionRecord: ...
+    def open_session(self, request: SessionRequest, now: datetime) -> SessionRecord: ...
     def session_record(self, session_id: str) -> SessionRecord: ...
     def escalate(
         self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
     ) -> SessionRecord: ...
-    def taint_history(self, session_id: str) -> list[TaintEvent]: ...
 
     # memories, always as seen by one session
-    def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory: ...
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
-        """Every draft saved as ``save`` would, in one transaction, one audit event each; all or nothing."""
+        """Every draft at the live taint read inside one transaction, one audit event each; all or nothing
+        (a single save is a batch of one)."""
         ...
 
     # ``conversations``: the conversation scope of the read (``stratamem.scope``), part of the visible view
@@ -130,16 +121,7 @@ class Backend(Protocol):
     def list(
         self, session_id: str, query: ListQuery, now: datetime, conversations: Conversations = OWN
     ) -> Page: ...
-    def search(
-        self,
-        session_id: str,
-        terms: Sequence[str] | None,
-        limit: int,
-        now: datetime,
-        mode: str = "lexical",
-        query: QueryVector | None = None,
-        conversations: Conversations = OWN,
-    ) -> builtins.list[Hit]: ...
+    def search(self, session_id: str, request: SearchRequest, now: datetime) -> builtins.list[Hit]: ...
     def delete(self, session_id: str, key: str, now: datetime) -> Memory: ...
 
     # operator actions
@@ -153,21 +135,14 @@ class Backend(Protocol):
         self, memories: Iterable[Memory], now: datetime, turns: Sequence[TranscriptMessage | UsageRecord] = ()
     ) -> int: ...
 
-    # where shared bodies run: the turn's transcript messages and usage (``storage/turn_store.py``), the console's reads
+    # where shared bodies run: the turn's records (``storage/turn_store.py``), the audit log's reads and
+    # appends (``audit_store.py``), session limits and taint history (``session_store.py``), the console's reads
     @property
     def transactions(self) -> TransactionSeam: ...
 
     # the operator console: restoring a soft-deleted version (row ``ref``) at or below ``clearance``
     # (its reads are bodies of ``sql/console.py`` run in a read-only ``transactions.operator`` snapshot)
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory: ...
-
-    # audit
-    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent: ...
-    def audit_events(self, query: AuditQuery) -> builtins.list[AuditEvent]: ...
-    def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None: ...
-    def audit_tip(self) -> tuple[int, str]:
-        """(sequence, hash) of the newest event, (0, GENESIS) when the log is empty."""
-        ...
 
     # whole-store copy (migration between backends): the rows that are the
     # store's truth, as (table, row-dict) pairs; derived indexes are rebuilt.

@@ -1,16 +1,22 @@
-"""The records the storage layer passes around: a session as stored, a memory as asked to be saved, and the
-audit events a save or an import records (pure; every backend and the layers above share them)."""
+"""The records the storage layer passes around: a session as stored, a memory as asked to be saved, a search
+as asked of a backend, and the audit events a save or an import records (pure; every backend and the layers
+above share them)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft, operator_draft
 from ..levels import Level
-from ..models import Memory
+from ..models import Hit, Memory
+from ..scope import OWN, Conversations
+
+if TYPE_CHECKING:
+    from .vectors import QueryVector
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,12 +36,52 @@ class SessionRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionRequest:
+    """A session as asked for: opened anew, or resumed when ``session_id`` names one that exists.
+
+    ``clearance`` and ``peers``: the new session's limits (None: RESTRICTED, no peers), or what a
+    resume asks to keep (None: whatever it has). ``owner``: the server principal asking (None: the
+    operator).
+    """
+
+    agent_id: str
+    session_id: str | None = None
+    clearance: Level | None = None
+    peers: Sequence[str] | None = None
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryDraft:
     key: str
     content: str
     tags: tuple[str, ...]
     category: str
     expires_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """One search as a session asks it of a backend, in one value so every backend's signature is short.
+
+    ``terms``: the analysed query; None asks for the most recently updated memories, an empty
+    sequence (a query of punctuation only) matches nothing. ``query``: the query's vector for
+    ``semantic``/``hybrid`` (None: lexical). ``conversations``: the read's conversation scope
+    (``stratamem.scope``), part of the visible view.
+    """
+
+    terms: Sequence[str] | None
+    limit: int
+    mode: str = "lexical"
+    query: QueryVector | None = None
+    conversations: Conversations = OWN
+
+    def detail(self, hits: Sequence[Hit]) -> dict[str, Any]:
+        """The ``search`` audit event's detail: counts and the mode, never the query."""
+        detail: dict[str, Any] = {"results": len(hits), "terms": len(self.terms or ())}
+        if self.mode != "lexical":
+            detail["mode"] = self.mode
+        return detail
 
 
 def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Memory:
@@ -60,6 +106,27 @@ def save_event(record: SessionRecord, stored: Memory) -> AuditDraft:
     return AuditDraft(
         "save", record.id, record.agent_id, record.taint, (stored.key,), (stored.level,), (stored.lineage_id,)
     )
+
+
+def session_event(
+    op: str, record: SessionRecord, named: Iterable[tuple[str, Level, str]], detail: dict[str, Any]
+) -> AuditDraft:
+    """A session's event at its taint naming records by (key or name, level, lineage or id), never content."""
+    rows = list(named)
+    keys, levels, ids = (tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(r[2] for r in rows))
+    return AuditDraft(op, record.id, record.agent_id, record.taint, keys, levels, ids, detail=detail)
+
+
+def read_event(
+    op: str, record: SessionRecord, memories: Sequence[Memory], detail: dict[str, Any]
+) -> AuditDraft:
+    """The audit event of a session's read: the keys, levels and lineages it returned."""
+    return session_event(op, record, ((m.key, m.level, m.lineage_id) for m in memories), detail)
+
+
+def purge_event(agent_id: str | None, purged: int, before: datetime) -> AuditDraft:
+    """A purge's operator event: how many records left the store, and the cutoff."""
+    return operator_draft("purge", agent_id=agent_id, detail={"purged": purged, "before": before.isoformat()})
 
 
 def import_events(memories: Sequence[Memory]) -> list[AuditDraft]:

@@ -13,7 +13,8 @@ What ``append`` does follows the transaction:
   change it records, so both commit or neither does;
 - in ``read`` there is nothing to commit a change with, and a read connection may not
   write: ``append`` refuses, and a read body returns its draft for the caller to record
-  with ``Backend.append_audit`` once the read is done (as every read operation does).
+  with the seam's ``append_audit`` once the read is done (``observed_read``, as every
+  memory read does).
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..audit import AuditDraft
-from ..models import AuditEvent
-from .records import SessionRecord
+from ..models import AuditEvent, Memory
+from .records import SessionRecord, read_event
 from .sql.dialect import Dialect
 
 C = TypeVar("C")  # the engine's connection: sqlite3.Connection, psycopg.Connection
@@ -85,3 +86,26 @@ class Transactions(Protocol[C]):
     def operator(self, now: datetime, body: Body[C, T], *, read_only: bool = False) -> T:
         """``body`` in one transaction bound to no session (every row); ``read_only``: nothing written."""
         ...
+
+
+class Recording(Protocol[C]):
+    """A seam's session reads and the append that records a read's event after it."""
+
+    def read(self, session_id: str, now: datetime, body: Body[C, T]) -> T: ...
+    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent: ...
+
+
+def observed_read(
+    seam: Recording[C],
+    session_id: str,
+    now: datetime,
+    op: str,
+    reader: Body[C, T],
+    returned: Callable[[T], Sequence[Memory]],
+    detail: Callable[[T], dict[str, Any]],
+) -> T:
+    """``reader`` over the session's visible view in one read transaction, then its ``op`` event (the
+    memories ``returned`` names: keys, levels, lineages), committed before the result leaves."""
+    record, result = seam.read(session_id, now, lambda tx: (tx.record, reader(tx)))
+    seam.append_audit(read_event(op, record, returned(result), detail(result)), now)
+    return result

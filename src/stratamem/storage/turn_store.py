@@ -149,10 +149,12 @@ def export_turns(
 def import_turns(backend: Backend, records: Iterable[TranscriptMessage | UsageRecord], now: datetime) -> int:
     """Append exported records in one operator transaction with their ``import.turns`` event."""
     prepared = list(records)
+    return backend.transactions.operator(now, lambda tx: import_body(tx, prepared))
 
-    def body(tx: Tx[Any]) -> int:
-        count = sql.insert_rows(tx.conn, tx.dialect, prepared)
-        tx.append(sql.import_draft(prepared, count))
-        return count
 
-    return backend.transactions.operator(now, body)
+def import_body(tx: Tx[Any], records: Sequence[TranscriptMessage | UsageRecord]) -> int:
+    """Append exported records in the operator transaction ``tx``, their event chained in it (an import of
+    memories runs it in its own transaction: all or nothing with the memories)."""
+    count = sql.insert_rows(tx.conn, tx.dialect, records)
+    tx.append(sql.import_draft(records, count))
+    return count

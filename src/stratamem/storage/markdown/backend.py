@@ -41,13 +41,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ...audit import AuditDraft, operator_draft
 from ...errors import StorageError
 from ...levels import Level
-from ...models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
+from ...models import AuditEvent, Hit, Memory, PurgeResult
 from ...paging import ListQuery, Page
 from ...private import make_private_dirs
 from ...scope import OWN, Conversations
 from ...text import Analyzer
-from ..records import MemoryDraft, SessionRecord
-from ..sql.audit_pages import AuditQuery
+from ..records import MemoryDraft, SearchRequest, SessionRecord, SessionRequest
 from ..sql.rows import MEMORY_COLUMNS, from_us, row_to_memory
 from ..sql.transcripts import (
     TranscriptMessage,
@@ -55,7 +54,7 @@ from ..sql.transcripts import (
 )
 from ..sqlite.backend import SQLiteBackend
 from ..transaction import Body, Tx
-from ..vectors import Pending, QueryVector
+from ..vectors import Pending
 from . import files, reconcile
 from . import format as fmt
 
@@ -542,10 +541,6 @@ class MarkdownBackend:
             return self.db.operator(now, body)
 
     # memories
-    def save(self, session_id: str, draft: MemoryDraft, now: datetime) -> Memory:
-        with _Writing(self):
-            return self.db.save(session_id, draft, now)
-
     def save_many(self, session_id: str, drafts: Sequence[MemoryDraft], now: datetime) -> list[Memory]:
         with _Writing(self):
             return self.db.save_many(session_id, drafts, now)
@@ -580,18 +575,9 @@ class MarkdownBackend:
         self._fresh()
         return self.db.list(session_id, query, now, conversations)
 
-    def search(
-        self,
-        session_id: str,
-        terms: Sequence[str] | None,
-        limit: int,
-        now: datetime,
-        mode: str = "lexical",
-        query: QueryVector | None = None,
-        conversations: Conversations = OWN,
-    ) -> builtins.list[Hit]:
+    def search(self, session_id: str, request: SearchRequest, now: datetime) -> builtins.list[Hit]:
         self._fresh()
-        return self.db.search(session_id, terms, limit, now, mode, query, conversations)
+        return self.db.search(session_id, request, now)
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
         self._fresh()
@@ -604,23 +590,9 @@ class MarkdownBackend:
     # What follows keeps no content in the files: the sidecar's, after hand edits are applied.
 
     # sessions
-    def open_session(
-        self,
-        agent_id: str,
-        session_id: str | None,
-        clearance: Level | None,
-        peers: Sequence[str] | None,
-        now: datetime,
-        owner: str | None = None,
-    ) -> SessionRecord:
+    def open_session(self, request: SessionRequest, now: datetime) -> SessionRecord:
         self._fresh()
-        return self.db.open_session(agent_id, session_id, clearance, peers, now, owner)
-
-    def set_session_limits(
-        self, session_id: str, clearance: Level | None, peers: Sequence[str] | None, now: datetime
-    ) -> SessionRecord:
-        self._fresh()
-        return self.db.set_session_limits(session_id, clearance, peers, now)
+        return self.db.open_session(request, now)
 
     def session_record(self, session_id: str) -> SessionRecord:
         self._fresh()
@@ -632,10 +604,6 @@ class MarkdownBackend:
         self._fresh()
         return self.db.escalate(session_id, level, reason, source, now)
 
-    def taint_history(self, session_id: str) -> builtins.list[TaintEvent]:
-        self._fresh()
-        return self.db.taint_history(session_id)
-
     # shared bodies (the turn's records, the console's reads): hand edits applied first, then the sidecar's
     # own transactions (no file holds the turn's records)
     @property
@@ -646,23 +614,6 @@ class MarkdownBackend:
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         with _Writing(self):  # a memory comes back: its file is written like any save's
             return self.db.restore_deleted(ref, clearance, actor, now)
-
-    # audit
-    def append_audit(self, draft: AuditDraft, now: datetime) -> AuditEvent:
-        self._fresh()
-        return self.db.append_audit(draft, now)
-
-    def audit_events(self, query: AuditQuery) -> builtins.list[AuditEvent]:
-        self._fresh()
-        return self.db.audit_events(query)
-
-    def verify_audit(self, anchor: tuple[int, str] | None = None) -> int | None:
-        self._fresh()
-        return self.db.verify_audit(anchor)
-
-    def audit_tip(self) -> tuple[int, str]:
-        self._fresh()
-        return self.db.audit_tip()
 
     # the knowledge graph: the sidecar's graph, hand edits applied first (no file holds it)
     @property

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import psycopg
@@ -355,6 +355,31 @@ def remove_live(
     for _id, agent, _key, level, _content, _tags, length in rows:
         stats.add(agent, level, -1, -length)
     terms.apply(conn, stats.statement(), refresh)
+
+
+class Versions:
+    """``sql.deletion.Versions`` on PostgreSQL: key locks (``lock_keys``), set-at-a-time index upkeep."""
+
+    def __init__(
+        self, analyzer: Analyzer, lock_keys: Callable[[psycopg.Connection, Iterable[tuple[str, str]]], None]
+    ) -> None:
+        self.analyzer = analyzer
+        self.lock = lock_keys
+
+    def retire(self, conn: psycopg.Connection, rows: Sequence[Sequence[Any]], deleted_us: int | None) -> None:
+        remove_live(conn, self.analyzer, [tuple(r) for r in rows], deleted_us)
+
+    def revive(self, conn: psycopg.Connection, row: Sequence[Any]) -> None:
+        mem_id, agent, key, level, content, tags = row[:6]
+        terms, length = self.analyzer.document_terms(key, dec(content), json.loads(tags))
+        conn.execute(
+            "UPDATE memories SET deleted_us = NULL, length = %s, terms = %s WHERE id = %s",
+            (length, " ".join(terms), mem_id),
+        )
+        counts, stats = TermDelta(), StatsDelta()
+        stats.add(agent, level, 1, length)
+        postings = postings_statements([(mem_id, agent, level, terms, length)], counts)
+        counts.apply(conn, *postings, stats.statement(), refresh_statement([(agent, key)]))
 
 
 def reindex(conn: psycopg.Connection, analyzer: Analyzer) -> None:

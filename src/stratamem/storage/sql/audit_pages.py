@@ -12,18 +12,23 @@ An event is visible to a reader when
   Operators (``owner`` is ``None``: the library, the CLI, operator tokens) see
   every session's events.
 
-Both backends build their WHERE clause here, so the rule is written once.
+Both backends build their WHERE clause here, so the rule is written once; ``events_body`` is
+the read itself, run by ``storage/audit_store.py`` in a read-only operator snapshot.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ValidationError
 from ...levels import Level
 from ...models import AuditEvent
 from .dialect import Dialect
+from .rows import AUDIT_COLUMNS, stored_event
+
+if TYPE_CHECKING:
+    from ..transaction import Tx
 
 MAX_AUDIT_PAGE = 1000
 
@@ -93,21 +98,9 @@ def descending(query: AuditQuery) -> bool:
     return query.after is None and query.limit is not None
 
 
-class AuditReader(Protocol):
-    """What ``read_page`` needs of a backend (``base.Backend`` has it)."""
-
-    def audit_events(self, query: AuditQuery) -> list[AuditEvent]: ...
-
-
-def read_page(backend: AuditReader, query: AuditQuery) -> tuple[list[AuditEvent], bool]:
-    """One page of ``query.limit`` events (oldest first) and whether more lie beyond it.
-
-    Forward pages (``after``) continue after their last event; backward pages
-    (no ``after``) continue before their first.
-    """
-    if query.limit is None:
-        raise ValidationError("a page needs a limit")
-    events = backend.audit_events(replace(query, limit=query.limit + 1))
-    if len(events) <= query.limit:
-        return events, False
-    return (events[: query.limit] if query.after is not None else events[1:]), True
+def events_body(tx: Tx[Any], query: AuditQuery) -> list[AuditEvent]:
+    """The events ``query``'s reader may see, oldest first (a body of a read-only operator snapshot)."""
+    where, params = audit_sql(query, tx.dialect)
+    rows = tx.conn.execute(f"SELECT {AUDIT_COLUMNS} FROM audit a" + where, params).fetchall()
+    events = [stored_event(r, tx.dialect.decode) for r in rows]
+    return events[::-1] if descending(query) else events

@@ -5,10 +5,11 @@ write their SQL once, with ``?`` for positional parameters or ``:name`` for
 named ones, and ask the backend's dialect for the rest: how a placeholder is
 spelled, how a tag or a lineage id is tested in the JSON text columns, how
 keys compare in code point order, the case-insensitive ``LIKE``, the index
-hint for soft-deleted rows, how a batch of parameter sets is executed, and the
-NUL-safe text encoding (PostgreSQL text cannot hold NUL, which the contract
-allows in content and other free text). Each backend passes its one instance,
-``SQLITE`` or ``POSTGRES``.
+hint for soft-deleted rows, where the audit log's head record is kept, how a
+batch of parameter sets is executed, and the NUL-safe text encoding
+(PostgreSQL text cannot hold NUL, which the contract allows in content and
+other free text). Each backend passes its one instance, ``SQLITE`` or
+``POSTGRES``.
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ class Dialect:
     # rows above a session are hidden from it (row-level security): graph flag upkeep that must see
     # them runs in a server function instead of in the shared SQL
     row_security: bool
+    for_update: (
+        str  # locks a row read for the rest of the transaction (SQLite's write transaction already does)
+    )
+    audit_head: str  # the audit log's head record (newest sequence and hash) as one "seq:hash" text, if any
     decode: Callable[[str | None], str | None] = _unchanged  # stored text back as written
     encode: Callable[[str | None], str | None] = _unchanged  # free text as this engine can store it
 
@@ -131,6 +136,8 @@ SQLITE = Dialect(
     ),
     deleted_hint="INDEXED BY memories_deleted",
     row_security=False,
+    for_update="",
+    audit_head="SELECT value FROM meta WHERE name = 'audit_head'",
 )
 
 POSTGRES = Dialect(
@@ -146,6 +153,8 @@ POSTGRES = Dialect(
     ),
     deleted_hint="",
     row_security=True,
+    for_update="FOR UPDATE",
+    audit_head="SELECT seq::text || ':' || hash FROM audit_head WHERE seq > 0",
     decode=dec,
     encode=enc,
 )

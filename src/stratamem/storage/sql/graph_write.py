@@ -21,7 +21,7 @@ from ...graph.checks import DEFAULT_TYPE, MAX_OBSERVATIONS_PER_NODE
 from ...graph.model import Edge, EdgeDraft, Node, NodeDraft
 from ...levels import Level
 from ...text import Analyzer
-from ..records import SessionRecord
+from ..records import SessionRecord, session_event
 from .graph_read import (
     COPIED_TABLES,
     GraphConn,
@@ -309,16 +309,8 @@ def write_one_node(
 def write_draft(record: SessionRecord, out: Sequence[tuple[Node, bool]]) -> AuditDraft:
     """The audit event of a node write: names, levels and ids of the nodes written (never content)."""
     written = [n for n, created in out if created]
-    return AuditDraft(
-        "graph.write",
-        record.id,
-        record.agent_id,
-        record.taint,
-        tuple(n.name for n in written),
-        tuple(n.level for n in written),
-        tuple(n.id for n in written),
-        detail={"nodes": len(written), "skipped": len(out) - len(written)},
-    )
+    detail = {"nodes": len(written), "skipped": len(out) - len(written)}
+    return session_event("graph.write", record, ((n.name, n.level, n.id) for n in written), detail)
 
 
 def add_observations(

@@ -1,4 +1,4 @@
-"""The SQL of a paged listing, shared by both backends.
+"""The SQL of a paged listing, and of the operator's export of every live memory, shared by both backends.
 
 A backend supplies its visible-view predicate and its ``Dialect`` (named
 placeholders, tag test, key collation); this module adds the filters, the cursor
@@ -16,9 +16,19 @@ cursor's are skipped; the cursor's agent starts after its key.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ...audit import operator_draft
+from ...models import Memory
 from ...paging import ListQuery, after_position
 from .dialect import Dialect
-from .rows import MEMORY_COLUMNS
+from .rows import MEMORY_COLUMNS, stored_memory, to_us
+
+if TYPE_CHECKING:
+    from ..protocol import TransactionSeam as Seam
+    from ..transaction import Tx
 
 D_COLUMNS = ", ".join("d." + c for c in MEMORY_COLUMNS.split(", "))
 
@@ -75,3 +85,25 @@ def listing_sql(
     outer_order = f"updated_us DESC, {out_key}, l_rank" if query.newest_first else f"l_rank, {out_key}"
     sql = f"SELECT {MEMORY_COLUMNS} FROM ({' UNION ALL '.join(branches)}) AS u ORDER BY {outer_order}{limit}"
     return sql, params
+
+
+def export_body(tx: Tx[Any], agent_id: str | None) -> list[Memory]:
+    """Every live, unexpired memory (of one agent, or all) in (agent, key, level) order: an operator read."""
+    ph = tx.dialect.positional
+    sql = (
+        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
+        f"AND (expires_us IS NULL OR expires_us > {ph})"
+    )
+    params: list[object] = [to_us(tx.now)]
+    if agent_id is not None:
+        sql += f" AND agent_id = {ph}"
+        params.append(agent_id)
+    rows = tx.conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall()
+    return [stored_memory(r, tx.dialect.decode) for r in rows]
+
+
+def exported(seam: Seam, agent_id: str | None, now: datetime) -> Iterator[Memory]:
+    """``export_body`` in one read-only operator snapshot, then the ``export`` event (the count, no content)."""
+    found = seam.operator(now, lambda tx: export_body(tx, agent_id), read_only=True)
+    seam.append_audit(operator_draft("export", agent_id=agent_id, detail={"count": len(found)}), now)
+    return iter(found)

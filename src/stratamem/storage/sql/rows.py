@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii
@@ -24,6 +24,10 @@ R = TypeVar("R")
 MEMORY_COLUMNS = (
     "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
     "lineage_id, expires_us"
+)
+AUDIT_COLUMNS = (
+    "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
+    "prev_hash, hash"
 )
 
 
@@ -91,6 +95,20 @@ def row_to_event(row: Sequence[Any]) -> AuditEvent:
         prev_hash=prev,
         hash=digest,
     )
+
+
+def stored_memory(row: Sequence[Any], decode: Callable[[str | None], str | None]) -> Memory:
+    """A ``MEMORY_COLUMNS`` row (possibly followed by others) as an engine stored it: content and source
+    session through its dialect's ``decode``."""
+    fields = list(row[:12])
+    fields[4], fields[7] = decode(fields[4]), decode(fields[7])
+    return row_to_memory(fields)
+
+
+def stored_event(row: Sequence[Any], decode: Callable[[str | None], str | None]) -> AuditEvent:
+    """An ``AUDIT_COLUMNS`` row as an engine stored it (the session id through its dialect's ``decode``);
+    raises ValueError, KeyError or TypeError when the stored fields no longer parse."""
+    return row_to_event([*row[:2], decode(row[2]), *row[3:]])
 
 
 _SORTED = json.JSONEncoder(sort_keys=True)  # json.dumps(..., sort_keys=True) without a new encoder per call

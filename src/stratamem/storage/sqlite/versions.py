@@ -6,21 +6,27 @@ expired one is retired first, and otherwise a new row is inserted. Its terms go
 to the postings tail (``sqlite_tail``) or, in a batch, to ``PendingIndex`` for
 one sorted flush; the (agent, level) partition's counts change with it; and the
 ``shadowable`` flags of the key's other live versions are refreshed when there
-are any. Taking a version out (delete, purge, replacement) reverses each step.
-Everything here runs inside the caller's write transaction.
+are any. Taking a version out (delete, purge, replacement) reverses each step,
+and ``Versions`` is what the shared delete and restore (``sql/deletion``) ask
+of the engine; ``reindex`` rebuilds it all. Everything here runs inside the
+caller's write transaction.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 from ...levels import Level
 from ...models import Memory
+from ...progress import tracked
 from ...text import Analyzer
+from ..sql import graph_write
+from ..sql.dialect import SQLITE
+from ..sql.graph_read import GraphConn
 from ..sql.rows import from_us, json_strings, to_us
 from . import frequency_tail, new_keys, postings_tail, vectors
 from .deferred_index import PendingIndex
@@ -119,6 +125,48 @@ def remove_live(
     if deleted_us is not None:
         conn.execute("UPDATE memories SET deleted_us = ?, shadowable = 0 WHERE id = ?", (deleted_us, mem_id))
     refresh_shadowable(conn, agent, key)
+
+
+class Versions:
+    """``sql.deletion.Versions`` on SQLite: the write transaction already excludes every other writer."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.analyzer = analyzer
+
+    def lock(self, conn: sqlite3.Connection, pairs: Iterable[tuple[str, str]]) -> None:
+        """Nothing to take: ``BEGIN IMMEDIATE`` holds the database's one write lock."""
+
+    def retire(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]], deleted_us: int | None) -> None:
+        for row in rows:
+            remove_live(conn, self.analyzer, row, deleted_us)
+
+    def revive(self, conn: sqlite3.Connection, row: Sequence[Any]) -> None:
+        mem_id, agent, key, level, content, tags = row[:6]
+        terms, length = self.analyzer.document_terms(key, content, json.loads(tags))
+        conn.execute("UPDATE memories SET deleted_us = NULL, length = ? WHERE id = ?", (length, mem_id))
+        index(conn, mem_id, terms, agent, level, length)
+        stats_add(conn, agent, level, 1, length)
+        refresh_shadowable(conn, agent, key)
+
+
+def reindex(conn: sqlite3.Connection, analyzer: Analyzer) -> None:
+    """Re-stem every live memory (the store's languages or the analyzer changed, or a restore)."""
+    conn.execute("DELETE FROM postings")
+    postings_tail.clear(conn)
+    conn.execute("DELETE FROM part_stats")
+    conn.execute("DELETE FROM term_stats")
+    frequency_tail.clear(conn)
+    rows = conn.execute(
+        "SELECT id, agent_id, level, key, content, tags FROM memories WHERE deleted_us IS NULL"
+    ).fetchall()
+    pending = PendingIndex()
+    for mem_id, agent, level, key, content, tags in tracked(rows, "reindexing"):
+        terms, length = analyzer.document_terms(key, content, json.loads(tags))
+        conn.execute("UPDATE memories SET length = ? WHERE id = ?", (length, mem_id))
+        pending.add(mem_id, terms, agent, level, length)
+        stats_add(conn, agent, level, 1, length)
+    pending.flush(conn)
+    graph_write.reindex(GraphConn(conn, SQLITE), analyzer)
 
 
 def write_version(
