@@ -94,3 +94,24 @@ def test_the_scan_finds_a_reach_in_and_passes_self():
 
 def test_no_module_touches_another_packages_backend_privates():
     assert scan(SRC) == []
+
+
+def protocol_operations(source: str) -> list[str]:
+    """The methods and properties the ``Backend`` protocol names (its attributes, e.g. ``analyzer``, aside)."""
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name == "Backend":
+            return [item.name for item in node.body if isinstance(item, ast.FunctionDef)]
+    raise AssertionError("no Backend protocol")
+
+
+def test_the_backend_protocol_names_at_most_twenty_operations():
+    # what is written once runs as a body through a seam (transactions, graph, vectors), not as a method
+    operations = protocol_operations((SRC / "storage/protocol.py").read_text())
+    assert "search" in operations and "transactions" in operations
+    assert len(operations) <= 20, operations
+
+
+def test_the_sql_backends_modules_stay_under_600_lines():
+    for package in ("storage/sqlite", "storage/postgres", "storage/sql"):
+        for path in (SRC / package).glob("*.py"):
+            assert len(path.read_text().splitlines()) <= 600, path.relative_to(SRC)
