@@ -108,7 +108,7 @@ def _edit_during_writes(monkeypatch, store: sm.Store, change) -> None:
     """Make ``change()`` happen once, after the next write's transaction and before its files are written."""
     db = store.backend.db
     done: list[bool] = []
-    for name in ("save", "save_many", "delete"):
+    for name in ("save_many", "delete"):
         original = getattr(db, name)
 
         def wrapped(*args, _original=original, **kwargs):
