@@ -56,7 +56,7 @@ from ..sql.transcripts import (
 from ..sqlite.backend import SQLiteBackend
 from ..transaction import Body, Tx
 from ..vectors import Pending, QueryVector
-from . import files, reconcile
+from . import files, reconcile, replace, sidecar
 from . import format as fmt
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ CHANGES = [
 Marked = dict[str, list[tuple[Any, ...]]]  # file -> its md_dirty marks
 Groups = dict[str, tuple[str, Level, list[tuple[Any, ...]]]]  # file -> (agent, level, its memory rows)
 MERGE_ROUNDS = 8
-MAX_HELD = 64  # replaced files kept open until the next scan (see ``files.replace``)
+MAX_HELD = 64  # replaced files kept open until the next scan (see ``replace.replace``)
 
 
 def _untimed() -> datetime:
@@ -156,12 +156,12 @@ class MarkdownBackend:
         try:
             make_private_dirs(root)
             self.root = os.path.realpath(root)
-            self._sidecar = os.path.join(self.root, files.SIDECAR_DIR)
-            self._sidecar_fd = files.open_sidecar(self.root)
+            self._sidecar = os.path.join(self.root, fmt.SIDECAR_DIR)
+            self._sidecar_fd = sidecar.open_sidecar(self.root)
         except OSError as exc:
             raise StorageError(f"cannot open the Markdown store at {root}: {exc}") from exc
         try:
-            self._lock = files.DirLock(self._sidecar_fd, self._sidecar)
+            self._lock = sidecar.DirLock(self._sidecar_fd, self._sidecar)
         except BaseException:
             os.close(self._sidecar_fd)
             raise
@@ -176,13 +176,11 @@ class MarkdownBackend:
         self._sections: dict[tuple[Any, ...], str] = {}
         self._cached = 0
         self._aside: set[str] = set()  # files holding a hand edit of a key the current write changed
-        self._held: list[files.Held] = []  # files replaced by the last write, open until the next scan
+        self._held: list[replace.Held] = []  # files replaced by the last write, open until the next scan
         try:
             with self._lock.held():
                 self._check_sidecar(create=True)
-                self.db = SQLiteBackend(
-                    os.path.join(self._sidecar, files.SIDECAR_DB), analyzer, synchronous=synchronous
-                )
+                self.db = SQLiteBackend(sidecar.index_path(self.root), analyzer, synchronous=synchronous)
                 self._check_sidecar()  # what SQLite opened by name is still the store's own
                 self.db.operator(_untimed(), _create_tables)
                 files.sweep_temporaries(self.root)
@@ -204,20 +202,8 @@ class MarkdownBackend:
         return self.problems[before:]
 
     def _check_sidecar(self, create: bool = False) -> None:
-        """The sidecar folder and the files SQLite opens there by name are the store's own (lock held).
-
-        SQLite cannot open them through a descriptor, so they are checked
-        before it opens them, right after, and at every scan, before any write.
-        """
-        try:
-            if not files.same_folder(self._sidecar, self._sidecar_fd):
-                raise StorageError(
-                    f"refusing {self._sidecar}: it was replaced while the store was open; "
-                    "a Markdown store opens nothing that resolves outside its directory"
-                )
-            files.check_sidecar_files(self._sidecar_fd, self._sidecar, create=create)
-        except OSError as exc:
-            raise StorageError(f"cannot open the Markdown store's index in {self._sidecar}: {exc}") from exc
+        """The sidecar folder and the files SQLite opens there by name are the store's own (lock held)."""
+        sidecar.check_open(self._sidecar, self._sidecar_fd, create=create)
 
     def _settle(self) -> None:
         """Finish any interrupted render, then apply hand edits and render what they changed (lock held)."""
@@ -233,7 +219,7 @@ class MarkdownBackend:
         held, self._held = self._held, []
         for old in held:
             try:
-                kept = files.release(self.root, old)
+                kept = replace.release(self.root, old)
             except OSError as exc:
                 log.warning("markdown store: cannot check the replaced %s: %s", old.rel, exc)
                 continue
@@ -397,7 +383,7 @@ class MarkdownBackend:
         for rel, (agent, level, memories) in sorted(groups.items()):
             try:
                 result = self._write_file(rel, agent, level, memories, known.get(rel), mine, last)
-            except files.Changed:
+            except replace.Changed:
                 stale[rel] = (agent, level)
                 continue
             if result is None:
@@ -466,7 +452,7 @@ class MarkdownBackend:
         mine: Changes | None,
         last: bool,
     ) -> tuple[int, int, str | None] | None:
-        """Render one file; raises ``files.Changed`` when a hand edit since the last read is to be merged.
+        """Render one file; raises ``replace.Changed`` when a hand edit since the last read is to be merged.
 
         A version on disk the store cannot merge (it does not parse, or no
         write's keys are known) is kept as a conflict copy as it is replaced.
@@ -495,7 +481,7 @@ class MarkdownBackend:
                     return (*on_disk, digest)
                 if disk_digest is None or unread or disk_digest != known_hash:
                     if mine is not None and disk_digest is not None and (known is None or not unread):
-                        raise files.Changed(rel)  # a readable hand edit: merged by _flush
+                        raise replace.Changed(rel)  # a readable hand edit: merged by _flush
                     keep_old = "an unread version"
             folder = rel.split("/", 1)[0]
             if (
@@ -504,7 +490,7 @@ class MarkdownBackend:
                 and files.stat_of(self.root, f"{folder}/{fmt.AGENT_FILE}") is None
             ):
                 files.write_agent_file(self.root, folder, agent)
-            done = files.replace(
+            done = replace.replace(
                 self.root,
                 rel,
                 text,
