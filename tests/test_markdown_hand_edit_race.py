@@ -193,18 +193,18 @@ def test_a_hand_edit_of_the_key_being_saved_is_kept_as_a_conflict_copy(tmp_path,
 def test_two_conflict_copies_kept_in_one_microsecond_are_both_kept(tmp_path, monkeypatch):
     from datetime import UTC, datetime
 
-    from stratamem.storage.markdown import files
+    from stratamem.storage.markdown import replace
 
     class Frozen(datetime):
         @classmethod
         def now(cls, tz=None):
             return datetime(2026, 1, 1, tzinfo=UTC)
 
-    monkeypatch.setattr(files, "datetime", Frozen)
+    monkeypatch.setattr(replace, "datetime", Frozen)
     root = tmp_path / "mem"
     (root / "a").mkdir(parents=True)
     for text in ("first\n", "second\n"):
         (root / "a/MEMORY.md").write_text(text)
-        files.replace(str(root), "a/MEMORY.md", "rendered\n", "any", keep_old=True)
+        replace.replace(str(root), "a/MEMORY.md", "rendered\n", "any", keep_old=True)
     kept = sorted(p.read_text() for p in (root / "a").glob("MEMORY.md.conflict-*"))
     assert kept == ["first\n", "second\n"]

@@ -23,7 +23,7 @@ from typing import Any
 from .audit import operator_draft
 from .errors import StorageError, ValidationError
 from .extras import require
-from .storage.markdown import files
+from .storage.markdown import sidecar
 from .storage.sql.rows import one_row
 from .store import MARKDOWN_SCHEME, Store, markdown_location, sqlite_path
 
@@ -44,8 +44,8 @@ def _sqlite_file(url: str) -> str:
     if url.startswith(MARKDOWN_SCHEME):
         root = os.path.realpath(markdown_location(url)[0])
         if os.path.isdir(root):
-            files.check_sidecar(root)
-        return os.path.join(root, files.SIDECAR_DIR, files.SIDECAR_DB)
+            sidecar.check_sidecar(root)
+        return sidecar.index_path(root)
     return sqlite_path(url)
 
 

@@ -6,6 +6,7 @@ operating system can keep levels apart too)::
     <agent>/<LEVEL>/MEMORY.md                 category "core"
     <agent>/<LEVEL>/memory/YYYY-MM-DD.md      categories "daily" and "conversation" (UTC creation day)
     <agent>/<LEVEL>/<category>.md             any other category
+    .stratamem/                               the sidecar index (hidden: never an agent folder)
 
 A folder or file name keeps ``A-Z a-z 0-9 _ -`` and writes every other
 character as ``%XX`` (UTF-8 bytes), so no name is hidden, ``..`` or a path; a
@@ -56,6 +57,7 @@ DAILY_DIR = "memory"
 DAILY_CATEGORIES = ("daily", "conversation")
 LONG_PREFIX = "~"
 AGENT_FILE = ".agent"
+SIDECAR_DIR = ".stratamem"
 MAX_SEGMENT_BYTES = 200
 FIELDS = ("category", "tags", "created", "updated", "lineage", "session", "expires")
 _SAFE = re.compile(r"[A-Za-z0-9_-]")
