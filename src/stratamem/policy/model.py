@@ -52,22 +52,18 @@ class Operator(StrEnum):
 
     @classmethod
     def parse(cls, value: object) -> Operator:
-        if isinstance(value, str):
-            name = value.strip().lower()
-            for member in cls:
-                if member.value == name:
-                    return member
-        valid = ", ".join(m.value for m in cls)
-        raise ValidationError(f"unknown operator {value!r}; valid operators are {valid}")
+        return _parse_enum(cls, value, "operator")
 
 
 def _parse_enum(cls: type[E], value: object, what: str) -> E:
+    """A member from its value in any case and with surrounding spaces (every member is named as its value,
+    upper-cased); anything else is a ``ValidationError`` listing the values as a rules file writes them."""
     if isinstance(value, cls):
         return value
     if isinstance(value, str) and value.strip().upper() in cls.__members__:
         return cls[value.strip().upper()]
-    valid = ", ".join(cls.__members__)
-    raise ValidationError(f"unknown {what} {value!r}; valid values are {valid}")
+    valid = ", ".join(m.value for m in cls)
+    raise ValidationError(f"unknown {what} {value!r}; valid {what}s are {valid}")
 
 
 @dataclass(frozen=True, slots=True)
