@@ -3,11 +3,8 @@
 The graph is read from the source with ``ast``: an edge for every import a module can run — at the top
 of the file or inside a function — and none for imports under ``if TYPE_CHECKING:``, which never run.
 A circle (a strongly connected component of more than one module) is a knot a newcomer cannot read
-in order and an import-order bug waiting for the next edit; a new one fails this test.
-
-One circle is known and kept on purpose: ``Session.turn()`` starts a ``Turn`` (``turn.runtime``), and
-``turn.recall.render_memory_context`` recalls through the policy layer only for a real ``Session``
-(an ``isinstance`` check). Both imports run inside functions, so neither module needs the other to load.
+in order and an import-order bug waiting for the next edit; any one fails this test, whether its imports
+run at load or only inside a function.
 """
 
 from __future__ import annotations
@@ -17,10 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
-
-KNOWN: set[frozenset[str]] = {
-    frozenset({"stratamem.session", "stratamem.turn.recall", "stratamem.turn.runtime"}),
-}
 
 
 def _modules() -> dict[str, Path]:
@@ -119,15 +112,9 @@ def circles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
     return found
 
 
-def test_no_import_circle_beyond_the_known_one() -> None:
-    found = circles(import_graph())
-    new = [sorted(c) for c in found - KNOWN]
-    assert new == [], f"import circles (type-only imports aside): {new}"
-
-
-def test_the_known_circle_is_still_there() -> None:
-    """When the known circle is broken, take it out of KNOWN so it cannot come back unnoticed."""
-    assert circles(import_graph()) >= KNOWN
+def test_no_import_circle() -> None:
+    found = sorted(sorted(c) for c in circles(import_graph()))
+    assert found == [], f"import circles (type-only imports aside): {found}"
 
 
 def test_the_graph_sees_circles() -> None:
@@ -138,5 +125,6 @@ def test_the_graph_sees_circles() -> None:
 def test_the_graph_reads_the_package() -> None:
     graph = import_graph()
     assert "stratamem.tools.toolspec" in graph["stratamem.tools.specs"]
-    assert "stratamem.session" in graph["stratamem.turn.recall"]  # an import inside a function counts
+    assert "stratamem.turn.runtime" in graph["stratamem.session"]  # an import inside a function counts
     assert "stratamem.session" not in graph["stratamem.turn.runtime"]  # one under TYPE_CHECKING does not
+    assert "stratamem.session" not in graph["stratamem.turn.recall"]

@@ -70,7 +70,7 @@ def test_tools_use_the_store_mode(make_store, hybrid_default, name, args):
 
 @needs_model
 def test_recall_injection_uses_the_store_mode(make_store, hybrid_default):
-    from stratamem.turn.recall import render_memory_context
+    from stratamem.turn import render_memory_context
 
     store = make_store()
     s = store.session()

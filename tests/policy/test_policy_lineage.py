@@ -43,3 +43,18 @@ def test_readers_writers_and_history():
         # A reader whose clearance is below an event's taint does not see that event.
         assert "high" not in {r.session_id for r in readers(store, memory.lineage_id, clearance="INTERNAL")}
         assert readers(store, "no-such-lineage") == []
+
+
+def test_limit_keeps_the_newest_events_before_filtering():
+    with new_store() as store:
+        author = store.session(agent_id="main", session_id="author")
+        memory = author.save("plan", "launch friday")
+        for _ in range(3):
+            author.get("plan")
+        author.save("plan", "launch monday")
+
+        everything = history(store, memory.lineage_id)
+        assert [a.operation for a in everything] == ["save", "get", "get", "get", "save"]
+        assert history(store, memory.lineage_id, Level.RESTRICTED, limit=2) == everything[-2:]
+        assert [a.seq for a in readers(store, memory.lineage_id, limit=3)] == [a.seq for a in everything[2:4]]
+        assert writers(store, memory.lineage_id, owner=None, limit=1) == everything[-1:]

@@ -224,6 +224,21 @@ def test_broken_rule_files_fail_at_load(text):
         rules_from_yaml(text)
 
 
+@pytest.mark.parametrize(
+    ("kind", "what", "spelled"),
+    [(HookPoint, "hook", str.lower), (Action, "action", str.lower), (Operator, "operator", str.upper)],
+)
+def test_rule_words_parse_in_any_case_and_name_their_values(kind, what, spelled):
+    for member in kind:
+        assert kind.parse(f"  {spelled(member.value)} ") is member
+        assert kind.parse(member) is member
+    with pytest.raises(sm.ValidationError) as refused:
+        kind.parse("nope")
+    assert str(refused.value) == (
+        f"unknown {what} 'nope'; valid {what}s are {', '.join(m.value for m in kind)}"
+    )
+
+
 priorities = st.lists(st.tuples(st.integers(-5, 5), st.booleans()), min_size=0, max_size=8)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 import textwrap
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stratamem.client import AsyncClient, Client, _Async, _Sync
+from stratamem.client import AsyncClient, Client, _Operation
 from stratamem.client.calls import OPERATIONS
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -18,15 +19,18 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 @pytest.mark.parametrize("name", sorted(OPERATIONS))
 def test_every_operation_is_a_method_of_both_clients(name):
     build = OPERATIONS[name]
-    assert isinstance(Client.__dict__[name], _Sync) and isinstance(AsyncClient.__dict__[name], _Async)
+    assert isinstance(inspect.getattr_static(Client, name), _Operation)
+    assert inspect.getattr_static(AsyncClient, name) is inspect.getattr_static(Client, name)
     client, aclient = Client("http://127.0.0.1:9"), AsyncClient("http://127.0.0.1:9")
     try:
         assert inspect.signature(getattr(client, name)) == inspect.signature(build)
         assert inspect.signature(getattr(aclient, name)) == inspect.signature(build)
         assert inspect.iscoroutinefunction(getattr(aclient, name))
-        assert getattr(client, name).__doc__ == build.__doc__
+        assert not inspect.iscoroutinefunction(getattr(client, name))
+        assert getattr(client, name).__doc__ == getattr(aclient, name).__doc__ == build.__doc__
     finally:
         client.close()
+        asyncio.run(aclient.aclose())
 
 
 def test_a_type_checker_sees_the_signatures(tmp_path):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import stratamem as sm
+from stratamem.turn import render_memory_context
 from stratamem.turn.context import BLOCK_CLOSE, ContextConfig
-from stratamem.turn.recall import render_memory_context
 
 
 def _store():

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -11,6 +13,19 @@ from .. import shapes
 from ..install_info import describe, location
 from ..store import default_url
 from .root import Context, cli, run
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _config_option(help_text: str) -> Callable[[F], F]:
+    """``--config``: the operator's TOML file, also from ``STRATAMEM_CONFIG``; each command says what it reads."""
+    return click.option(
+        "--config",
+        "config_path",
+        envvar="STRATAMEM_CONFIG",
+        type=click.Path(exists=True, dir_okay=False),
+        help=help_text,
+    )
 
 
 def _given(first: str | None, second: str | None) -> str | None:
@@ -23,13 +38,7 @@ def _given(first: str | None, second: str | None) -> str | None:
     "--host", help="Address to listen on (default 127.0.0.1; a non-loopback address needs --config)."
 )
 @click.option("--port", type=int, help="Port to listen on (default 8765).")
-@click.option(
-    "--config",
-    "config_path",
-    envvar="STRATAMEM_CONFIG",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Server config (TOML): principals, policy, turn prices/budgets, retention.",
-)
+@_config_option("Server config (TOML): principals, policy, turn prices/budgets, retention.")
 @click.option(
     "--workers",
     type=int,
@@ -91,13 +100,7 @@ def _say_location(ctx: Context) -> None:
     default=None,
     help="Also serve the runtime's turn tools (turn_begin ... transcript, as /mcp-turns) [env STRATAMEM_TURNS].",
 )
-@click.option(
-    "--config",
-    "config_path",
-    envvar="STRATAMEM_CONFIG",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Config file (TOML) with [mcp], [turns] and [retention] tables.",
-)
+@_config_option("Config file (TOML) with [mcp], [turns] and [retention] tables.")
 @click.pass_obj
 def mcp(
     ctx: Context,

@@ -18,7 +18,7 @@ import functools
 import json
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, Generic, ParamSpec, overload
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from ..errors import NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
 from ..extras import require
@@ -81,12 +81,14 @@ def _unreachable(exc: httpx.HTTPError) -> StorageError:
 
 
 P = ParamSpec("P")
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)
 
 
-class _Sync(Generic[P]):
-    """One operation as a ``Client`` method, typed by its builder's signature (checkers and IDEs see it).
+class _Operation(Generic[P]):
+    """One operation as a method of either client, typed by its builder's signature (checkers and IDEs see it).
 
-    The operation is stated once, in :mod:`calls`; this only sends what the builder returns.
+    The operation is stated once, in :mod:`calls`; this only sends what the builder returns: on a
+    ``Client`` the method answers, on an ``AsyncClient`` it returns an awaitable of the answer.
     """
 
     def __init__(self, build: Callable[P, Call]) -> None:
@@ -94,13 +96,26 @@ class _Sync(Generic[P]):
         self.__doc__ = build.__doc__
 
     @overload
-    def __get__(self, client: None, owner: type[Any]) -> _Sync[P]: ...
+    def __get__(self, client: None, owner: type[Any]) -> _Operation[P]: ...
     @overload
     def __get__(self, client: Client, owner: type[Any]) -> Callable[P, Any]: ...
-    def __get__(self, client: Client | None, owner: type[Any]) -> _Sync[P] | Callable[P, Any]:
+    @overload
+    def __get__(self, client: AsyncClient, owner: type[Any]) -> Callable[P, Awaitable[Any]]: ...
+    def __get__(
+        self, client: Client | AsyncClient | None, owner: type[Any]
+    ) -> _Operation[P] | Callable[P, Any] | Callable[P, Awaitable[Any]]:
         if client is None:
             return self
-        build, send = self.build, client.send
+        build = self.build
+        if isinstance(client, AsyncClient):
+            send_async = client.send
+
+            @functools.wraps(build)
+            async def method_async(*args: P.args, **kwargs: P.kwargs) -> Any:
+                return await send_async(build(*args, **kwargs))
+
+            return method_async
+        send = client.send
 
         @functools.wraps(build)
         def method(*args: P.args, **kwargs: P.kwargs) -> Any:
@@ -109,33 +124,8 @@ class _Sync(Generic[P]):
         return method
 
 
-class _Async(Generic[P]):
-    """The same for ``AsyncClient``: the method returns an awaitable of the answer."""
-
-    def __init__(self, build: Callable[P, Call]) -> None:
-        self.build = build
-        self.__doc__ = build.__doc__
-
-    @overload
-    def __get__(self, client: None, owner: type[Any]) -> _Async[P]: ...
-    @overload
-    def __get__(self, client: AsyncClient, owner: type[Any]) -> Callable[P, Awaitable[Any]]: ...
-    def __get__(
-        self, client: AsyncClient | None, owner: type[Any]
-    ) -> _Async[P] | Callable[P, Awaitable[Any]]:
-        if client is None:
-            return self
-        build, send = self.build, client.send
-
-        @functools.wraps(build)
-        async def method(*args: P.args, **kwargs: P.kwargs) -> Any:
-            return await send(build(*args, **kwargs))
-
-        return method
-
-
-class Client:
-    """A synchronous client: ``Client("http://127.0.0.1:8765").save(session_id, "k", "v")``."""
+class _Operations(Generic[H]):
+    """What both clients share: the connection they are made with, and one method per operation."""
 
     def __init__(
         self,
@@ -143,9 +133,42 @@ class Client:
         token: str | None = None,
         *,
         timeout: float = 30.0,
-        http: httpx.Client | None = None,
+        http: H | None = None,
     ) -> None:
-        self.http = http or httpx.Client(base_url=base_url, headers=_headers(token), timeout=timeout)
+        self.http: H = http or self._connect(base_url=base_url, headers=_headers(token), timeout=timeout)
+
+    def _connect(self, **options: Any) -> H:
+        raise NotImplementedError
+
+    # one line per operation of calls.OPERATIONS (tests/server/test_client_typing.py checks the list)
+    health = _Operation(calls.health)
+    tools = _Operation(calls.tools)
+    create_session = _Operation(calls.create_session)
+    get_session = _Operation(calls.get_session)
+    escalate = _Operation(calls.escalate)
+    reset = _Operation(calls.reset)
+    save = _Operation(calls.save)
+    save_many = _Operation(calls.save_many)
+    get = _Operation(calls.get)
+    list_memories = _Operation(calls.list_memories)
+    delete = _Operation(calls.delete)
+    search = _Operation(calls.search)
+    audit = _Operation(calls.audit)
+    audit_verify = _Operation(calls.audit_verify)
+    begin_turn = _Operation(calls.begin_turn)
+    prompt = _Operation(calls.prompt)
+    tool_calls = _Operation(calls.tool_calls)
+    tool_result = _Operation(calls.tool_result)
+    usage = _Operation(calls.usage)
+    end_turn = _Operation(calls.end_turn)
+    transcript = _Operation(calls.transcript)
+
+
+class Client(_Operations[httpx.Client]):
+    """A synchronous client: ``Client("http://127.0.0.1:8765").save(session_id, "k", "v")``."""
+
+    def _connect(self, **options: Any) -> httpx.Client:
+        return httpx.Client(**options)
 
     def send(self, call: Call) -> Any:
         try:
@@ -163,42 +186,12 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # one line per operation of calls.OPERATIONS (tests/server/test_client_typing.py checks the list)
-    health = _Sync(calls.health)
-    tools = _Sync(calls.tools)
-    create_session = _Sync(calls.create_session)
-    get_session = _Sync(calls.get_session)
-    escalate = _Sync(calls.escalate)
-    reset = _Sync(calls.reset)
-    save = _Sync(calls.save)
-    save_many = _Sync(calls.save_many)
-    get = _Sync(calls.get)
-    list_memories = _Sync(calls.list_memories)
-    delete = _Sync(calls.delete)
-    search = _Sync(calls.search)
-    audit = _Sync(calls.audit)
-    audit_verify = _Sync(calls.audit_verify)
-    begin_turn = _Sync(calls.begin_turn)
-    prompt = _Sync(calls.prompt)
-    tool_calls = _Sync(calls.tool_calls)
-    tool_result = _Sync(calls.tool_result)
-    usage = _Sync(calls.usage)
-    end_turn = _Sync(calls.end_turn)
-    transcript = _Sync(calls.transcript)
 
-
-class AsyncClient:
+class AsyncClient(_Operations[httpx.AsyncClient]):
     """The same methods, awaitable: ``await AsyncClient(url).search(session_id, "coffee")``."""
 
-    def __init__(
-        self,
-        base_url: str = "http://127.0.0.1:8765",
-        token: str | None = None,
-        *,
-        timeout: float = 30.0,
-        http: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.http = http or httpx.AsyncClient(base_url=base_url, headers=_headers(token), timeout=timeout)
+    def _connect(self, **options: Any) -> httpx.AsyncClient:
+        return httpx.AsyncClient(**options)
 
     async def send(self, call: Call) -> Any:
         try:
@@ -215,26 +208,3 @@ class AsyncClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    # one line per operation of calls.OPERATIONS (tests/server/test_client_typing.py checks the list)
-    health = _Async(calls.health)
-    tools = _Async(calls.tools)
-    create_session = _Async(calls.create_session)
-    get_session = _Async(calls.get_session)
-    escalate = _Async(calls.escalate)
-    reset = _Async(calls.reset)
-    save = _Async(calls.save)
-    save_many = _Async(calls.save_many)
-    get = _Async(calls.get)
-    list_memories = _Async(calls.list_memories)
-    delete = _Async(calls.delete)
-    search = _Async(calls.search)
-    audit = _Async(calls.audit)
-    audit_verify = _Async(calls.audit_verify)
-    begin_turn = _Async(calls.begin_turn)
-    prompt = _Async(calls.prompt)
-    tool_calls = _Async(calls.tool_calls)
-    tool_result = _Async(calls.tool_result)
-    usage = _Async(calls.usage)
-    end_turn = _Async(calls.end_turn)
-    transcript = _Async(calls.transcript)

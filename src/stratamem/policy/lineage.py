@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..levels import Level
 from ..models import AuditEvent
@@ -64,53 +64,38 @@ class Access:
         }
 
 
-def history(
-    store: Store,
-    lineage_id: str,
-    clearance: Level | str = Level.RESTRICTED,
-    *,
-    owner: str | None = None,
-    limit: int | None = None,
-) -> list[Access]:
-    """Every audited event naming ``lineage_id`` (writes, reads, context injections), oldest first.
+class LineageQuery(TypedDict, total=False):
+    """Who asks and how much: ``owner``, a server principal, sees only its own sessions' events;
+    ``limit`` keeps the newest ``limit`` events (a busy memory is read often)."""
 
-    ``limit`` keeps the newest ``limit`` events (a busy memory is read often).
-    """
-    events = store.audit_events(clearance, lineage_id, owner=owner, limit=limit)
-    return [Access.from_event(e) for e in events]
+    owner: str | None
+    limit: int | None
+
+
+def history(
+    store: Store, lineage_id: str, clearance: Level | str = Level.RESTRICTED, **query: Unpack[LineageQuery]
+) -> list[Access]:
+    """Every audited event naming ``lineage_id`` (writes, reads, context injections), oldest first."""
+    return [Access.from_event(e) for e in store.audit_events(clearance, lineage_id, **query)]
 
 
 def readers(
-    store: Store,
-    lineage_id: str,
-    clearance: Level | str = Level.RESTRICTED,
-    *,
-    owner: str | None = None,
-    limit: int | None = None,
+    store: Store, lineage_id: str, clearance: Level | str = Level.RESTRICTED, **query: Unpack[LineageQuery]
 ) -> list[Access]:
     """The reads of a memory: which session and agent, when, at what taint.
 
     Reads are get/search/list results and ``policy.decision`` events that
     injected the memory into a prompt (PRE_CONTEXT_INJECTION).
     """
-    return [
-        a
-        for a in history(store, lineage_id, clearance, owner=owner, limit=limit)
-        if a.operation in READ_OPERATIONS
-    ]
+    return _only(READ_OPERATIONS, history(store, lineage_id, clearance, **query))
 
 
 def writers(
-    store: Store,
-    lineage_id: str,
-    clearance: Level | str = Level.RESTRICTED,
-    *,
-    owner: str | None = None,
-    limit: int | None = None,
+    store: Store, lineage_id: str, clearance: Level | str = Level.RESTRICTED, **query: Unpack[LineageQuery]
 ) -> list[Access]:
     """The saves and deletes of a memory."""
-    return [
-        a
-        for a in history(store, lineage_id, clearance, owner=owner, limit=limit)
-        if a.operation in WRITE_OPERATIONS
-    ]
+    return _only(WRITE_OPERATIONS, history(store, lineage_id, clearance, **query))
+
+
+def _only(operations: frozenset[str], accesses: list[Access]) -> list[Access]:
+    return [a for a in accesses if a.operation in operations]

@@ -9,14 +9,36 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Self
 
 from ..errors import ValidationError
 
-E = TypeVar("E", bound=StrEnum)
+
+class RuleWord(StrEnum):
+    """A word of a rules file (hook, action, operator), parsed in any case and with surrounding spaces.
+
+    Every member is named as its value upper-cased, so one lookup by name serves
+    all of them; a refusal names the kind (the class keyword ``what``) and lists
+    the values as a rules file writes them.
+    """
+
+    _what: ClassVar[str]
+
+    def __init_subclass__(cls, *, what: str = "value", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._what = what
+
+    @classmethod
+    def parse(cls, value: object) -> Self:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str) and value.strip().upper() in cls.__members__:
+            return cls[value.strip().upper()]
+        valid = ", ".join(m.value for m in cls)
+        raise ValidationError(f"unknown {cls._what} {value!r}; valid {cls._what}s are {valid}")
 
 
-class HookPoint(StrEnum):
+class HookPoint(RuleWord, what="hook"):
     """Where in a turn the policy is asked."""
 
     PRE_TOOL_CALL = "PRE_TOOL_CALL"  # a tool call, before it runs
@@ -24,23 +46,15 @@ class HookPoint(StrEnum):
     PRE_CONTEXT_INJECTION = "PRE_CONTEXT_INJECTION"  # memories, before they enter the prompt
     PRE_OUTPUT = "PRE_OUTPUT"  # text, before it leaves for a channel
 
-    @classmethod
-    def parse(cls, value: object) -> HookPoint:
-        return _parse_enum(cls, value, "hook")
 
-
-class Action(StrEnum):
+class Action(RuleWord, what="action"):
     ALLOW = "ALLOW"
     BLOCK = "BLOCK"
     REDACT = "REDACT"
     REQUIRE_APPROVAL = "REQUIRE_APPROVAL"
 
-    @classmethod
-    def parse(cls, value: object) -> Action:
-        return _parse_enum(cls, value, "action")
 
-
-class Operator(StrEnum):
+class Operator(RuleWord, what="operator"):
     EQUALS = "equals"
     NOT_EQUALS = "not_equals"
     GT = "gt"
@@ -49,25 +63,6 @@ class Operator(StrEnum):
     LTE = "lte"
     CONTAINS = "contains"
     MATCHES = "matches"
-
-    @classmethod
-    def parse(cls, value: object) -> Operator:
-        if isinstance(value, str):
-            name = value.strip().lower()
-            for member in cls:
-                if member.value == name:
-                    return member
-        valid = ", ".join(m.value for m in cls)
-        raise ValidationError(f"unknown operator {value!r}; valid operators are {valid}")
-
-
-def _parse_enum(cls: type[E], value: object, what: str) -> E:
-    if isinstance(value, cls):
-        return value
-    if isinstance(value, str) and value.strip().upper() in cls.__members__:
-        return cls[value.strip().upper()]
-    valid = ", ".join(cls.__members__)
-    raise ValidationError(f"unknown {what} {value!r}; valid values are {valid}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ Modules, one job each:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..extras import hint, require
 
@@ -30,20 +30,22 @@ def require_extra() -> None:
     require("server")
 
 
-def run_serve(
-    db: str,
-    *,
-    host: str | None = None,
-    port: int | None = None,
-    config_path: str | None = None,
-    agent: str | None = None,
-    workers: int | None = None,
-) -> None:
+class ServeOptions(TypedDict, total=False):
+    """``serve``'s options, named here so the lazy entry point needs no copy of its signature."""
+
+    host: str | None
+    port: int | None
+    config_path: str | None
+    agent: str | None
+    workers: int | None
+
+
+def run_serve(db: str, **options: Unpack[ServeOptions]) -> None:
     """``stratamem serve``: HTTP with MCP at /mcp, REST at /v1 and docs, until SIGTERM."""
     require_extra()
     from .serve import serve
 
-    serve(db, host=host, port=port, config_path=config_path, agent=agent, workers=workers)
+    serve(db, **options)
 
 
 def run_mcp(db: str, flags: Mapping[str, Any], config_path: str | None = None) -> None:
@@ -56,4 +58,4 @@ def run_mcp(db: str, flags: Mapping[str, Any], config_path: str | None = None) -
     run_stdio(db, resolve_settings(flags, config=config))
 
 
-__all__ = ["EXTRA_HINT", "require_extra", "run_mcp", "run_serve"]
+__all__ = ["EXTRA_HINT", "ServeOptions", "require_extra", "run_mcp", "run_serve"]

@@ -49,7 +49,8 @@ from .observe import (
     ToolCall,
     ToolCallStarted,
 )
-from .recall import RecallResult, recall_block, render_memory_context
+from .recall import RecallResult, recall_block
+from .render import render_memory_context
 from .runtime import TrimReport, Turn, TurnSettings, UsageReport
 from .scrub import bound_text, scrub_text, scrub_value
 from .tool_results import (

@@ -12,6 +12,9 @@ Order, each step only narrowing what the previous one allowed:
 
 A prompt block is a convenience, never a requirement: a failing search or
 policy check renders nothing (fail closed) and says so in the event.
+
+``render.render_memory_context`` is the entry for any session a runtime holds;
+it sends a real session here.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..models import Hit, Memory
@@ -29,10 +32,8 @@ from ..text import Analyzer
 from .context import (
     BLOCK_CLOSE,
     BLOCK_OVERHEAD,
-    Clock,
     ContextConfig,
     MemoryLike,
-    Origin,
     SearchableSession,
     fit_lines,
     format_memory_block,
@@ -47,7 +48,7 @@ from .scrub import QUERY_SUMMARY_CHARS, summarize_query
 if TYPE_CHECKING:
     from ..session import Session
 
-__all__ = ["QUERY_SUMMARY_CHARS", "RecallResult", "recall_block", "render_memory_context", "summarize_query"]
+__all__ = ["QUERY_SUMMARY_CHARS", "RecallResult", "block_lines", "recall_block", "summarize_query"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +124,7 @@ def recall_block(
             include_conversation=plan.include_conversation,
             coverage=term_coverage(session.store.analyzer, query) if lexical else None,
         )
-        lines = _block_lines(session, memories, query, config)
+        lines = block_lines(session, memories, query, config)
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn
         event(entry_count=0, success=False, error=error_summary(exc))
         return RecallResult("", 0, 0, 0)
@@ -132,7 +133,7 @@ def recall_block(
     return RecallResult(format_memory_block(lines), len(hits), len(lines), withheld)
 
 
-def _block_lines(
+def block_lines(
     session: SearchableSession, memories: Sequence[MemoryLike], query: str, config: ContextConfig
 ) -> list[str]:
     """The block's lines: the entries that fit, then the memories related to them."""
@@ -145,52 +146,3 @@ def _block_lines(
         BLOCK_OVERHEAD,
         BLOCK_CLOSE,
     )
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-_DEFAULT_CONFIG = ContextConfig()
-
-
-def render_memory_context(
-    session: SearchableSession,
-    user_message: str,
-    origin: Origin | str,
-    session_scopes: Sequence[str] = (),
-    config: ContextConfig = _DEFAULT_CONFIG,
-    *,
-    events: EventBus | None = None,
-    clock: Clock = _utc_now,
-) -> str:
-    """Recall for ``user_message`` and render the block to prepend, or ``""``.
-
-    Emits exactly one :class:`MemoryRecall` event. A real stratamem session
-    always recalls through the policy layer and conversation scope
-    (``recall.recall_block``); only stand-ins without a store take the
-    filter-only path below.
-    """
-    from ..session import Session  # run time only: a session's turn imports this module
-
-    if isinstance(session, Session):
-        return recall_block(
-            session, user_message, parse_origin(origin).value, config, clock(), events=events
-        ).block
-    policy = recall_policy(origin, session_scopes, suppress=config.suppress)
-    origin_name = parse_origin(origin).value
-    if not policy.inject or config.max_entries == 0 or not user_message.strip():
-        emit(events, MemoryRecall(origin=origin_name, entry_count=0, success=True, suppressed=True))
-        return ""
-    try:
-        hits = session.search(user_message, max_results=config.search_limit)
-        memories = select_entries(hits, config, clock(), include_conversation=policy.include_conversation)
-        lines = _block_lines(session, memories, user_message, config)
-    except Exception as exc:  # noqa: BLE001 - any failure becomes an event; recall never breaks the turn
-        emit(
-            events,
-            MemoryRecall(origin=origin_name, entry_count=0, success=False, error=error_summary(exc)),
-        )
-        return ""
-    emit(events, MemoryRecall(origin=origin_name, entry_count=len(lines), success=True))
-    return format_memory_block(lines)
