@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..policy.gate import MemoryWrite, judge, refusal
-from .context import Origin
 from .errors import ValidationError
 from .noise import AUTOSAVE_KEY_PREFIXES, is_noise_content
 from .observe import EventBus, MemoryStore, emit, error_summary
+from .origins import Origin
 
 if TYPE_CHECKING:
     from ..session import Session
