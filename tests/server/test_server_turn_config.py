@@ -245,6 +245,8 @@ def test_the_docs_list_every_key_the_file_sets():
         ('[turns.autosave]\ncategory = ""\n', "turns.autosave.category"),
         ("[turns.tool_limits]\nmax_tool_result_chars = -1\n", "turns.tool_limits"),
         ("[turns]\ncontext = 4\n", "turns.context must be a table"),
+        ("[turns]\nhistory_window = 100000\n", "turns.history_window"),
+        ("[turns]\ndaily_budget_usd = 1\nbudget_warn_ratio = 2\n", "turns.budget_warn_ratio"),
     ],
 )
 def test_a_bad_turn_setting_stops_the_server_naming_it(tmp_path, text, named):

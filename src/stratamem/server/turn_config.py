@@ -199,6 +199,11 @@ def _derive() -> tuple[dict[str, type], dict[str, dict[str, Reader]], dict[str, 
 
 
 SECTION_CLASSES, SECTIONS, SCALARS, UNREADABLE = _derive()
+_SETTING_NAMES = {
+    **{f"Budget.{field}": f"turns.{key}" for key, field in BUDGET_KEYS.items()},
+    "TurnSettings.": "turns.",
+    "Retention.": "retention.",
+}
 TURN_KEYS = {*SCALARS, *SECTIONS, *BUDGET_KEYS, "prices"}
 
 
@@ -320,5 +325,8 @@ def parse_turn_config(
             ),
             Retention(**days),
         )
-    except ValidationError as exc:
-        raise ValidationError(_where(source, exc.message)) from None
+    except ValidationError as exc:  # the dataclasses' own checks, named as the file names the setting
+        message = exc.message
+        for python, setting in _SETTING_NAMES.items():
+            message = message.replace(python, setting)
+        raise ValidationError(_where(source, message)) from None

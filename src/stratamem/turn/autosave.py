@@ -23,7 +23,7 @@ from ..validation import check_category
 from .errors import ValidationError
 from .noise import AUTOSAVE_KEY_PREFIXES, is_noise_content
 from .observe import EventBus, MemoryStore, emit, error_summary
-from .origins import Origin
+from .origins import AUTOSAVED_BY_DEFAULT, Origin
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -50,7 +50,7 @@ class AutosavePolicy:
     """
 
     enabled: bool = True
-    origins: frozenset[str] = frozenset({Origin.INTERACTIVE.value, Origin.CHANNEL.value})
+    origins: frozenset[str] = AUTOSAVED_BY_DEFAULT
     min_chars: int = 20
     category: str = CONVERSATION
 

@@ -34,7 +34,16 @@ from enum import StrEnum
 from ..scope import NONE, OWN, Conversations, for_origin
 from .errors import ValidationError
 
-__all__ = ["RECALL", "STARTED_BY", "Origin", "RecallPolicy", "origin_table", "parse_origin", "recall_policy"]
+__all__ = [
+    "AUTOSAVED_BY_DEFAULT",
+    "RECALL",
+    "STARTED_BY",
+    "Origin",
+    "RecallPolicy",
+    "origin_table",
+    "parse_origin",
+    "recall_policy",
+]
 
 
 class Origin(StrEnum):
@@ -82,6 +91,9 @@ RECALL: dict[Origin, RecallPolicy] = {
 
 _SILENT = RecallPolicy(inject=False, include_conversation=False)
 
+# What ``AutosavePolicy`` saves unless told otherwise: what a person wrote, never a prompt template.
+AUTOSAVED_BY_DEFAULT: frozenset[str] = frozenset({Origin.INTERACTIVE.value, Origin.CHANNEL.value})
+
 
 def parse_origin(origin: Origin | str) -> Origin:
     try:
@@ -107,12 +119,10 @@ def recall_policy(
 
 def origin_table() -> str:
     """``RECALL`` as the Markdown table of the docs and of this module's docstring."""
-    from .autosave import AutosavePolicy  # autosave's defaults are keyed by these origins
 
     def conversations(scope: Conversations) -> str:
         return "this session's" if scope == OWN else "none"
 
-    autosaved = AutosavePolicy().origins
     rows = [
         "| origin | started by | `[Memory context]` | conversation memories recalled "
         "| memory tools read conversation memories | autosaved by default |",
@@ -126,7 +136,7 @@ def origin_table() -> str:
             "yes" if rule.inject else "no (inherits the parent's)",
             conversations(rule.conversations),
             conversations(for_origin(origin.value)),
-            "yes" if origin.value in autosaved else "no",
+            "yes" if origin.value in AUTOSAVED_BY_DEFAULT else "no",
         )
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
