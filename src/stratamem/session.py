@@ -261,7 +261,9 @@ class Session:
     def turn(self, user_message: str, origin: str = "interactive", **options: Any) -> Turn:
         """Begin one agent turn in this session's store (``stratamem.turn.Turn``; options go to it).
 
-        The returned turn has begun: ``turn.messages()`` is the prompt to send.
+        The returned turn has begun: ``turn.messages()`` is the prompt to send. Beginning it also
+        saves ``user_message`` as a ``conversation`` memory when a person wrote it (autosave;
+        ``settings=TurnSettings(autosave=AutosavePolicy(enabled=False))`` turns that off; docs/turns.md).
         """
         from .turn.runtime import Turn
 

@@ -17,6 +17,7 @@ from server_support import live_server, mcp_http, server_store, write_config  # 
 from stratamem import Level
 from stratamem.graph.api import PAGE_NODES
 from stratamem.tools import names
+from stratamem.tools.instructions import instructions
 
 
 @pytest.fixture
@@ -34,6 +35,8 @@ def test_create_read_search_open_delete_round_trip(graph_server):
         async with mcp_http(graph_server.url, "alice") as mcp:
             listed = await mcp.session.list_tools()
             assert [t.name for t in listed.tools] == names("mcp-memory")
+            # the instructions name the graph's tools, not memory_save
+            assert mcp.session.instructions == instructions("mcp-memory")
             made = await mcp.session.call_tool(
                 "create_entities", {"entities": [entity("Sam", "likes tea"), entity("Ana", "runs billing")]}
             )

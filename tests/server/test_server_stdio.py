@@ -134,3 +134,17 @@ def test_stdio_warms_up_before_it_reads_its_first_message(tmp_path, monkeypatch)
     monkeypatch.setattr(stdio, "_serve", serve)
     stdio.run_stdio(str(tmp_path / "m.db"), stdio.StdioSettings())
     assert loaded_when_serving == [1]
+
+
+@pytest.mark.parametrize("profile", ["zeroclaw", "mcp-memory"])
+def test_stdio_instructions_name_the_profiles_own_tools(tmp_path, profile):
+    async def scenario() -> None:
+        params = _params(tmp_path, "--profile", profile)
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = {t.name for t in (await session.list_tools()).tools}
+            text = session.instructions or ""
+            assert "memory_save" not in text and "memory_search" not in text and "memory_get" not in text
+            assert any(name in text for name in listed) and "Never save secrets" in text
+
+    anyio.run(scenario)

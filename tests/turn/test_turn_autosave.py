@@ -8,6 +8,7 @@ from stratamem.turn import (
     EventBus,
     EventLog,
     MemoryStore,
+    TurnSettings,
     ValidationError,
     autosave_key,
     autosave_user_message,
@@ -68,3 +69,23 @@ def test_failed_save_is_reported_not_raised() -> None:
     assert autosave_user_message(session, LONG, "interactive", events=EventBus([log], tracer=None)) is None
     (event,) = log.of_type(MemoryStore)
     assert not event.success and "PermissionError" in event.error
+
+
+def test_a_turn_saves_the_users_message_unless_told_not_to(store) -> None:
+    session = store.session("main")
+    session.turn(LONG)
+    (saved,) = session.list()
+    assert (saved.key, saved.content, saved.category) == (autosave_key(LONG), LONG, "conversation")
+    quiet = store.session("main")
+    quiet.turn(LONG, settings=TurnSettings(autosave=AutosavePolicy(enabled=False)))
+    assert [m.session_id for m in quiet.list(conversations="all")] == [session.id]
+
+
+def test_the_autosave_category_is_a_setting(store) -> None:
+    session = store.session("main")
+    session.turn(LONG, settings=TurnSettings(autosave=AutosavePolicy(category="daily")))
+    (saved,) = session.list()
+    assert (saved.key, saved.category) == (autosave_key(LONG), "daily")
+    with pytest.raises(ValidationError) as refused:
+        AutosavePolicy(category="")
+    assert "AutosavePolicy.category" in refused.value.message

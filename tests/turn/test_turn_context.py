@@ -54,7 +54,7 @@ def test_live_origins_without_scope_exclude_conversation(origin: str) -> None:
     )
 
 
-@pytest.mark.parametrize("origin", ["interactive", "channel", "agent"])
+@pytest.mark.parametrize("origin", ["interactive", "channel"])
 def test_live_origins_with_scope_include_conversation(origin: str) -> None:
     assert render(HITS, origin, scopes=("chat:42",)) == (
         "[Memory context]\n"
@@ -65,8 +65,8 @@ def test_live_origins_with_scope_include_conversation(origin: str) -> None:
     )
 
 
-@pytest.mark.parametrize("origin", ["cron", "daemon"])
-def test_scheduled_origins_never_see_conversation(origin: str) -> None:
+@pytest.mark.parametrize("origin", ["agent", "cron", "daemon"])
+def test_origins_no_person_started_never_see_conversation(origin: str) -> None:
     assert render(HITS, origin, scopes=("chat:42",)) == (
         "[Memory context]\n"
         "- user_name: The user is called Alice.\n"

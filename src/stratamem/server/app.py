@@ -90,7 +90,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Starlette:
     """The server's ASGI app for ``state`` (``host`` picks the /mcp Host-header checks)."""
     manager = StreamableHTTPSessionManager(
-        app=build_mcp_server(http_resolver(state)),
+        app=build_mcp_server(http_resolver(state), profile=state.profile, read_only=state.policy.read_only),
         json_response=True,
         security_settings=transport_security(host, allowed_hosts),
     )

@@ -31,7 +31,7 @@ default. Example::
     clearance = "INTERNAL"
     # turns = true              # also offer the runtime's turn tools (as /mcp-turns)
 
-    [turns]                     # prices, budgets, prompt bounds (server/turn_config.py)
+    [turns]                     # all a turn takes: budgets, prices, recall, autosave (server/turn_config.py)
     daily_budget_usd = 5
     [turns.prices."gpt-4o"]
     input = 2.5

@@ -28,14 +28,9 @@ from ..policy.engine import Policy
 from ..session import Session
 from ..tools import definitions, execute, mcp_memory
 from ..tools.executor import INTERNAL_ERROR
-from ..tools.specs import MCP_MEMORY, TOOLS, parameters_schema, specs
+from ..tools.instructions import instructions
+from ..tools.specs import MCP_MEMORY, TOOLS, TRIGGERFISH, parameters_schema, specs
 from .state import blocking
-
-INSTRUCTIONS = (
-    "Persistent memory for this agent. Save facts with memory_save, find them with memory_search or "
-    "memory_get. Every memory is classified automatically at the conversation's current security level; "
-    "you cannot choose the level, and you only ever see memories at or below it."
-)
 
 
 def server_version() -> str:
@@ -127,8 +122,19 @@ class ExtraTools:
     schema: Callable[[str], dict[str, Any] | None]
 
 
-def build_mcp_server(resolve: Resolver, extra: ExtraTools | None = None) -> Server[Any]:
-    """An MCP server whose tools act for whoever ``resolve`` says is calling."""
+def build_mcp_server(
+    resolve: Resolver,
+    extra: ExtraTools | None = None,
+    *,
+    profile: str = TRIGGERFISH,
+    read_only: bool = False,
+) -> Server[Any]:
+    """An MCP server whose tools act for whoever ``resolve`` says is calling.
+
+    ``profile`` and ``read_only`` choose the instructions sent at ``initialize``
+    (``tools.instructions``): the server's profile, and read-only when every
+    caller is (they are sent before anyone calls, so they cannot follow one caller).
+    """
     extra_names = {t.name for t in extra.tools} if extra is not None else set()
 
     async def list_tools(
@@ -153,7 +159,7 @@ def build_mcp_server(resolve: Resolver, extra: ExtraTools | None = None) -> Serv
         "stratamem",
         version=server_version(),
         title="stratamem memory",
-        instructions=INSTRUCTIONS,
+        instructions=instructions(profile, read_only),
         get_tool_input_schema=(
             input_schema
             if extra is None

@@ -146,7 +146,7 @@ async def _serve(caller: Caller, extra: ExtraTools | None) -> None:
     async def resolve(ctx: Any) -> Caller:
         return caller  # one process, one session: the operator's
 
-    server = build_mcp_server(resolve, extra)
+    server = build_mcp_server(resolve, extra, profile=caller.profile, read_only=caller.policy.read_only)
     lines = StrictLines(sys.stdin.buffer)  # every message through the strict JSON reader first
     async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
         lines.answer_to(write_stream)

@@ -1,8 +1,9 @@
-"""The operator's turn settings for ``stratamem serve`` and ``stratamem mcp``: prices, budgets, retention.
+"""The operator's turn settings for ``stratamem serve`` and ``stratamem mcp``: everything a ``Turn`` takes.
 
-The same settings the Python API takes (``TurnSettings``, ``Budget``,
-``ModelPrice``, ``Retention``), from the config file and then the
-environment (the environment wins, as for every other server setting)::
+A Python ``Turn`` is configured by ``TurnSettings`` (and the store's
+``Retention``); a served turn by these tables, which set the same fields,
+from the config file and then the environment (the environment wins, as for
+every other server setting)::
 
     [turns]
     history_budget_tokens = 16000   # the most a request may ask for; requests may only lower it
@@ -12,6 +13,18 @@ environment (the environment wins, as for every other server setting)::
     monthly_budget_usd = 100
     budget_warn_ratio = 0.8
 
+    [turns.context]                 # recall into [Memory context]: ContextConfig's fields
+    max_entries = 4
+    min_coverage = 0.21
+
+    [turns.autosave]                # the user's message kept as a memory: AutosavePolicy's fields
+    enabled = true
+    origins = ["interactive", "channel"]
+    category = "conversation"
+
+    [turns.tool_limits]             # ToolResultLimits' fields
+    max_tool_result_chars = 50000
+
     [turns.prices."gpt-4o"]         # USD per million tokens
     input = 2.5
     output = 10
@@ -19,25 +32,35 @@ environment (the environment wins, as for every other server setting)::
 
     [retention]                     # days; false keeps a kind of record forever
     transcript_days = 30
-    autosave_ttl_days = 30
+    autosave_ttl_days = 30          # how long an autosaved message is kept
     ledger_days = 400
+
+The keys are derived from the dataclasses (``SECTIONS``, ``SCALARS``): a
+field added to ``TurnSettings``, ``ContextConfig``, ``AutosavePolicy`` or
+``ToolResultLimits`` is a key here at once; a field of a type no reader
+here takes lands in ``UNREADABLE``, which a test keeps empty, and
+``docs/turns.md`` lists every key (tested against ``settable_keys``).
+Only ``token_counter`` (a function) is code-only: servers count tokens with
+``estimate_tokens``.
 
 Environment: ``STRATAMEM_TRANSCRIPT_DAYS``, ``STRATAMEM_AUTOSAVE_TTL_DAYS``,
 ``STRATAMEM_LEDGER_DAYS`` (a number, or ``never``), ``STRATAMEM_DAILY_BUDGET_USD``,
 ``STRATAMEM_MONTHLY_BUDGET_USD`` and ``STRATAMEM_PRICES`` (JSON:
 ``{"model": {"input": 2.5, "output": 10}}``; it replaces the file's table).
 
-Unlike ``ModelPrice`` in code (which counts a bad price as zero so a typo
-never stops an agent mid-turn), a price the operator configures for a server
-is checked at startup: a negative, NaN, infinite or non-numeric price stops
-the server with a VALIDATION_ERROR naming the model and field, before any
-turn could be billed at zero.
+Every value is checked at startup, as ``ModelPrice``, ``Budget`` and the
+other settings check it in code: a wrong type, a negative, NaN, infinite or
+non-numeric price, budget or bound, an unknown origin or an unknown key stops
+the server with a VALIDATION_ERROR naming the setting (``turns.prices.'gpt-4o'.input``,
+``turns.context.max_entries``), before any turn could run on it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Mapping
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -50,19 +73,19 @@ from ..turn.retention import Retention
 from ..turn.runtime import TurnSettings
 
 ENV_PREFIX = "STRATAMEM_"
-TURN_KEYS = {
-    "history_budget_tokens",
-    "history_window",
-    "max_tool_results",
-    "daily_budget_usd",
-    "monthly_budget_usd",
-    "budget_warn_ratio",
-    "prices",
+BUDGET_KEYS = {
+    "daily_budget_usd": "daily_usd",
+    "monthly_budget_usd": "monthly_usd",
+    "budget_warn_ratio": "warn_ratio",
 }
+CODE_ONLY = {"token_counter": "a function; servers count tokens with estimate_tokens"}
 RETENTION_KEYS = {"transcript_days", "autosave_ttl_days", "ledger_days"}
 PRICE_KEYS = {"input", "output", "cached_input"}
 MAX_MODELS = 1000
+MAX_LIST_ITEMS = 1000
 _NEVER = {"never", "forever", "none", "off", "false"}
+
+Reader = Callable[[Path | None, str, Any], Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +119,101 @@ def _number(source: Path | None, where: str, value: Any, *, integer: bool = Fals
     return number
 
 
+def _integer(source: Path | None, where: str, value: Any) -> int:
+    return int(_number(source, where, value, integer=True))
+
+
+def _float(source: Path | None, where: str, value: Any) -> float:
+    number = float(_number(source, where, value))
+    if not math.isfinite(number):
+        raise ValidationError(_where(source, f"{where} is too large"))
+    return number
+
+
+def _boolean(source: Path | None, where: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError(_where(source, f"{where} must be true or false, got {str(value)[:40]!r}"))
+    return value
+
+
+def _text(source: Path | None, where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(_where(source, f"{where} must be a string, got {str(value)[:40]!r}"))
+    return value
+
+
+def _names(source: Path | None, where: str, value: Any) -> frozenset[str]:
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_LIST_ITEMS
+        or not all(isinstance(v, str) for v in value)
+    ):
+        raise ValidationError(_where(source, f"{where} must be a list of at most {MAX_LIST_ITEMS} strings"))
+    return frozenset(value)
+
+
+# How a value of each field type is read from TOML. A field of any other type cannot be set from a file.
+_READERS: dict[Any, Reader] = {
+    bool: _boolean,
+    int: _integer,
+    float: _float,
+    str: _text,
+    frozenset[str]: _names,
+}
+
+
+def _reader(owner: str, name: str, kind: Any, unreadable: list[str]) -> Reader | None:
+    reader = _READERS.get(kind)
+    if reader is None:
+        unreadable.append(f"{owner}.{name} ({kind})")
+    return reader
+
+
+def _derive() -> tuple[dict[str, type], dict[str, dict[str, Reader]], dict[str, Reader], list[str]]:
+    """Every ``TurnSettings`` field, sorted by how the ``[turns]`` table sets it.
+
+    A field of a type with no reader lands in the last list, which must stay
+    empty (``tests/server/test_server_turn_config.py``): the server still
+    starts, and the test names the field to teach this module.
+    """
+    hints = typing.get_type_hints(TurnSettings)
+    classes: dict[str, type] = {}
+    sections: dict[str, dict[str, Reader]] = {}
+    scalars: dict[str, Reader] = {}
+    unreadable: list[str] = []
+    for f in dataclasses.fields(TurnSettings):
+        kind = hints[f.name]
+        if f.name in CODE_ONLY or f.name in ("prices", "budget"):
+            continue  # code only; the prices table and the budget keys are read on their own
+        if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+            inner = typing.get_type_hints(kind)
+            readers = {
+                g.name: _reader(kind.__name__, g.name, inner[g.name], unreadable)
+                for g in dataclasses.fields(kind)
+            }
+            classes[f.name] = kind
+            sections[f.name] = {key: r for key, r in readers.items() if r is not None}
+        elif (reader := _reader("TurnSettings", f.name, kind, unreadable)) is not None:
+            scalars[f.name] = reader
+    return classes, sections, scalars, unreadable
+
+
+SECTION_CLASSES, SECTIONS, SCALARS, UNREADABLE = _derive()
+_SETTING_NAMES = {
+    **{f"Budget.{field}": f"turns.{key}" for key, field in BUDGET_KEYS.items()},
+    "TurnSettings.": "turns.",
+    "Retention.": "retention.",
+}
+TURN_KEYS = {*SCALARS, *SECTIONS, *BUDGET_KEYS, "prices"}
+
+
+def settable_keys() -> list[str]:
+    """Every key the file sets, dotted (``turns.context.max_entries``), ``[retention]`` included."""
+    keys = [f"turns.{name}" for name in (*SCALARS, *BUDGET_KEYS, "prices")]
+    keys += [f"turns.{section}.{name}" for section, names in SECTIONS.items() for name in names]
+    return keys + [f"retention.{name}" for name in sorted(RETENTION_KEYS)]
+
+
 def _prices(source: Path | None, where: str, table: Any) -> dict[str, ModelPrice]:
     if not isinstance(table, Mapping):
         raise ValidationError(_where(source, f"{where} must be a table of models"))
@@ -125,10 +243,31 @@ def _prices(source: Path | None, where: str, table: Any) -> dict[str, ModelPrice
 def _days(source: Path | None, where: str, value: Any) -> float | None:
     if value is False or (isinstance(value, str) and value.strip().lower() in _NEVER):
         return None
-    days = float(_number(source, where, value))
-    if not math.isfinite(days):
-        raise ValidationError(_where(source, f"{where} is too large"))
-    return days
+    return _float(source, where, value)
+
+
+def _section(source: Path | None, name: str, table: Any) -> Any:
+    """``[turns.<name>]``: its dataclass built from the keys given (the others keep their defaults)."""
+    where, readers, cls = f"turns.{name}", SECTIONS[name], SECTION_CLASSES[name]
+    if not isinstance(table, Mapping):
+        raise ValidationError(_where(source, f"{where} must be a table ([{where}])"))
+    unknown = sorted(set(table) - set(readers))
+    if unknown:
+        raise ValidationError(
+            _where(
+                source,
+                f"unknown key(s) in [{where}]: {', '.join(map(str, unknown))}; "
+                f"valid keys are {', '.join(sorted(readers))}",
+            )
+        )
+    values = {key: readers[key](source, f"{where}.{key}", value) for key, value in table.items()}
+    try:
+        return cls(**values)
+    except ValidationError as exc:  # the dataclass's own range checks, named as the file names them
+        message = exc.message.replace(f"{cls.__name__}.", f"{where}.")
+        raise ValidationError(
+            _where(source, message if where in message else f"{where}: {message}")
+        ) from None
 
 
 def parse_turn_config(
@@ -148,10 +287,12 @@ def parse_turn_config(
                     f"unknown key(s) in [{name}]: {', '.join(unknown)}; valid keys are {', '.join(sorted(allowed))}",
                 )
             )
-    options: dict[str, Any] = {}
-    for name in ("history_budget_tokens", "history_window", "max_tool_results"):
+    options: dict[str, Any] = {
+        name: read(source, f"turns.{name}", turns[name]) for name, read in SCALARS.items() if name in turns
+    }
+    for name in SECTIONS:
         if name in turns:
-            options[name] = int(_number(source, f"turns.{name}", turns[name], integer=True))
+            options[name] = _section(source, name, turns[name])
     prices = _prices(source, "turns.prices", turns.get("prices", {}))
     if env.get(ENV_PREFIX + "PRICES"):
         try:
@@ -184,5 +325,8 @@ def parse_turn_config(
             ),
             Retention(**days),
         )
-    except ValidationError as exc:
-        raise ValidationError(_where(source, exc.message)) from None
+    except ValidationError as exc:  # the dataclasses' own checks, named as the file names the setting
+        message = exc.message
+        for python, setting in _SETTING_NAMES.items():
+            message = message.replace(python, setting)
+        raise ValidationError(_where(source, message)) from None

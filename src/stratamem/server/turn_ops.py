@@ -10,9 +10,10 @@ once. Not even a rendered memory block is kept: each prompt recalls anew
 (``Turn.messages``), so a memory deleted, purged or expired since — by any
 process, the CLI's ``purge`` and the console included — is never served again.
 
-Turn settings (token budget, prices, spending budget, recall bounds) are the
-operator's (``ServerState.turn_settings``); a request may only choose the
-origin, a system prompt, and a smaller history budget.
+Turn settings — everything ``TurnSettings`` holds: history budget and window,
+recall, autosave, tool-result limits, prices and spending budget — are the
+operator's (``[turns]``, ``server/turn_config.py``, as ``ServerState.turn_settings``);
+a request may only choose the origin, a system prompt, and a smaller history budget.
 """
 
 from __future__ import annotations

@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol, cast
 
+from .. import errors as core
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..policy.gate import MemoryWrite, judge, refusal
-from .context import Origin
+from ..validation import check_category
 from .errors import ValidationError
 from .noise import AUTOSAVE_KEY_PREFIXES, is_noise_content
 from .observe import EventBus, MemoryStore, emit, error_summary
+from .origins import AUTOSAVED_BY_DEFAULT, Origin
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -37,12 +39,20 @@ class SavingSession(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class AutosavePolicy:
-    """Autosave settings.  Scheduled and agent-to-agent turns are off by default:
-    their "user" text is a prompt template, not something a person said."""
+    """Autosave settings: on by default, so ``session.turn(message)`` keeps the message as a memory.
+
+    Scheduled and agent-to-agent turns are off by default: their "user" text
+    is a prompt template, not something a person said. ``category`` is
+    ``conversation`` by default, which keeps the saved message to the session
+    that said it (``stratamem.scope``); any other category makes it readable
+    by every session of the agent and its peers, scheduled jobs included.
+    How long it is kept is the store's ``Retention.autosave_ttl_days``.
+    """
 
     enabled: bool = True
-    origins: frozenset[str] = frozenset({Origin.INTERACTIVE.value, Origin.CHANNEL.value})
+    origins: frozenset[str] = AUTOSAVED_BY_DEFAULT
     min_chars: int = 20
+    category: str = CONVERSATION
 
     def __post_init__(self) -> None:
         if self.min_chars < 0:
@@ -50,6 +60,10 @@ class AutosavePolicy:
         unknown = set(self.origins) - {o.value for o in Origin}
         if unknown:
             raise ValidationError(f"AutosavePolicy.origins has unknown origins: {sorted(unknown)}")
+        try:
+            check_category(self.category)
+        except core.ValidationError as exc:  # the store's own check, named as this setting
+            raise ValidationError(f"AutosavePolicy.{exc.message}") from None
 
 
 def should_autosave(message: str, origin: Origin | str, policy: AutosavePolicy = AutosavePolicy()) -> bool:
@@ -91,21 +105,27 @@ def autosave_user_message(
         settings, policy = policy, None
     if not should_autosave(message, origin, settings):
         return None
-    key = autosave_key(message)
+    key, category = autosave_key(message), settings.category
     try:
-        _write(session, key, message.strip(), str(origin), policy or DEFAULT_POLICY, ttl)
+        _write(session, key, message.strip(), str(origin), policy or DEFAULT_POLICY, ttl, category)
     except Exception as exc:  # noqa: BLE001 - any failure becomes an event; autosave never breaks the turn
         emit(
             events,
-            MemoryStore(key=key, category=CONVERSATION, success=False, error=error_summary(exc)),
+            MemoryStore(key=key, category=category, success=False, error=error_summary(exc)),
         )
         return None
-    emit(events, MemoryStore(key=key, category=CONVERSATION, success=True))
+    emit(events, MemoryStore(key=key, category=category, success=True))
     return key
 
 
 def _write(
-    session: SavingSession, key: str, content: str, origin: str, policy: Policy, ttl: timedelta | None = None
+    session: SavingSession,
+    key: str,
+    content: str,
+    origin: str,
+    policy: Policy,
+    ttl: timedelta | None = None,
+    category: str = CONVERSATION,
 ) -> None:
     """One gated write. A store session gets the whole gate (audited); any other session
     object (a runtime's own store) still gets read-only, the scanner and the rules.
@@ -117,14 +137,14 @@ def _write(
             cast("Session", session),  # a store session: it has the record and store checked above
             key,
             content,
-            category=CONVERSATION,
+            category=category,
             ttl=ttl,
             policy=policy,
             path="autosave",
             origin=origin,
         )
         return
-    write = MemoryWrite(key, content, (), CONVERSATION)
+    write = MemoryWrite(key, content, (), category)
     facts = {
         "tool": "memory_save",
         "write_path": "autosave",
@@ -137,4 +157,4 @@ def _write(
     verdict = judge(policy, facts, write, name="autosave write")
     if verdict.blocked or verdict.quarantine:  # a foreign session cannot carry the quarantine tag
         raise refusal("autosave write", verdict.decision)
-    session.save(key, verdict.applied(write).content, category=CONVERSATION)
+    session.save(key, verdict.applied(write).content, category=category)

@@ -14,12 +14,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, Protocol
 
 from .errors import ValidationError
 from .messages import Message
 from .noise import is_noise_content, is_noise_key
+from .origins import Origin, RecallPolicy, parse_origin, recall_policy
 from .textcut import ellipsize
 
 __all__ = [
@@ -52,17 +52,6 @@ Clock = Callable[[], datetime]
 DEFAULT_MIN_RELEVANCE = 0.0  # BM25 units mean different things in stores of different sizes
 DEFAULT_RELATIVE_FLOOR = 0.0
 DEFAULT_MIN_COVERAGE = 0.21  # more than a fifth of the query terms; bench/bench_recall_floor.py
-
-
-class Origin(StrEnum):
-    """Where a turn came from; decides how much recalled memory it may see."""
-
-    INTERACTIVE = "interactive"
-    CHANNEL = "channel"
-    AGENT = "agent"
-    CRON = "cron"
-    DAEMON = "daemon"
-    SUBTURN = "subturn"
 
 
 class MemoryLike(Protocol):
@@ -128,37 +117,6 @@ class ContextConfig:
                 raise ValidationError(f"ContextConfig.{name} must be a finite number >= 0")
         if self.relative_floor > 1 or self.min_coverage > 1:
             raise ValidationError("ContextConfig.relative_floor and min_coverage must be <= 1")
-
-
-@dataclass(frozen=True, slots=True)
-class RecallPolicy:
-    inject: bool
-    include_conversation: bool
-
-
-def recall_policy(
-    origin: Origin | str, session_scopes: Sequence[str] = (), *, suppress: bool = False
-) -> RecallPolicy:
-    """Which memories a turn of this origin may have injected.
-
-    Conversation memories belong to a conversation: a turn without a session
-    scope, or a scheduled turn, would only see other conversations' chatter.
-    Subturns inherit context from their parent and get none of their own.
-    """
-    origin = parse_origin(origin)
-    if suppress or origin is Origin.SUBTURN:
-        return RecallPolicy(inject=False, include_conversation=False)
-    if origin in (Origin.CRON, Origin.DAEMON):
-        return RecallPolicy(inject=True, include_conversation=False)
-    return RecallPolicy(inject=True, include_conversation=bool(session_scopes))
-
-
-def parse_origin(origin: Origin | str) -> Origin:
-    try:
-        return Origin(origin)
-    except ValueError:
-        allowed = ", ".join(o.value for o in Origin)
-        raise ValidationError(f"unknown turn origin {origin!r}; expected one of: {allowed}") from None
 
 
 def is_recallable(memory: MemoryLike, *, include_conversation: bool) -> bool:

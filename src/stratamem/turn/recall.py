@@ -3,8 +3,9 @@
 Order, each step only narrowing what the previous one allowed:
 
 1. the store's search for the session (taint, agents, shadowing, noninterference)
-   under its conversation scope (``stratamem.scope``): only this session's
-   conversation memories, none for autonomous origins;
+   under the conversation scope the origin's rule gives (``origins.RECALL``):
+   this session's conversation memories for a turn a person started, none
+   for any other;
 2. ``Policy.prepare_context`` (PRE_CONTEXT_INJECTION): quarantined memories
    are dropped, operator hooks and rules BLOCK or REDACT each memory, and one
    ``policy.decision`` audit event records the lineage ids injected;
@@ -27,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..models import Hit, Memory
 from ..policy.engine import DEFAULT_POLICY, Policy
-from ..scope import for_origin
 from ..text import Analyzer
 from .context import (
     BLOCK_CLOSE,
@@ -103,7 +103,7 @@ def recall_block(
         return RecallResult("", 0, 0, 0)
     try:
         hits: Sequence[Hit] = session.search(
-            query, max_results=config.search_limit, conversations=for_origin(origin_name)
+            query, max_results=config.search_limit, conversations=plan.conversations
         )
         if exclude is not None:
             hits = [h for h in hits if not exclude(h.memory)]

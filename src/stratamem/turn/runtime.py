@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..policy.engine import Policy
 from ..storage.sql.transcripts import UsageRecord
-from .autosave import CONVERSATION, AutosavePolicy, autosave_key, autosave_user_message
+from .autosave import AutosavePolicy, autosave_key, autosave_user_message
 from .context import ContextConfig, Origin, inject_memory_context, parse_origin
 from .costs import Budget, BudgetReport, CostLedger, ModelPrice
 from .errors import LimitExceededError, NotFoundError, TurnStateError, ValidationError
@@ -382,14 +382,12 @@ class Turn:
         Memory the turn's own time added is left out — its autosaved message, and whatever was
         created after the user message — so the block does not change as the turn writes.
         """
-        began, own = self._began, autosave_key(query)
+        began, own, category = self._began, autosave_key(query), self.settings.autosave.category
 
         def new_in_this_turn(memory: Memory) -> bool:
             if began is not None and memory.created_at > began:
                 return True
-            return (
-                memory.key == own and memory.category == CONVERSATION and memory.session_id == self.session.id
-            )
+            return memory.key == own and memory.category == category and memory.session_id == self.session.id
 
         return recall_block(
             self.session,
