@@ -70,11 +70,16 @@ def test_tools_use_the_store_mode(make_store, hybrid_default, name, args):
 
 @needs_model
 def test_recall_injection_uses_the_store_mode(make_store, hybrid_default):
-    from stratamem.turn import render_memory_context
+    from stratamem.turn import ContextConfig, render_memory_context
 
     store = make_store()
     s = store.session()
     s.save("pet", "Caroline adopted a golden retriever puppy")
     s.save("car", "The car needs new tyres")
-    block = render_memory_context(s, "which dog does she own?", "interactive")
-    assert "golden retriever" in block
+    # found by meaning alone (no word in common): injected once the term-coverage floor is off, which
+    # holds in every mode (issue 27, item 3)
+    unfloored = ContextConfig(min_coverage=0.0)
+    block = render_memory_context(s, "which dog does she own?", "interactive", config=unfloored)
+    assert "golden retriever" in block and "tyres" not in block.split("golden retriever")[0]
+    assert render_memory_context(s, "which dog does she own?", "interactive") == ""
+    assert "golden retriever" in render_memory_context(s, "what dog did Caroline adopt?", "interactive")

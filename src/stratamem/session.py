@@ -227,11 +227,15 @@ class Session:
         mode: str | None = None,
         *,
         conversations: Conversations = OWN,
+        unranked: Sequence[str] = (),
     ) -> builtins.list[Hit]:
         """Best first. ``mode``: ``lexical``, ``semantic`` or ``hybrid``; None = the store's mode.
 
         ``conversations``: which conversation memories the view holds (``scope.py``;
         default: this session's own only), statistics included.
+        ``unranked``: words a filter of the caller already decides (LangGraph's namespace labels,
+        written into keys and tags): the query's terms among theirs are left out of the lexical
+        ranking, so they never score (the query is still embedded whole).
         """
         conversations = check(conversations)
         if not isinstance(query, str):
@@ -240,6 +244,11 @@ class Session:
         text = query[:MAX_QUERY_CHARS].encode("utf-8", "replace").decode("utf-8")
         # None asks for the most recent memories; an empty list (only punctuation) matches nothing.
         terms = None if text.strip() in ("", "*") else self._store.analyzer.query_terms(text)
+        if isinstance(unranked, str) or not all(isinstance(word, str) for word in unranked):
+            raise ValidationError("unranked must be a sequence of strings")
+        if terms and unranked:
+            filtered, _ = self._store.analyzer.document_terms("", " ".join(unranked), ())
+            terms = [term for term in terms if term not in filtered]
         if terms is not None:
             semantic = self._store.semantic
             dense = semantic.prepare(self.id, text, mode, conversations)

@@ -229,12 +229,18 @@ def test_concurrent_clients_get_a_lone_clients_answers_whole(live_serve):
 
     def client(n: int) -> None:
         try:
-            with httpx2.Client(base_url=url, headers=auth("alice"), timeout=60) as mine:
+            # the writes come from another agent: alice's answers may not depend on them (noninterference),
+            # while a write to her own view would move BM25's statistics and so her scores
+            with (
+                httpx2.Client(base_url=url, headers=auth("alice"), timeout=60) as mine,
+                httpx2.Client(base_url=url, headers=auth("bob"), timeout=60) as other,
+            ):
+                bob = other.post("/v1/sessions").json()["id"]
                 answers[n] = [
                     mine.post(f"/v1/sessions/{sid}/search", json={"query": q}).text for q in queries
                 ]
-                assert mine.post(
-                    f"/v1/sessions/{sid}/memories", json={"key": f"c{n}", "content": "x"}
+                assert other.post(
+                    f"/v1/sessions/{bob}/memories", json={"key": f"c{n}", "content": "x"}
                 ).is_success
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

@@ -22,7 +22,10 @@ Mapping (documented in the README):
 - a ``query`` uses stratamem's search in the store's mode (hybrid where
   search by meaning is available, lexical otherwise) over the session's
   visible memories, then keeps the hits under the prefix that pass
-  ``filter``; ``index=`` is accepted for compatibility: the store's own index
+  ``filter``. Namespaces are filters, never search terms: a query word that
+  is a namespace label does not score (``Session.search``'s ``unranked``),
+  the item's value (and its key) does; hits are relevant ones only
+  (scores as ``session.search``'s, above zero); ``index=`` is accepted for compatibility: the store's own index
   answers, LangGraph's embedder is never called.
 
 Needs the ``langgraph`` extra (``langgraph-checkpoint``).
@@ -40,6 +43,7 @@ from ..extras import require
 from ..models import Memory
 from ..policy.gate import gated_save
 from ..session import Session
+from ..text import Analyzer
 
 require("langgraph")
 from langgraph.store.base import (  # noqa: E402 - after the install hint
@@ -78,6 +82,11 @@ def split_key(stored: str) -> tuple[tuple[str, ...], str] | None:
 
 def namespace_tags(namespace: tuple[str, ...]) -> list[str]:
     return [TAG_PREFIX + ".".join(namespace[:depth]) for depth in range(1, len(namespace) + 1)]
+
+
+def _terms(analyzer: Analyzer, labels: Iterable[str]) -> set[str]:
+    """The stemmed terms namespace labels index as (what ``Session.search``'s ``unranked`` leaves out)."""
+    return set(analyzer.document_terms("", " ".join(labels), ())[0])
 
 
 def _item(memory: Memory, score: float | None = None, *, search: bool = False) -> Item | None:
@@ -195,10 +204,7 @@ class StratamemStore(BaseStore):
         limit, offset = max(0, op.limit), max(0, op.offset)
         found: list[SearchItem] = []
         if op.query:
-            for hit in self.session.search(op.query, max_results=100):
-                item = _item(hit.memory, hit.score, search=True)
-                if item is not None and item.namespace[: len(prefix)] == prefix and self._matches(item, op):
-                    found.append(item)  # type: ignore[arg-type]
+            found = self._ranked(op, prefix)
             return found[offset : offset + limit]
         for item in self._items(prefix):
             if self._matches(item, op):
@@ -208,6 +214,31 @@ class StratamemStore(BaseStore):
                 if len(found) >= offset + limit:
                     break
         return found[offset : offset + limit]
+
+    def _ranked(self, op: SearchOp, prefix: tuple[str, ...]) -> list[SearchItem]:
+        """The query's hits under ``prefix`` that pass ``filter``, best first; namespaces only filter.
+
+        Namespace labels are written into each memory's key and tags, so a query word that names one
+        (``"user"`` under ``("users", "u1")``) would match every item under it and rank them by length.
+        The labels are therefore passed as ``unranked``: the prefix's first, then those of the
+        namespaces found below it, searching again while one of them held a query term (at most once
+        a term, so this ends).
+        """
+        query, analyzer = op.query or "", self.session.store.analyzer
+        labels = set(prefix)
+        left = set(analyzer.query_terms(query)) - _terms(analyzer, labels)  # the query terms still ranked
+        while True:
+            found: list[SearchItem] = []
+            for hit in self.session.search(query, max_results=100, unranked=sorted(labels)):
+                item = _item(hit.memory, hit.score, search=True)
+                if item is not None and item.namespace[: len(prefix)] == prefix and self._matches(item, op):
+                    found.append(item)  # type: ignore[arg-type]
+            below = {label for item in found for label in item.namespace} - labels
+            named = left & _terms(analyzer, below)
+            if not named:
+                return found
+            labels |= below
+            left -= named
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         seen: set[tuple[str, ...]] = set()

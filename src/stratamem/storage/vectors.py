@@ -172,7 +172,10 @@ def combine(
 ) -> list[Hit]:
     """The answer of a semantic or hybrid search from the two visible-only top lists."""
     if mode == "semantic":
-        clipped = [Candidate(c.agent, c.key, c.level, fusion.semantic_score(c.score), c.row) for c in dense]
+        kept = fusion.semantic_scores([(i, c.score) for i, c in enumerate(dense)])
+        clipped = [
+            Candidate(c.agent, c.key, c.level, kept[i], c.row) for i, c in enumerate(dense) if i in kept
+        ]
         return [Hit(to_memory(c.row), c.score) for c in order_candidates(clipped, agents, limit)]
     # one live version per (agent, key, level)
     by_ident = {(c.agent, c.key, c.level): c for c in (*lexical, *dense)}

@@ -9,7 +9,8 @@ Order, each step only narrowing what the previous one allowed:
 2. ``Policy.prepare_context`` (PRE_CONTEXT_INJECTION): quarantined memories
    are dropped, operator hooks and rules BLOCK or REDACT each memory, and one
    ``policy.decision`` audit event records the lineage ids injected;
-3. noise, decay, the relevance floor and the size caps (``context``).
+3. noise, decay, the relevance floor (term coverage, in every search mode) and the
+   size caps (``context``).
 
 A prompt block is a convenience, never a requirement: a failing search or
 policy check renders nothing (fail closed) and says so in the event.
@@ -114,15 +115,14 @@ def recall_block(
         passed = [
             Hit(by_lineage[h.memory.lineage_id], h.score) for h in hits if h.memory.lineage_id in by_lineage
         ]
-        # The term-coverage floor is a lexical measure: a memory found by meaning shares no words with
-        # the question by design. In semantic/hybrid stores the model's similarity floor plays its part.
-        lexical = getattr(session.store, "search_mode", "lexical") == "lexical"
+        # The term-coverage floor holds in every mode: the model's similarity floor lets through most of
+        # what an unrelated question finds by meaning (bench/bench_relevance.py, docs/search-relevance.md).
         memories = select_entries(
             passed,
             config,
             now,
             include_conversation=plan.include_conversation,
-            coverage=term_coverage(session.store.analyzer, query) if lexical else None,
+            coverage=term_coverage(session.store.analyzer, query),
         )
         lines = block_lines(session, memories, query, config)
     except Exception as exc:  # noqa: BLE001 - recall must not fail the turn

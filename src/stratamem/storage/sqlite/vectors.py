@@ -261,7 +261,7 @@ def _answer(
     included, so the key can break them) need their rows — the lexical side's are already read.
     """
     if mode == "semantic":
-        scores = {mem_id: fusion.semantic_score(cos) for mem_id, cos in top}
+        scores = fusion.semantic_scores(top)
     else:
         scores = fusion.fuse([(r[0], score) for r, score in ranked], top, fusion.DENSE_WEIGHT)
     if not scores:
