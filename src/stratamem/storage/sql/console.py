@@ -35,6 +35,10 @@ T = TypeVar("T")
 MAX_PAGE = 200
 MAX_VERSIONS = 200
 STATUSES = ("all", "live", "deleted", "expired")
+# The console's own reads are audited as operations with this prefix (``console.memories``, ...); a
+# record's lineage may hide them, counting at most this many (the count stays a bounded read).
+OPERATOR_READ_PREFIX = "console."
+MAX_COUNTED_READS = 10_000
 
 Rows = list[tuple[Any, ...]]
 Runner = Callable[[str, Sequence[Any]], Rows]
@@ -81,9 +85,12 @@ class ConsoleRecord:
 
 @dataclass(frozen=True, slots=True)
 class AgentSummary:
+    """One agent's versions per level name: live (neither deleted nor expired), deleted, expired."""
+
     agent_id: str
-    live: dict[str, int] = field(default_factory=dict)  # level name -> live versions
+    live: dict[str, int] = field(default_factory=dict)
     deleted: dict[str, int] = field(default_factory=dict)
+    expired: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +105,19 @@ class AuditRow:
 
     seq: int
     event: AuditEvent | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """A page of a record's audit events and how many of the console's own reads name it.
+
+    ``operator_reads`` counts them within the clearance, at most ``MAX_COUNTED_READS``
+    (``capped`` when there are more); ``events`` holds them only when they were asked for.
+    """
+
+    events: list[AuditRow]
+    operator_reads: int
+    capped: bool
 
 
 def clamp(limit: object, default: int = 50, high: int = MAX_PAGE) -> int:
@@ -221,12 +241,13 @@ def record(run: Runner, dialect: Dialect, clearance: Level, ref: int, now: datet
 
 
 def agents(
-    run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int
+    run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int, now: datetime
 ) -> list[AgentSummary]:
-    """Agents with records within the clearance, by name, with live and deleted counts per level.
+    """Agents with records within the clearance, by name, with live, deleted and expired counts per level.
 
-    Live counts come from ``part_stats``; deleted ones from the (small) set of
-    soft-deleted rows, through its partial index.
+    ``part_stats`` counts every version not deleted, so expired ones (kept until a
+    purge) are taken out of it here; deleted and expired ones are counted from
+    their (small) sets of rows, each through its partial index.
     """
     level, start = int(clearance), after if after is not None else ""
     gone = run(
@@ -256,9 +277,21 @@ def agents(
         ),
         [*names, level],
     )
+    expired = run(
+        dialect.sql(
+            f"SELECT agent_id, level, count(*) FROM memories WHERE expires_us IS NOT NULL "
+            f"AND deleted_us IS NULL AND expires_us <= ? AND agent_id IN ({marks}) AND level <= ? "
+            "GROUP BY agent_id, level"
+        ),
+        [to_us(now), *names, level],
+    )
     out = {name: AgentSummary(name) for name in names}
+    for agent, lv, n in expired:
+        out[agent].expired[Level(lv).name] = int(n)
     for agent, lv, n in live:
-        out[agent].live[Level(lv).name] = int(n)
+        name = Level(lv).name
+        if int(n) > out[agent].expired.get(name, 0):
+            out[agent].live[name] = int(n) - out[agent].expired.get(name, 0)
     for agent, lv, n in gone:
         if agent in out:
             out[agent].deleted[Level(lv).name] = int(n)
@@ -320,6 +353,15 @@ AUDIT_COLUMNS = (
 )
 
 
+def _audit_source(operator_reads: bool | None) -> str:
+    """The audit rows a query reads as ``a``: all, none of the console's own reads, or only them."""
+    if operator_reads is None:
+        return "audit"
+    test = "=" if operator_reads else "<>"
+    cut = len(OPERATOR_READ_PREFIX)
+    return f"(SELECT * FROM audit WHERE substr(operation, 1, {cut}) {test} '{OPERATOR_READ_PREFIX}')"
+
+
 def audit(
     run: Runner,
     dialect: Dialect,
@@ -327,15 +369,18 @@ def audit(
     before: int | None,
     limit: int,
     lineage: str | None = None,
+    operator_reads: bool | None = None,
 ) -> list[AuditRow]:
     """Audit rows the operator may read at the clearance, newest first (the one rule of ``audit_query``).
 
-    Rows that no longer parse (edited in the database) are returned as such, so
-    the page can show where the log was touched instead of failing.
+    ``operator_reads`` False leaves the console's own reads out (True keeps only
+    them; None, every row). Rows that no longer parse (edited in the database)
+    are returned as such, so the page can show where the log was touched
+    instead of failing.
     """
     query = AuditQuery(clearance, None, lineage, None, before, clamp(limit))
     where, params = audit_sql(query, dialect, substring_first=True)
-    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM audit a{where}"), params)
+    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM {_audit_source(operator_reads)} a{where}"), params)
     if not descending(query):
         rows.reverse()
     out = []
@@ -348,3 +393,27 @@ def audit(
             event = None
         out.append(AuditRow(row[0], event))
     return out
+
+
+def lineage(
+    run: Runner,
+    dialect: Dialect,
+    clearance: Level,
+    lineage_id: str,
+    before: int | None,
+    limit: int,
+    operator_reads: bool,
+) -> Lineage:
+    """A page of the audit events naming ``lineage_id``, the console's own reads left out unless asked for.
+
+    Every memories page, version list and record the console shows names the
+    lineage ids it shows, so a record's history would be mostly the operator's
+    own looking; they are counted instead (within the clearance, bounded).
+    """
+    events = audit(run, dialect, clearance, before, limit, lineage_id, None if operator_reads else False)
+    where, params = audit_sql(AuditQuery(clearance, None, lineage_id), dialect, substring_first=True)
+    counted = run(
+        dialect.sql(f"SELECT count(*) FROM (SELECT a.seq FROM {_audit_source(True)} a{where} LIMIT ?) c"),
+        [*params, MAX_COUNTED_READS + 1],
+    )[0][0]
+    return Lineage(events, min(int(counted), MAX_COUNTED_READS), int(counted) > MAX_COUNTED_READS)
