@@ -312,8 +312,52 @@ def test_a_lineage_counts_the_consoles_own_reads_instead_of_listing_them(store, 
     _, older = top.lineage(ref, before=shown.events[1].seq, limit=2, operator_reads=True)
     assert [r.seq for r in older.events] == [r.seq for r in shown.events[2:4]]
     monkeypatch.setattr(console, "MAX_COUNTED_READS", 3)
-    assert (top.lineage(ref)[1].operator_reads, top.lineage(ref)[1].capped) == (3, True)
+    _, capped = top.lineage(ref)
+    assert ([r.event.operation for r in capped.events], capped.operator_reads, capped.capped) == (
+        ["get", "save"],
+        3,
+        True,
+    )
+    # more reads than are counted before the page is full: the page is still the newest other event
+    _, first = top.lineage(ref, limit=1)
+    assert ([r.event.operation for r in first.events], first.operator_reads, first.capped) == (
+        ["get"],
+        3,
+        True,
+    )
     # an operator's reads count as RESTRICTED: below it they are neither listed nor counted
     low = OperatorView.open(store, "CONFIDENTIAL", "ops")
     _, below = low.lineage(ref, operator_reads=True)
     assert [r.event.operation for r in below.events] == ["get", "save"] and below.operator_reads == 0
+
+
+def test_a_collapsed_lineage_is_the_full_one_filtered_whatever_the_page(store):
+    """The chunked scan against the whole lineage filtered here: same page, reads counted up to its end."""
+    s = store.session("a")
+    s.save("k", "a fact")
+    top = OperatorView.open(store, "RESTRICTED", "ops")
+    # runs of the console's reads between the agent's own reads, longer than the first chunks
+    for run_length in (0, 3, 1, 70, 2, 0, 9):
+        for _ in range(run_length):
+            top.memories(top.query("a"))
+        s.get("k")
+    lineage_id = s.get("k").lineage_id
+
+    def read(**kw):
+        return top._read(lambda run, d: console.lineage(run, d, top.clearance, lineage_id, **kw))
+
+    every = read(before=None, limit=200, operator_reads=True).events
+    assert len(every) == 94  # save, 8 gets, 85 console reads
+    for before in (None, every[5].seq, every[40].seq, every[-3].seq):
+        for limit in (1, 2, 3, 8, 50):
+            older = [r for r in every if before is None or r.seq < before]
+            page, reads = [], 0
+            for r in older:
+                if len(page) == limit:
+                    break
+                if r.event.operation.startswith("console."):
+                    reads += 1
+                else:
+                    page.append(r.seq)
+            got = read(before=before, limit=limit, operator_reads=False)
+            assert ([r.seq for r in got.events], got.operator_reads, got.capped) == (page, reads, False)

@@ -36,7 +36,7 @@ MAX_PAGE = 200
 MAX_VERSIONS = 200
 STATUSES = ("all", "live", "deleted", "expired")
 # The console's own reads are audited as operations with this prefix (``console.memories``, ...); a
-# record's lineage may hide them, counting at most this many (the count stays a bounded read).
+# record's lineage may leave them out, counting at most this many of them (a bounded read).
 OPERATOR_READ_PREFIX = "console."
 MAX_COUNTED_READS = 10_000
 
@@ -109,10 +109,12 @@ class AuditRow:
 
 @dataclass(frozen=True, slots=True)
 class Lineage:
-    """A page of a record's audit events and how many of the console's own reads name it.
+    """A page of a record's audit events and how many of the console's own reads it spans.
 
-    ``operator_reads`` counts them within the clearance, at most ``MAX_COUNTED_READS``
-    (``capped`` when there are more); ``events`` holds them only when they were asked for.
+    ``operator_reads`` counts those within the clearance from the page's start
+    down to its last event (to the log's start when the page is not full), at
+    most ``MAX_COUNTED_READS`` (``capped`` when there are more); ``events`` lists
+    them only when they were asked for.
     """
 
     events: list[AuditRow]
@@ -277,17 +279,18 @@ def agents(
         ),
         [*names, level],
     )
+    # every agent's, like the deleted ones: an agent test would lead the planner to scan the agent's rows
     expired = run(
         dialect.sql(
-            f"SELECT agent_id, level, count(*) FROM memories WHERE expires_us IS NOT NULL "
-            f"AND deleted_us IS NULL AND expires_us <= ? AND agent_id IN ({marks}) AND level <= ? "
-            "GROUP BY agent_id, level"
+            "SELECT agent_id, level, count(*) FROM memories WHERE expires_us IS NOT NULL "
+            "AND deleted_us IS NULL AND expires_us <= ? AND level <= ? GROUP BY agent_id, level"
         ),
-        [to_us(now), *names, level],
+        [to_us(now), level],
     )
     out = {name: AgentSummary(name) for name in names}
     for agent, lv, n in expired:
-        out[agent].expired[Level(lv).name] = int(n)
+        if agent in out:
+            out[agent].expired[Level(lv).name] = int(n)
     for agent, lv, n in live:
         name = Level(lv).name
         if int(n) > out[agent].expired.get(name, 0):
@@ -353,36 +356,8 @@ AUDIT_COLUMNS = (
 )
 
 
-def _audit_source(operator_reads: bool | None) -> str:
-    """The audit rows a query reads as ``a``: all, none of the console's own reads, or only them."""
-    if operator_reads is None:
-        return "audit"
-    test = "=" if operator_reads else "<>"
-    cut = len(OPERATOR_READ_PREFIX)
-    return f"(SELECT * FROM audit WHERE substr(operation, 1, {cut}) {test} '{OPERATOR_READ_PREFIX}')"
-
-
-def audit(
-    run: Runner,
-    dialect: Dialect,
-    clearance: Level,
-    before: int | None,
-    limit: int,
-    lineage: str | None = None,
-    operator_reads: bool | None = None,
-) -> list[AuditRow]:
-    """Audit rows the operator may read at the clearance, newest first (the one rule of ``audit_query``).
-
-    ``operator_reads`` False leaves the console's own reads out (True keeps only
-    them; None, every row). Rows that no longer parse (edited in the database)
-    are returned as such, so the page can show where the log was touched
-    instead of failing.
-    """
-    query = AuditQuery(clearance, None, lineage, None, before, clamp(limit))
-    where, params = audit_sql(query, dialect, substring_first=True)
-    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM {_audit_source(operator_reads)} a{where}"), params)
-    if not descending(query):
-        rows.reverse()
+def _audit_rows(dialect: Dialect, rows: Rows) -> list[AuditRow]:
+    """Rows of ``AUDIT_COLUMNS`` as they are read: one that no longer parses (an edited row) as such."""
     out = []
     for row in rows:
         fields = list(row)
@@ -393,6 +368,32 @@ def audit(
             event = None
         out.append(AuditRow(row[0], event))
     return out
+
+
+def audit(
+    run: Runner,
+    dialect: Dialect,
+    clearance: Level,
+    before: int | None,
+    limit: int,
+    lineage: str | None = None,
+    operator_reads: bool = True,
+) -> list[AuditRow]:
+    """Audit rows the operator may read at the clearance, newest first (the one rule of ``audit_query``).
+
+    Without ``operator_reads`` the console's own reads are left out. Rows that
+    no longer parse (edited in the database) are returned as such, so the page
+    can show where the log was touched instead of failing.
+    """
+    query = AuditQuery(clearance, None, lineage, None, before, clamp(limit))
+    where, params = audit_sql(query, dialect, substring_first=True)
+    source = "audit"
+    if not operator_reads:
+        source = f"(SELECT * FROM audit WHERE substr(operation, 1, {len(OPERATOR_READ_PREFIX)}) <> '{OPERATOR_READ_PREFIX}')"
+    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM {source} a{where}"), params)
+    if not descending(query):
+        rows.reverse()
+    return _audit_rows(dialect, rows)
 
 
 def lineage(
@@ -408,12 +409,47 @@ def lineage(
 
     Every memories page, version list and record the console shows names the
     lineage ids it shows, so a record's history would be mostly the operator's
-    own looking; they are counted instead (within the clearance, bounded).
+    own looking; left out, they are counted instead. The (seq, operation) of
+    the events naming the lineage within the clearance are read newest first
+    in growing keyset chunks, counting the reads passed, until the page is
+    full: the scan goes no further than the page itself (nor past
+    ``MAX_COUNTED_READS``), then the page's rows are read by seq.
     """
-    events = audit(run, dialect, clearance, before, limit, lineage_id, None if operator_reads else False)
-    where, params = audit_sql(AuditQuery(clearance, None, lineage_id), dialect, substring_first=True)
-    counted = run(
-        dialect.sql(f"SELECT count(*) FROM (SELECT a.seq FROM {_audit_source(True)} a{where} LIMIT ?) c"),
-        [*params, MAX_COUNTED_READS + 1],
-    )[0][0]
-    return Lineage(events, min(int(counted), MAX_COUNTED_READS), int(counted) > MAX_COUNTED_READS)
+    limit = clamp(limit)
+    if operator_reads:
+        events = audit(run, dialect, clearance, before, limit, lineage_id)
+        listed = sum(1 for r in events if r.event and r.event.operation.startswith(OPERATOR_READ_PREFIX))
+        return Lineage(events, listed, False)
+    cut = len(OPERATOR_READ_PREFIX)
+    seqs: list[int] = []
+    reads, start, size = 0, before, limit + 1
+    while len(seqs) < limit:
+        query = AuditQuery(clearance, None, lineage_id, None, start, size)
+        where, params = audit_sql(query, dialect, substring_first=True)
+        assert descending(query)  # newest first
+        scanned = run(dialect.sql(f"SELECT a.seq, substr(a.operation, 1, {cut}) FROM audit a{where}"), params)
+        others = 0
+        for seq, head in scanned:
+            if head == OPERATOR_READ_PREFIX:
+                reads += 1
+                continue
+            others += 1
+            seqs.append(int(seq))
+            if len(seqs) == limit:
+                break
+        if len(seqs) == limit or len(scanned) < size:
+            break  # the page is full, or the log's start is reached
+        if reads > MAX_COUNTED_READS:
+            # the page goes on past the counted reads: read it alone, without them
+            events = audit(run, dialect, clearance, before, limit, lineage_id, operator_reads=False)
+            return Lineage(events, MAX_COUNTED_READS, True)
+        # the next chunk: as many events as the page still needs at the share of reads seen so far
+        needed = limit - len(seqs)
+        start, size = int(scanned[-1][0]), min(4096, needed * len(scanned) // max(others, 1) + 1)
+    if not seqs:
+        return Lineage([], reads, False)
+    marks = ", ".join("?" * len(seqs))
+    rows = run(
+        dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM audit a WHERE a.seq IN ({marks}) ORDER BY a.seq DESC"), seqs
+    )
+    return Lineage(_audit_rows(dialect, rows), min(reads, MAX_COUNTED_READS), reads > MAX_COUNTED_READS)
