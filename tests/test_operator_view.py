@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import stratamem as sm
 from stratamem.errors import NotFound, PolicyBlocked, ValidationError
 from stratamem.operator import OperatorView
+from stratamem.storage.sql import console
 from stratamem.storage.sql.console import MAX_PAGE
 
 
@@ -50,9 +51,10 @@ def test_states_versions_and_clearance(store, clock):
         ("k", "PUBLIC", "shown"),
         ("temp", "PUBLIC", "expired"),
     ]
-    assert [(a.agent_id, a.live, a.deleted) for a in low.agents()] == [
-        ("a", {"PUBLIC": 2}, {"PUBLIC": 1}),
-        ("b", {"PUBLIC": 1}, {}),
+    # "temp" has expired: counted as such, not as live (part_stats keeps it until a purge)
+    assert [(a.agent_id, a.live, a.deleted, a.expired) for a in low.agents()] == [
+        ("a", {"PUBLIC": 1}, {"PUBLIC": 1}, {"PUBLIC": 1}),
+        ("b", {"PUBLIC": 1}, {}, {}),
     ]
     assert [(r.memory.level.name, r.state) for r in top.versions("a", "k")] == [
         ("CONFIDENTIAL", "shown"),
@@ -261,6 +263,101 @@ def test_the_audit_views_follow_the_one_reading_rule(store):
     assert [(r.seq, r.event.operation) for r in rows] == expected[: len(rows)]
     record = next(r for r in low.memories(low.query("a")) if r.memory.key == "secret")
     _, lineage = low.lineage(record.ref)
-    assert [r.event.operation for r in lineage] == ["save"]
+    assert [r.event.operation for r in lineage.events] == ["save"]
     page = low.audit_log(before=rows[-1].seq, limit=3)
     assert [r.seq for r in page] == [e for e, _ in expected[len(rows) : len(rows) + 3]]
+
+
+def _counts(view: OperatorView, agent: str = "a") -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    found = next(a for a in view.agents() if a.agent_id == agent)
+    return found.live, found.deleted, found.expired
+
+
+def test_agent_counts_follow_deletes_restores_and_expiry(store, clock):
+    store.clock = clock
+    s = store.session("a")
+    s.save("one", "first note")
+    s.save("two", "second note")
+    s.save("brief", "gone in ten seconds", ttl=10)
+    s.escalate("CONFIDENTIAL", "payroll")
+    s.save("pay", "salary bands")
+    view = OperatorView.open(store, "RESTRICTED", "ops")
+    assert _counts(view) == ({"PUBLIC": 3, "CONFIDENTIAL": 1}, {}, {})
+    store.session("a").delete("one")
+    assert _counts(view) == ({"PUBLIC": 2, "CONFIDENTIAL": 1}, {"PUBLIC": 1}, {})
+    ref = next(r.ref for r in view.memories(view.query("a", status="deleted")))
+    view.restore(ref)
+    assert _counts(view) == ({"PUBLIC": 3, "CONFIDENTIAL": 1}, {}, {})
+    clock.advance(60)
+    assert _counts(view) == ({"PUBLIC": 2, "CONFIDENTIAL": 1}, {}, {"PUBLIC": 1})
+    # below CONFIDENTIAL nothing of that level is counted, in any column
+    assert _counts(OperatorView.open(store, "INTERNAL", "ops")) == ({"PUBLIC": 2}, {}, {"PUBLIC": 1})
+
+
+def test_a_lineage_counts_the_consoles_own_reads_instead_of_listing_them(store, monkeypatch):
+    s = store.session("a")
+    s.save("k", "a fact")
+    s.get("k")
+    top = OperatorView.open(store, "RESTRICTED", "ops")
+    for _ in range(4):
+        top.memories(top.query("a"))  # each page names the lineage of every record it shows
+    ref = top.memories(top.query("a"))[0].ref
+    _, page = top.lineage(ref)
+    assert [r.event.operation for r in page.events] == ["get", "save"]
+    assert (page.operator_reads, page.capped) == (6, False)  # five pages and the record's own read
+    _, shown = top.lineage(ref, operator_reads=True)
+    ops = [r.event.operation for r in shown.events]
+    assert ops[-2:] == ["get", "save"] and ops[:-2] == ["console.record"] * 2 + ["console.memories"] * 5
+    assert shown.operator_reads == 7
+    _, older = top.lineage(ref, before=shown.events[1].seq, limit=2, operator_reads=True)
+    assert [r.seq for r in older.events] == [r.seq for r in shown.events[2:4]]
+    monkeypatch.setattr(console, "MAX_COUNTED_READS", 3)
+    _, capped = top.lineage(ref)
+    assert ([r.event.operation for r in capped.events], capped.operator_reads, capped.capped) == (
+        ["get", "save"],
+        3,
+        True,
+    )
+    # more reads than are counted before the page is full: the page is still the newest other event
+    _, first = top.lineage(ref, limit=1)
+    assert ([r.event.operation for r in first.events], first.operator_reads, first.capped) == (
+        ["get"],
+        3,
+        True,
+    )
+    # an operator's reads count as RESTRICTED: below it they are neither listed nor counted
+    low = OperatorView.open(store, "CONFIDENTIAL", "ops")
+    _, below = low.lineage(ref, operator_reads=True)
+    assert [r.event.operation for r in below.events] == ["get", "save"] and below.operator_reads == 0
+
+
+def test_a_collapsed_lineage_is_the_full_one_filtered_whatever_the_page(store):
+    """The chunked scan against the whole lineage filtered here: same page, reads counted up to its end."""
+    s = store.session("a")
+    s.save("k", "a fact")
+    top = OperatorView.open(store, "RESTRICTED", "ops")
+    # runs of the console's reads between the agent's own reads, longer than the first chunks
+    for run_length in (0, 3, 1, 70, 2, 0, 9):
+        for _ in range(run_length):
+            top.memories(top.query("a"))
+        s.get("k")
+    lineage_id = s.get("k").lineage_id
+
+    def read(**kw):
+        return top._read(lambda run, d: console.lineage(run, d, top.clearance, lineage_id, **kw))
+
+    every = read(before=None, limit=200, operator_reads=True).events
+    assert len(every) == 94  # save, 8 gets, 85 console reads
+    for before in (None, every[5].seq, every[40].seq, every[-3].seq):
+        for limit in (1, 2, 3, 8, 50):
+            older = [r for r in every if before is None or r.seq < before]
+            page, reads = [], 0
+            for r in older:
+                if len(page) == limit:
+                    break
+                if r.event.operation.startswith("console."):
+                    reads += 1
+                else:
+                    page.append(r.seq)
+            got = read(before=before, limit=limit, operator_reads=False)
+            assert ([r.seq for r in got.events], got.operator_reads, got.capped) == (page, reads, False)

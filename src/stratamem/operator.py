@@ -34,6 +34,7 @@ from .storage.sql.console import (
     AgentSummary,
     AuditRow,
     ConsoleRecord,
+    Lineage,
     MemoryQuery,
     Runner,
     SessionSummary,
@@ -97,7 +98,8 @@ class OperatorView:
 
     # reads --------------------------------------------------------------------
     def agents(self, after: str | None = None, limit: int = 100) -> list[AgentSummary]:
-        found = self._read(lambda run, d: console.agents(run, d, self.clearance, after, limit))
+        now = self.store.now()
+        found = self._read(lambda run, d: console.agents(run, d, self.clearance, after, limit, now))
         self._audit("console.agents", None, (), count=len(found))
         return found
 
@@ -135,16 +137,19 @@ class OperatorView:
         return found
 
     def lineage(
-        self, ref: int, before: int | None = None, limit: int = 50
-    ) -> tuple[ConsoleRecord, list[AuditRow]]:
-        """A record and the audit events that name its lineage id (reads and writes), newest first."""
+        self, ref: int, before: int | None = None, limit: int = 50, operator_reads: bool = False
+    ) -> tuple[ConsoleRecord, Lineage]:
+        """A record and the audit events that name its lineage id (reads and writes), newest first.
+
+        The console's own reads of it are counted, and listed only with ``operator_reads``.
+        """
         found = self.record(ref)
-        rows = self._read(
-            lambda run, d: console.audit(
-                run, d, self.clearance, before, limit, lineage=found.memory.lineage_id
+        page = self._read(
+            lambda run, d: console.lineage(
+                run, d, self.clearance, found.memory.lineage_id, before, limit, operator_reads
             )
         )
-        return found, rows
+        return found, page
 
     def sessions(
         self, agent_id: str | None = None, after: tuple[int, str] | None = None, limit: int = 50

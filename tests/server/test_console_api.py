@@ -143,7 +143,7 @@ def test_clearance_hides_higher_records_everywhere(seeded):
         keys = {r["key"] for r in c.get("/v1/console/agents/alice/memories", headers=low).json()["records"]}
         assert "deal" not in keys
         agents = c.get("/v1/console/agents", headers=low).json()["agents"]
-        assert agents == [{"agent_id": "alice", "live": {"PUBLIC": 4}, "deleted": {}}]
+        assert agents == [{"agent_id": "alice", "live": {"PUBLIC": 4}, "deleted": {}, "expired": {}}]
         hits = c.post("/v1/console/agents/alice/search", json={"query": "price"}, headers=low).json()[
             "results"
         ]
@@ -203,6 +203,49 @@ def test_actions_need_confirmation_and_are_audited(seeded):
         assert purged.json()["purged"] == 0
         verify = c.post("/v1/console/audit/verify", headers=h).json()
         assert verify == {"intact": True}
+
+
+def test_a_records_lineage_collapses_the_consoles_own_reads_unless_asked(seeded):
+    with seeded.client() as c:
+        h = _open(c)
+        for _ in range(3):
+            records = c.get("/v1/console/agents/alice/memories", headers=h).json()["records"]
+        ref = next(r["ref"] for r in records if r["key"] == "deal")
+        lineage = c.get(f"/v1/console/records/{ref}", headers=h).json()["lineage"]
+        assert [e["operation"] for e in lineage["events"]] == ["save"]
+        assert lineage["console_reads"] == {"count": 4, "capped": False, "shown": False}
+        shown = c.get(f"/v1/console/records/{ref}?console_reads=show", headers=h).json()["lineage"]
+        assert [e["operation"] for e in shown["events"]] == [
+            *["console.record"] * 2,
+            *["console.memories"] * 3,
+            "save",
+        ]
+        assert shown["console_reads"] == {"count": 5, "capped": False, "shown": True}
+        bad = c.get(f"/v1/console/records/{ref}?console_reads=all", headers=h)
+        assert bad.status_code == 400 and "console_reads" in bad.json()["error"]["message"]
+
+
+def test_a_graph_node_answers_within_the_clearance(seeded):
+    store = seeded.store
+    if not hasattr(store.backend, "graph"):
+        pytest.skip("this store has no knowledge graph")
+    writer = store.session("alice")
+    writer.graph.capture("Sam", "person", observations=["likes tea"])
+    writer.escalate("CONFIDENTIAL", "contract")
+    writer.graph.capture("Deal", "contract")
+    writer.graph.relate("Sam", "Deal", "negotiates")
+    with seeded.client() as c:
+        low, high = _open(c, clearance="INTERNAL"), _open(c, clearance="CONFIDENTIAL")
+        path = "/v1/console/graph/node"
+        answer = c.get(path, params={"agent": "alice", "name": "Sam"}, headers=low).json()
+        assert answer["node"]["observations"][0]["text"] == "likes tea" and answer["edges"] == []
+        answer = c.get(path, params={"agent": "alice", "name": "Sam"}, headers=high).json()
+        assert [(e["direction"], e["relation"], e["neighbour"]["name"]) for e in answer["edges"]] == [
+            ("out", "negotiates", "Deal")
+        ]
+        assert c.get(path, params={"agent": "alice", "name": "Deal"}, headers=low).status_code == 404
+        assert c.get(path, params={"agent": "alice"}, headers=low).status_code == 400
+        assert c.get(path, params={"agent": "alice", "name": "Sam"}, headers=auth("ops")).status_code == 401
 
 
 def test_optional_views_say_when_the_store_lacks_them(server):

@@ -69,6 +69,18 @@ def seed(db: Path) -> None:
         research = store.session("researcher")
         research.save("paper", "MaxScore pruning keeps exact top-k BM25")
         research.save("blob", "w" * 65536)  # one 64 KiB line
+        scratch = store.session("scratch")  # soft-deleted and restored by one test, read by no other
+        scratch.save("note-1", "first scratch note")
+        scratch.save("note-2", "second scratch note")
+        graph = store.session("main").graph
+        graph.capture("Sam", "person", "engineer", observations=["likes tea"])
+        graph.capture("Billing", "project", "the billing migration")
+        graph.relate("Sam", "Billing", "works_on")
+        secret = store.session("main")
+        secret.escalate("CONFIDENTIAL", "opened payroll.xlsx")
+        secret.graph.capture("Payroll", "project")
+        secret.graph.add_observations([("Sam", ["asked for a raise"])])
+        secret.graph.relate("Payroll", "Sam", "pays")
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +140,7 @@ def test_sign_in_refuses_a_bad_token_and_says_so(page, console_server):
 def test_browse_and_clearance(page, console_server):
     sign_in(page, console_server, "INTERNAL")
     page.wait_for_selector("#agents li")
-    assert page.locator("#agents li .mono").all_text_contents() == ["main", "researcher"]
+    assert page.locator("#agents li .mono").all_text_contents() == ["main", "researcher", "scratch"]
     shown = keys_shown(page)
     assert "salary-band" not in shown and "team" in shown
     assert "Billing migration planned for Q3" in page.text_content("#memories tbody")
@@ -274,3 +286,165 @@ def test_an_ended_sign_in_returns_to_the_sign_in_page_and_says_why(page, console
     page.wait_for_selector("#signin-error:not(:empty)")
     assert "expired" in page.text_content("#signin-error") and page.is_hidden("#app")
     assert page.input_value("#token") == ""
+
+
+def agent_counts(page, agent: str) -> str:
+    return page.text_content(f"#agents li[data-agent={agent}] .counts")
+
+
+def test_agent_counts_follow_a_soft_delete_and_a_restore(page, console_server):
+    sign_in(page, console_server)
+    page.click("#agents li[data-agent=scratch]")
+    page.wait_for_selector("#memories td.key:text-is('note-1')")
+    assert agent_counts(page, "scratch") == "PUBLIC 2"
+    page.click("#memories td.key:text-is('note-1')")
+    page.click("#detail button[data-action=delete]")
+    page.click("#confirm-yes")
+    page.wait_for_selector("#detail button[data-action=restore]")
+    playwright_api.expect(page.locator("#agents li[data-agent=scratch] .counts")).to_have_text(
+        "PUBLIC 1 · 1 deleted"
+    )
+    assert page.locator("#agents li.active").get_attribute("data-agent") == "scratch"
+    page.click("#detail button[data-action=restore]")
+    page.click("#confirm-yes")
+    page.wait_for_selector("#detail button[data-action=delete]")
+    playwright_api.expect(page.locator("#agents li[data-agent=scratch] .counts")).to_have_text("PUBLIC 2")
+    assert agent_counts(page, "main").startswith("PUBLIC ")  # the other agents are listed still
+
+
+def show_graph(page, console_server, clearance: str) -> None:
+    sign_in(page, console_server, clearance)
+    page.wait_for_selector("#agents li.active[data-agent=main]")
+    page.click("#tabs button[data-view=graph]")
+    page.fill("#graph-agent", "main")
+    page.click("#graph-form button[type=submit]")
+    page.wait_for_selector("#graph svg g.node")
+
+
+def test_graph_edges_are_labelled_directed_and_a_node_opens_its_panel(page, console_server):
+    show_graph(page, console_server, "INTERNAL")
+    names = page.locator("#graph g.node").evaluate_all("gs => gs.map(g => g.dataset.name)")
+    assert sorted(names) == ["Billing", "Sam"]  # Payroll is CONFIDENTIAL
+    edge = page.locator("#graph path.edge")
+    assert edge.count() == 1
+    assert edge.get_attribute("marker-end") == "url(#graph-arrow)"
+    assert page.locator("#graph marker#graph-arrow path").count() == 1
+    assert page.locator("#graph text.edge-label").all_text_contents() == ["works_on"]
+    # the arrow ends at the target: the path's last point is by Billing, its first by Sam
+    ends = edge.evaluate(
+        """p => {
+            const centre = (name) => {
+                const c = document.querySelector(`#graph g.node[data-name="${name}"] circle`);
+                return [Number(c.getAttribute("cx")), Number(c.getAttribute("cy"))];
+            };
+            const dist = (pt, c) => Math.hypot(pt.x - c[0], pt.y - c[1]);
+            const first = p.getPointAtLength(0), last = p.getPointAtLength(p.getTotalLength());
+            return [dist(first, centre("Sam")), dist(last, centre("Billing"))];
+        }"""
+    )
+    assert all(d < 12 for d in ends), ends
+    page.click("#graph g.node[data-name=Sam]")
+    page.wait_for_selector("#graph-node table.neighbours")
+    assert page.locator("#graph g.node.active").get_attribute("data-name") == "Sam"
+    panel = page.locator("#graph-node")
+    assert panel.locator("h3 .mono").text_content() == "Sam"
+    observed = panel.locator("table.observations tbody td")
+    assert observed.count() == 3  # one observation: level, time, text
+    assert [observed.nth(0).text_content(), observed.nth(2).text_content()] == ["PUBLIC", "likes tea"]
+    rows = panel.locator("table.neighbours tbody tr.edge-row")
+    assert rows.count() == 1
+    assert [rows.nth(0).locator("td").nth(i).text_content() for i in (0, 1, 2, 3, 5)] == [
+        "→ out",
+        "works_on",
+        "PUBLIC",
+        "Billing",
+        "PUBLIC",
+    ]
+    assert "Payroll" not in panel.text_content() and "raise" not in panel.text_content()
+    # a neighbour opens in its turn
+    rows.nth(0).locator("button").click()
+    page.wait_for_selector("#graph-node h3 .mono:text-is('Billing')")
+    assert page.locator("#graph-node tr.edge-row td").first.text_content() == "← in"
+    assert page.dialogs == []
+
+
+def test_a_node_panel_shows_more_at_a_higher_clearance(page, console_server):
+    show_graph(page, console_server, "CONFIDENTIAL")
+    labels = sorted(page.locator("#graph text.edge-label").all_text_contents())
+    assert labels == ["pays", "works_on"]
+    page.click("#graph g.node[data-name=Sam]")
+    page.wait_for_selector("#graph-node table.neighbours")
+    observations = page.locator("#graph-node table.observations tbody tr")
+    assert observations.count() == 2 and "asked for a raise" in observations.nth(1).text_content()
+    assert observations.nth(1).locator(".badge").text_content() == "CONFIDENTIAL"
+    pays = page.locator("#graph-node tr.edge-row[data-relation=pays] td")
+    assert [pays.nth(i).text_content() for i in (0, 2, 3, 5)] == [
+        "← in",
+        "CONFIDENTIAL",
+        "Payroll",
+        "CONFIDENTIAL",
+    ]
+
+
+def lineage_operations(page) -> list[str]:
+    return page.locator("#detail table.lineage tbody tr[data-seq] td:nth-child(3)").all_text_contents()
+
+
+def test_a_records_lineage_collapses_the_consoles_own_reads(page, console_server):
+    sign_in(page, console_server)
+    page.wait_for_selector("#memories td.key:text-is('coffee')")
+    for _ in range(3):  # every memories page is audited as a console read naming each record shown
+        with page.expect_response("**/memories*"):
+            page.click("#filters button[type=submit]")
+    page.click("#memories td.key:text-is('coffee')")
+    page.wait_for_selector("#detail table.lineage tr.console-reads")
+    assert lineage_operations(page) and not any(op.startswith("console.") for op in lineage_operations(page))
+    assert "save" in lineage_operations(page)
+    collapsed = page.text_content("#detail tr.console-reads")
+    count = int(collapsed.split()[0])
+    assert count >= 4 and "console reads" in collapsed
+    page.click("#detail button[data-action=console-reads]")
+    page.wait_for_selector("#detail table.lineage tr.console-read")
+    listed = lineage_operations(page)
+    assert {"console.memories", "console.record"} <= set(listed) and "save" in listed
+    assert page.text_content("#detail button[data-action=console-reads]") == "Collapse"
+    page.click("#detail button[data-action=console-reads]")
+    page.wait_for_selector("#detail button[data-action=console-reads]:text-is('Show them')")
+    assert not any(op.startswith("console.") for op in lineage_operations(page))
+
+
+# Each level name in a cell: one line box, and inside the cell (the text itself measured, whatever the markup).
+LEVEL_WORDS = """cells => cells.flatMap(cell => {
+    const box = cell.getBoundingClientRect();
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    const out = [];
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const m of node.data.matchAll(/PUBLIC|INTERNAL|CONFIDENTIAL|RESTRICTED/g)) {
+            const range = document.createRange();
+            range.setStart(node, m.index);
+            range.setEnd(node, m.index + m[0].length);
+            const rects = [...range.getClientRects()];
+            out.push({word: m[0], lines: rects.length,
+                      inside: rects.every(r => r.left >= box.left - 0.5 && r.right <= box.right + 0.5)});
+        }
+    }
+    return out;
+})"""
+
+
+def broken_levels(page, table: str) -> list[dict]:
+    words = page.locator(f"{table} tbody td:nth-child(9)").evaluate_all(LEVEL_WORDS)
+    assert any(w["word"] == "CONFIDENTIAL" for w in words), table
+    return [w for w in words if w["lines"] != 1 or not w["inside"]]
+
+
+def test_levels_never_wrap_inside_a_level_name(page, console_server):
+    page.set_viewport_size({"width": 900, "height": 900})
+    sign_in(page, console_server)
+    page.wait_for_selector("#memories td.key:text-is('project')")
+    page.click("#memories td.key:text-is('project') >> nth=0")
+    page.wait_for_selector("#detail table.lineage tbody tr[data-seq]")
+    assert broken_levels(page, "#detail table.lineage") == []
+    page.click("#tabs button[data-view=audit]")
+    page.wait_for_selector("#audit tbody tr")
+    assert broken_levels(page, "#audit") == []

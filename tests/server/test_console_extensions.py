@@ -138,3 +138,54 @@ def test_usage_from_the_real_ledger_within_the_clearance(store):
     assert [(r["calls"], r["cost_usd"]) for r in extensions.usage(high, {"agent": "a"})["rows"]] == [
         (2, "4.50")
     ]
+
+
+def test_a_graph_node_shows_observations_neighbours_and_levels_within_the_clearance(store):
+    if not extensions.has_graph(store):
+        pytest.skip("this store has no knowledge graph")
+    writer = store.session("a")
+    writer.graph.capture("Sam", "person", "engineer", observations=["likes tea"])
+    writer.graph.capture("Billing", "project")
+    writer.graph.relate("Sam", "Billing", "works_on", note="since May")
+    writer.graph.relate("Sam", "Sam", "mentors")
+    writer.escalate(sm.Level.CONFIDENTIAL, "test")
+    writer.graph.capture("Payroll", "project")
+    writer.graph.add_observations([("Sam", ["has a raise pending"])])
+    writer.graph.relate("Payroll", "Sam", "pays")
+    writer.graph.relate("Sam", "Billing", "audits")  # a CONFIDENTIAL edge between PUBLIC nodes
+    writer.graph.capture("Secret", "thing")
+
+    def edges(answer):
+        return sorted(
+            (e["direction"], e["relation"], e["level"], e["neighbour"]["name"], e["neighbour"]["level"])
+            for e in answer["edges"]
+        )
+
+    low = extensions.graph_node(OperatorView.open(store, "INTERNAL", "ops"), {"agent": "a", "name": "Sam"})
+    assert low["node"]["level"] == "PUBLIC" and low["node"]["type"] == "person"
+    assert [(o["text"], o["level"]) for o in low["node"]["observations"]] == [("likes tea", "PUBLIC")]
+    assert edges(low) == [
+        ("out", "works_on", "PUBLIC", "Billing", "PUBLIC"),
+        ("self", "mentors", "PUBLIC", "Sam", "PUBLIC"),
+    ]
+    assert next(e["note"] for e in low["edges"] if e["relation"] == "works_on") == "since May"
+    high = extensions.graph_node(
+        OperatorView.open(store, "CONFIDENTIAL", "ops"), {"agent": "a", "name": "Sam"}
+    )
+    assert [o["level"] for o in high["node"]["observations"]] == ["PUBLIC", "CONFIDENTIAL"]
+    assert edges(high) == [
+        ("in", "pays", "CONFIDENTIAL", "Payroll", "CONFIDENTIAL"),
+        ("out", "audits", "CONFIDENTIAL", "Billing", "PUBLIC"),
+        ("out", "works_on", "PUBLIC", "Billing", "PUBLIC"),
+        ("self", "mentors", "PUBLIC", "Sam", "PUBLIC"),
+    ]
+    assert high["truncated"] is False
+    view = OperatorView.open(store, "INTERNAL", "ops")
+    with pytest.raises(sm.NotFound) as above:
+        extensions.graph_node(view, {"agent": "a", "name": "Secret"})
+    with pytest.raises(sm.NotFound) as missing:
+        extensions.graph_node(view, {"agent": "a", "name": "Nobody"})
+    assert str(above.value) == str(missing.value)  # above the clearance and missing read the same
+    for params in ({"agent": "a"}, {"name": "Sam"}, {"agent": "a", "name": "bad\x00name"}):
+        with pytest.raises(sm.ValidationError):
+            extensions.graph_node(view, params)

@@ -46,6 +46,8 @@ CONSOLE_TTL = timedelta(hours=8)
 MAX_CONSOLES = 256
 MAX_BODY_BYTES = 64 * 1024
 MAX_FILTER_CHARS = 1000
+# how a record's lineage shows the console's own reads of it: one counted row, or every event
+CONSOLE_READS = ("collapse", "show")
 
 
 class SignInExpired(StratamemError):
@@ -102,6 +104,7 @@ class ConsoleApi:
             Route(f"{c}/purge", self.purge, methods=["POST"]),
             Route(f"{c}/usage", self.usage, methods=["GET"]),
             Route(f"{c}/graph", self.graph, methods=["GET"]),
+            Route(f"{c}/graph/node", self.graph_node, methods=["GET"]),
         ]
 
     # sign-in ------------------------------------------------------------------------------
@@ -200,9 +203,15 @@ class ConsoleApi:
         view = self.view(request)
         before = _int_param(request, "before", 0, 0, 2**62) or None
         limit = _int_param(request, "limit", 50, 1, 200)
-        found, rows = await blocking(view.lineage, request.path_params["ref"], before, limit)
+        reads = _text_param(request, "console_reads") or "collapse"
+        if reads not in CONSOLE_READS:
+            raise ValidationError(f"console_reads must be one of {', '.join(CONSOLE_READS)}")
+        found, page = await blocking(view.lineage, request.path_params["ref"], before, limit, reads == "show")
         return json_response(
-            {"record": shapes.record(found, full=True), "lineage": shapes.audit_page(rows, limit)}
+            {
+                "record": shapes.record(found, full=True),
+                "lineage": shapes.lineage(page, limit, reads == "show"),
+            }
         )
 
     @endpoint
@@ -316,3 +325,8 @@ class ConsoleApi:
     async def graph(self, request: Request) -> Response:
         view = self.view(request)
         return json_response(await blocking(extensions.graph, view, request.query_params))
+
+    @endpoint
+    async def graph_node(self, request: Request) -> Response:
+        view = self.view(request)
+        return json_response(await blocking(extensions.graph_node, view, request.query_params))

@@ -107,7 +107,21 @@ def console_paths() -> dict[str, Any]:
         f"{c}/agents/{{agent}}/export": {
             "get": _view("Live versions within the clearance, as JSON Lines", [AGENT])
         },
-        f"{c}/records/{{ref}}": {"get": _view("One record with its lineage (audit events)", [REF])},
+        f"{c}/records/{{ref}}": {
+            "get": _view(
+                "One record with its lineage (audit events); the console's own reads counted in one row",
+                [
+                    REF,
+                    _query("limit", {"type": "integer"}, "1..200, default 50"),
+                    _query("before", {"type": "integer"}, "Older than"),
+                    _query(
+                        "console_reads",
+                        {"type": "string", "enum": ["collapse", "show"]},
+                        "collapse (default): only counted; show: listed with the other events",
+                    ),
+                ],
+            )
+        },
         f"{c}/records/{{ref}}/delete": {
             "post": _action("Soft-delete a version (the agent's own delete)", [REF])
         },
@@ -126,4 +140,13 @@ def console_paths() -> dict[str, Any]:
         f"{c}/purge": {"post": _action("Purge old soft-deleted and expired records (console at RESTRICTED)")},
         f"{c}/usage": {"get": _view("Cost and tokens per day and model, when the store has a usage ledger")},
         f"{c}/graph": {"get": _view("One page of an agent's knowledge graph, when the store has one")},
+        f"{c}/graph/node": {
+            "get": _view(
+                "One node as the agent sees it at the clearance: observations, neighbours, levels",
+                [
+                    _query("agent", {"type": "string"}, "An agent id"),
+                    _query("name", {"type": "string"}, "The node's name"),
+                ],
+            )
+        },
     }

@@ -17,7 +17,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..models import Memory
 from ..operator import PlaygroundHit
-from ..storage.sql.console import AgentSummary, AuditRow, ConsoleRecord, SessionSummary
+from ..storage.sql.console import AgentSummary, AuditRow, ConsoleRecord, Lineage, SessionSummary
 from ..storage.sql.rows import to_us
 from . import payloads
 
@@ -80,7 +80,7 @@ def records_page(found: list[ConsoleRecord], limit: int) -> dict[str, Any]:
 
 
 def agent(a: AgentSummary) -> dict[str, Any]:
-    return {"agent_id": a.agent_id, "live": a.live, "deleted": a.deleted}
+    return {"agent_id": a.agent_id, "live": a.live, "deleted": a.deleted, "expired": a.expired}
 
 
 def session(s: SessionSummary) -> dict[str, Any]:
@@ -102,6 +102,12 @@ def audit_row(row: AuditRow) -> dict[str, Any]:
 def audit_page(rows: list[AuditRow], limit: int) -> dict[str, Any]:
     nxt = rows[-1].seq if len(rows) >= limit else None
     return {"events": [audit_row(r) for r in rows], "next": nxt}
+
+
+def lineage(page: Lineage, limit: int, shown: bool) -> dict[str, Any]:
+    """A lineage page; ``console_reads`` says how many of the console's own reads name the record."""
+    reads = {"count": page.operator_reads, "capped": page.capped, "shown": shown}
+    return {**audit_page(page.events, limit), "console_reads": reads}
 
 
 def hit(h: PlaygroundHit) -> dict[str, Any]:

@@ -15,13 +15,14 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from ..errors import ValidationError
+from ..errors import NotFound, ValidationError
 from ..operator import OperatorView
 from ..session import Session
 from ..validation import parse_time
 
 MAX_USAGE_RECORDS = 100_000
 MAX_GRAPH_NODES = 200
+MAX_NODE_EDGES = 500
 
 
 def has_usage(store: Any) -> bool:
@@ -70,13 +71,18 @@ def usage(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:
     return {"available": True, "rows": rows}
 
 
+def _required(params: Mapping[str, str], name: str) -> str:
+    value = params.get(name)
+    if not value:
+        raise ValidationError(f"{name} is required")
+    return value
+
+
 def graph(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:
     """One page of an agent's knowledge graph as a session at the clearance sees it."""
     if not has_graph(view.store):
         return _unavailable("the knowledge graph")
-    agent = params.get("agent")
-    if not agent:
-        raise ValidationError("agent is required")
+    agent = _required(params, "agent")
     page = view.session_at(agent, view.clearance).graph.read(params.get("after") or None, MAX_GRAPH_NODES)
     return {
         "available": True,
@@ -96,4 +102,56 @@ def graph(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:
         ],
         "next": page.cursor,
         "truncated": page.truncated,
+    }
+
+
+def graph_node(view: OperatorView, params: Mapping[str, str]) -> dict[str, Any]:
+    """One node as a session of the agent at the clearance sees it: observations, edges, neighbours, levels.
+
+    Two reads of that session (the node with the edges touching it, then the
+    nodes at their other ends), so nothing above the clearance is returned:
+    an edge is visible only with both ends, an observation only within the
+    level. A node that is missing or above the clearance is NOT_FOUND alike.
+    """
+    if not has_graph(view.store):
+        return _unavailable("the knowledge graph")
+    agent, name = _required(params, "agent"), _required(params, "name")
+    graph = view.session_at(agent, view.clearance).graph
+    found, edges = graph.open([name], edge_limit=MAX_NODE_EDGES)
+    if not found:
+        raise NotFound(f"no node of that name for agent {agent} at or below {view.clearance.name}")
+    node = found[0]
+    ends = sorted({e.target if e.source == node.name else e.source for e in edges} - {node.name})
+    others = {n.name: n for n in graph.open(ends, edge_limit=0)[0]} if ends else {}
+    others[node.name] = node
+    listed = []
+    for e in edges:
+        direction = "self" if e.source == e.target else "out" if e.source == node.name else "in"
+        end = others.get(e.target if direction == "out" else e.source)
+        listed.append(
+            {
+                "direction": direction,
+                "relation": e.relation,
+                "note": e.note,
+                "level": e.level.name,
+                "neighbour": {"name": end.name, "type": end.type, "level": end.level.name} if end else None,
+            }
+        )
+    return {
+        "available": True,
+        "node": {
+            "name": node.name,
+            "type": node.type,
+            "level": node.level.name,
+            "content": node.content,
+            "tags": list(node.tags),
+            "agent_id": node.agent_id,
+            "updated_at": node.updated_at.isoformat(),
+            "observations": [
+                {"text": o.text, "level": o.level.name, "created_at": o.created_at.isoformat()}
+                for o in node.observations
+            ],
+        },
+        "edges": listed,
+        "truncated": len(edges) >= MAX_NODE_EDGES,
     }

@@ -35,6 +35,10 @@ T = TypeVar("T")
 MAX_PAGE = 200
 MAX_VERSIONS = 200
 STATUSES = ("all", "live", "deleted", "expired")
+# The console's own reads are audited as operations with this prefix (``console.memories``, ...); a
+# record's lineage may leave them out, counting at most this many of them (a bounded read).
+OPERATOR_READ_PREFIX = "console."
+MAX_COUNTED_READS = 10_000
 
 Rows = list[tuple[Any, ...]]
 Runner = Callable[[str, Sequence[Any]], Rows]
@@ -81,9 +85,12 @@ class ConsoleRecord:
 
 @dataclass(frozen=True, slots=True)
 class AgentSummary:
+    """One agent's versions per level name: live (neither deleted nor expired), deleted, expired."""
+
     agent_id: str
-    live: dict[str, int] = field(default_factory=dict)  # level name -> live versions
+    live: dict[str, int] = field(default_factory=dict)
     deleted: dict[str, int] = field(default_factory=dict)
+    expired: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +105,21 @@ class AuditRow:
 
     seq: int
     event: AuditEvent | None
+
+
+@dataclass(frozen=True, slots=True)
+class Lineage:
+    """A page of a record's audit events and how many of the console's own reads it spans.
+
+    ``operator_reads`` counts those within the clearance from the page's start
+    down to its last event (to the log's start when the page is not full), at
+    most ``MAX_COUNTED_READS`` (``capped`` when there are more); ``events`` lists
+    them only when they were asked for.
+    """
+
+    events: list[AuditRow]
+    operator_reads: int
+    capped: bool
 
 
 def clamp(limit: object, default: int = 50, high: int = MAX_PAGE) -> int:
@@ -221,12 +243,13 @@ def record(run: Runner, dialect: Dialect, clearance: Level, ref: int, now: datet
 
 
 def agents(
-    run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int
+    run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int, now: datetime
 ) -> list[AgentSummary]:
-    """Agents with records within the clearance, by name, with live and deleted counts per level.
+    """Agents with records within the clearance, by name, with live, deleted and expired counts per level.
 
-    Live counts come from ``part_stats``; deleted ones from the (small) set of
-    soft-deleted rows, through its partial index.
+    ``part_stats`` counts every version not deleted, so expired ones (kept until a
+    purge) are taken out of it here; deleted and expired ones are counted from
+    their (small) sets of rows, each through its partial index.
     """
     level, start = int(clearance), after if after is not None else ""
     gone = run(
@@ -256,9 +279,22 @@ def agents(
         ),
         [*names, level],
     )
+    # every agent's, like the deleted ones: an agent test would lead the planner to scan the agent's rows
+    expired = run(
+        dialect.sql(
+            "SELECT agent_id, level, count(*) FROM memories WHERE expires_us IS NOT NULL "
+            "AND deleted_us IS NULL AND expires_us <= ? AND level <= ? GROUP BY agent_id, level"
+        ),
+        [to_us(now), level],
+    )
     out = {name: AgentSummary(name) for name in names}
+    for agent, lv, n in expired:
+        if agent in out:
+            out[agent].expired[Level(lv).name] = int(n)
     for agent, lv, n in live:
-        out[agent].live[Level(lv).name] = int(n)
+        name = Level(lv).name
+        if int(n) > out[agent].expired.get(name, 0):
+            out[agent].live[name] = int(n) - out[agent].expired.get(name, 0)
     for agent, lv, n in gone:
         if agent in out:
             out[agent].deleted[Level(lv).name] = int(n)
@@ -320,24 +356,8 @@ AUDIT_COLUMNS = (
 )
 
 
-def audit(
-    run: Runner,
-    dialect: Dialect,
-    clearance: Level,
-    before: int | None,
-    limit: int,
-    lineage: str | None = None,
-) -> list[AuditRow]:
-    """Audit rows the operator may read at the clearance, newest first (the one rule of ``audit_query``).
-
-    Rows that no longer parse (edited in the database) are returned as such, so
-    the page can show where the log was touched instead of failing.
-    """
-    query = AuditQuery(clearance, None, lineage, None, before, clamp(limit))
-    where, params = audit_sql(query, dialect, substring_first=True)
-    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM audit a{where}"), params)
-    if not descending(query):
-        rows.reverse()
+def _audit_rows(dialect: Dialect, rows: Rows) -> list[AuditRow]:
+    """Rows of ``AUDIT_COLUMNS`` as they are read: one that no longer parses (an edited row) as such."""
     out = []
     for row in rows:
         fields = list(row)
@@ -348,3 +368,88 @@ def audit(
             event = None
         out.append(AuditRow(row[0], event))
     return out
+
+
+def audit(
+    run: Runner,
+    dialect: Dialect,
+    clearance: Level,
+    before: int | None,
+    limit: int,
+    lineage: str | None = None,
+    operator_reads: bool = True,
+) -> list[AuditRow]:
+    """Audit rows the operator may read at the clearance, newest first (the one rule of ``audit_query``).
+
+    Without ``operator_reads`` the console's own reads are left out. Rows that
+    no longer parse (edited in the database) are returned as such, so the page
+    can show where the log was touched instead of failing.
+    """
+    query = AuditQuery(clearance, None, lineage, None, before, clamp(limit))
+    where, params = audit_sql(query, dialect, substring_first=True)
+    source = "audit"
+    if not operator_reads:
+        source = f"(SELECT * FROM audit WHERE substr(operation, 1, {len(OPERATOR_READ_PREFIX)}) <> '{OPERATOR_READ_PREFIX}')"
+    rows = run(dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM {source} a{where}"), params)
+    if not descending(query):
+        rows.reverse()
+    return _audit_rows(dialect, rows)
+
+
+def lineage(
+    run: Runner,
+    dialect: Dialect,
+    clearance: Level,
+    lineage_id: str,
+    before: int | None,
+    limit: int,
+    operator_reads: bool,
+) -> Lineage:
+    """A page of the audit events naming ``lineage_id``, the console's own reads left out unless asked for.
+
+    Every memories page, version list and record the console shows names the
+    lineage ids it shows, so a record's history would be mostly the operator's
+    own looking; left out, they are counted instead. The (seq, operation) of
+    the events naming the lineage within the clearance are read newest first
+    in growing keyset chunks, counting the reads passed, until the page is
+    full: the scan goes no further than the page itself (nor past
+    ``MAX_COUNTED_READS``), then the page's rows are read by seq.
+    """
+    limit = clamp(limit)
+    if operator_reads:
+        events = audit(run, dialect, clearance, before, limit, lineage_id)
+        listed = sum(1 for r in events if r.event and r.event.operation.startswith(OPERATOR_READ_PREFIX))
+        return Lineage(events, listed, False)
+    cut = len(OPERATOR_READ_PREFIX)
+    seqs: list[int] = []
+    reads, start, size = 0, before, limit + 1
+    while len(seqs) < limit:
+        query = AuditQuery(clearance, None, lineage_id, None, start, size)
+        where, params = audit_sql(query, dialect, substring_first=True)
+        assert descending(query)  # newest first
+        scanned = run(dialect.sql(f"SELECT a.seq, substr(a.operation, 1, {cut}) FROM audit a{where}"), params)
+        others = 0
+        for seq, head in scanned:
+            if head == OPERATOR_READ_PREFIX:
+                reads += 1
+                continue
+            others += 1
+            seqs.append(int(seq))
+            if len(seqs) == limit:
+                break
+        if len(seqs) == limit or len(scanned) < size:
+            break  # the page is full, or the log's start is reached
+        if reads > MAX_COUNTED_READS:
+            # the page goes on past the counted reads: read it alone, without them
+            events = audit(run, dialect, clearance, before, limit, lineage_id, operator_reads=False)
+            return Lineage(events, MAX_COUNTED_READS, True)
+        # the next chunk: as many events as the page still needs at the share of reads seen so far
+        needed = limit - len(seqs)
+        start, size = int(scanned[-1][0]), min(4096, needed * len(scanned) // max(others, 1) + 1)
+    if not seqs:
+        return Lineage([], reads, False)
+    marks = ", ".join("?" * len(seqs))
+    rows = run(
+        dialect.sql(f"SELECT {AUDIT_COLUMNS} FROM audit a WHERE a.seq IN ({marks}) ORDER BY a.seq DESC"), seqs
+    )
+    return Lineage(_audit_rows(dialect, rows), min(reads, MAX_COUNTED_READS), reads > MAX_COUNTED_READS)

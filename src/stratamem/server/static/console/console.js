@@ -9,7 +9,8 @@
 
 (function () {
   const LEVELS = ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"];
-  const state = { token: null, console: null, clearance: null, max: null, agent: null, features: {} };
+  const state = { token: null, console: null, clearance: null, max: null, agent: null, features: {},
+                  consoleReads: false };
   const $ = (id) => document.getElementById(id);
 
   // DOM helpers: text only --------------------------------------------------------------------
@@ -30,6 +31,8 @@
   }
   const clear = (node) => { while (node.firstChild) node.removeChild(node.firstChild); return node; };
   const badge = (prefix, value) => el("span", { class: "badge " + prefix + "-" + value }, value);
+  // a list of levels as badges that wrap between levels, never inside one
+  const levelBadges = (levels) => el("div", { class: "levels" }, ...levels.map((lv) => badge("lv", lv)));
   const when = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d+/, "").replace("+00:00", "Z") : "");
 
   // API -----------------------------------------------------------------------------------------
@@ -164,21 +167,27 @@
 
   // agents and memories ------------------------------------------------------------------------------
   let agentsNext = null;
-  async function loadAgents(more) {
-    const page = await api("GET", "/v1/console/agents" + qs({ after: more ? agentsNext : null }));
+  const total = (counts) => Object.values(counts).reduce((a, b) => a + b, 0);
+  function agentItem(agent) {
+    const counts = Object.entries(agent.live).map(([lv, n]) => lv + " " + n);
+    for (const [what, byLevel] of [["deleted", agent.deleted], ["expired", agent.expired || {}]]) {
+      if (total(byLevel)) counts.push(total(byLevel) + " " + what);
+    }
+    return el("li", { data: { agent: agent.agent_id }, class: agent.agent_id === state.agent ? "active" : "",
+                      on: { click: guarded(() => chooseAgent(agent.agent_id)) } },
+      el("span", { class: "mono" }, agent.agent_id), el("span", { class: "counts" }, counts.join(" · ")));
+  }
+  function showAgents(agents, more, next) {
     const list = $("agents");
     if (!more) clear(list);
-    for (const agent of page.agents) {
-      const counts = Object.entries(agent.live).map(([lv, n]) => lv + " " + n);
-      const gone = Object.values(agent.deleted).reduce((a, b) => a + b, 0);
-      if (gone) counts.push(gone + " deleted");
-      const item = el("li", { data: { agent: agent.agent_id }, on: { click: guarded(() => chooseAgent(agent.agent_id)) } },
-        el("span", { class: "mono" }, agent.agent_id), el("span", { class: "counts" }, counts.join(" · ")));
-      list.append(item);
-    }
+    for (const agent of agents) list.append(agentItem(agent));
     if (!list.firstChild) list.append(el("li", {}, "No memories within " + state.clearance + "."));
-    agentsNext = page.next;
-    $("agents-more").hidden = !page.next;
+    agentsNext = next;
+    $("agents-more").hidden = !next;
+  }
+  async function loadAgents(more) {
+    const page = await api("GET", "/v1/console/agents" + qs({ after: more ? agentsNext : null }));
+    showAgents(page.agents, more, page.next);
     if (!more) {
       // keep the agent being viewed when the console is reopened at another clearance
       const names = page.agents.map((a) => a.agent_id);
@@ -188,6 +197,18 @@
     }
   }
   $("agents-more").addEventListener("click", guarded(() => loadAgents(true)));
+  // the counts again after an action changed them: as many agents as were listed, the one viewed kept
+  async function refreshAgents() {
+    const listed = $("agents").querySelectorAll("li[data-agent]").length;
+    const agents = [];
+    let next = null;
+    do {
+      const page = await api("GET", "/v1/console/agents" + qs({ after: next }));
+      agents.push(...page.agents);
+      next = page.next;
+    } while (next && agents.length < listed);
+    showAgents(agents, false, next);
+  }
 
   async function chooseAgent(agent) {
     state.agent = agent;
@@ -228,7 +249,7 @@
   $("memories-more").addEventListener("click", guarded(() => loadMemories(true)));
 
   async function openRecord(ref) {
-    const data = await api("GET", "/v1/console/records/" + ref);
+    const data = await api("GET", "/v1/console/records/" + ref + qs({ console_reads: state.consoleReads ? "show" : "collapse" }));
     const r = data.record;
     const versions = await api("GET", "/v1/console/agents/" + encodeURIComponent(r.agent_id) + "/versions" + qs({ key: r.key }));
     const detail = clear($("detail"));
@@ -252,6 +273,15 @@
         el("td", {}, when(v.deleted_at)), el("td", { class: "content" }, v.content)));
     }
     const lbody = el("tbody");
+    const reads = data.lineage.console_reads;
+    if (reads.count) {
+      const count = reads.count + (reads.capped ? "+" : "") + " console read" + (reads.count === 1 ? "" : "s");
+      lbody.append(el("tr", { class: "console-reads" }, el("td", { colSpan: 9 },
+        count + (reads.shown ? " (the operator's own looking) listed below " : " (the operator's own looking) collapsed "),
+        el("button", { type: "button", data: { action: "console-reads" },
+                       on: { click: guarded(() => { state.consoleReads = !reads.shown; return openRecord(r.ref); }) } },
+          reads.shown ? "Collapse" : "Show them"))));
+    }
     for (const e of data.lineage.events) lbody.append(auditRow(e));
     detail.append(
       el("h3", {}, "Memory ", el("span", { class: "mono" }, r.key)), fields,
@@ -259,19 +289,21 @@
       el("h4", {}, "Versions of this key within " + state.clearance + " (the shown one is what a session at this level gets)"),
       el("table", { class: "versions" }, el("thead", {}, el("tr", {}, ...["level", "state", "updated", "deleted", "content"].map((h) => el("th", {}, h)))), vbody),
       el("h4", {}, "Lineage: sessions that read or wrote it (audit log)"),
-      el("table", { class: "lineage" }, auditHead(), lbody));
+      el("table", { class: "lineage events" }, auditHead(), lbody));
     detail.scrollIntoView({ block: "nearest" });
   }
 
   async function softDelete(r) {
     if (!(await confirmAction("Soft-delete " + JSON.stringify(r.key) + " at " + r.level + " for agent " + r.agent_id + "? It stays restorable until purged."))) return;
     await api("POST", "/v1/console/records/" + r.ref + "/delete", { confirm: true });
+    await refreshAgents();
     await loadMemories(false);
     await openRecord(r.ref);
   }
   async function restore(r) {
     if (!(await confirmAction("Restore " + JSON.stringify(r.key) + " at " + r.level + " for agent " + r.agent_id + "?"))) return;
     await api("POST", "/v1/console/records/" + r.ref + "/restore", { confirm: true });
+    await refreshAgents();
     await loadMemories(false);
     await openRecord(r.ref);
   }
@@ -319,10 +351,11 @@
     if (e.unreadable) {
       return el("tr", { class: "unreadable" }, el("td", {}, String(e.seq)), el("td", { colSpan: 8, class: "error" }, "this event's stored fields no longer parse (edited?)"));
     }
-    return el("tr", { data: { seq: String(e.seq) } }, el("td", {}, String(e.seq)), el("td", {}, when(e.time)),
-      el("td", { class: "mono" }, e.operation), el("td", {}, e.outcome), el("td", {}, badge("lv", e.taint)),
+    return el("tr", { data: { seq: String(e.seq) }, class: e.operation.startsWith("console.") ? "console-read" : "" },
+      el("td", {}, String(e.seq)), el("td", { class: "time" }, when(e.time)),
+      el("td", { class: "mono op" }, e.operation), el("td", {}, e.outcome), el("td", { class: "levels" }, badge("lv", e.taint)),
       el("td", { class: "mono" }, e.agent_id || ""), el("td", { class: "mono" }, e.session_id || ""),
-      el("td", { class: "mono" }, e.keys.join(", ")), el("td", {}, e.levels.join(", ")));
+      el("td", { class: "mono" }, e.keys.join(", ")), el("td", { class: "levels" }, levelBadges(e.levels)));
   }
   let auditNext = null;
   async function loadAudit(more) {
@@ -368,32 +401,128 @@
     if (text !== undefined) node.textContent = text;
     return node;
   }
+  // Nodes on a circle; each edge a curve from source to target with an arrowhead and its relation as label.
+  // Edges between the same two nodes bend apart, so both directions and parallel relations stay readable.
+  const NODE_R = 7;
+  function edgeShape(a, b, bend) {
+    const [mx, my] = [(a[0] + b[0]) / 2, (a[1] + b[1]) / 2];
+    const len = Math.hypot(b[0] - a[0], b[1] - a[1]) || 1;
+    const c = [mx - ((b[1] - a[1]) / len) * bend, my + ((b[0] - a[0]) / len) * bend];
+    const toward = (from, to, by) => {
+      const d = Math.hypot(to[0] - from[0], to[1] - from[1]) || 1;
+      return [from[0] + ((to[0] - from[0]) / d) * by, from[1] + ((to[1] - from[1]) / d) * by];
+    };
+    const start = toward(a, c, NODE_R), end = toward(b, c, NODE_R + 2);
+    return { d: "M" + start + " Q" + c + " " + end,
+             label: [0.25 * start[0] + 0.5 * c[0] + 0.25 * end[0], 0.25 * start[1] + 0.5 * c[1] + 0.25 * end[1]] };
+  }
+  function loopShape(p, k) {
+    const h = 34 + 14 * k;
+    return { d: "M" + [p[0] - 4, p[1] - NODE_R] + " C" + [p[0] - 26, p[1] - h] + " " + [p[0] + 26, p[1] - h] + " " + [p[0] + 4, p[1] - NODE_R - 2],
+             label: [p[0], p[1] - h * 0.78] };
+  }
   async function loadGraph() {
     const box = clear($("graph"));
+    clear($("graph-node")).hidden = true;
     const agent = $("graph-agent").value.trim();
     const data = await api("GET", "/v1/console/graph" + qs({ agent }));
     if (!data.available) { box.append(el("p", { class: "note" }, data.reason)); return; }
     if (!data.nodes.length) { box.append(el("p", { class: "note" }, "No nodes within " + state.clearance + ".")); return; }
     const canvas = svg("svg", { class: "graph", viewBox: "0 0 800 440" });
+    const marker = svg("marker", { id: "graph-arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7,
+                                   orient: "auto-start-reverse", markerUnits: "userSpaceOnUse" });
+    marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", class: "arrowhead" }));
+    const defs = svg("defs", {});
+    defs.append(marker);
+    canvas.append(defs);
     const at = {};
+    const radius = Math.min(190, 120 + 8 * data.nodes.length);
     data.nodes.forEach((n, i) => {
-      const a = (2 * Math.PI * i) / data.nodes.length;
-      at[n.name] = [400 + 180 * Math.cos(a), 220 + 180 * Math.sin(a)];
+      const a = (2 * Math.PI * i) / data.nodes.length - Math.PI / 2;
+      at[n.name] = [Math.round(400 + radius * 1.6 * Math.cos(a)), Math.round(225 + radius * Math.sin(a))];
     });
-    for (const e of data.edges) {
-      if (!at[e.source] || !at[e.target]) continue;
-      const line = svg("line", { x1: at[e.source][0], y1: at[e.source][1], x2: at[e.target][0], y2: at[e.target][1] });
-      line.append(svg("title", {}, e.source + " —" + e.relation + "→ " + e.target));
-      canvas.append(line);
+    const pairs = {};
+    const drawn = data.edges.filter((e) => at[e.source] && at[e.target]);
+    for (const e of drawn) {
+      const pair = [e.source, e.target].sort().join("\u0000");
+      (pairs[pair] = pairs[pair] || []).push(e);
     }
+    const labels = [];
+    for (const group of Object.values(pairs)) {
+      group.forEach((e, k) => {
+        let shape;
+        if (e.source === e.target) {
+          shape = loopShape(at[e.source], k);
+        } else {
+          // the bend is measured from the pair's first name, so A→B and B→A curve to opposite sides
+          const flip = e.source < e.target ? 1 : -1;
+          const bend = group.length === 1 ? 0 : flip * (k - (group.length - 1) / 2) * 56;
+          shape = edgeShape(at[e.source], at[e.target], bend);
+        }
+        const path = svg("path", { d: shape.d, class: "edge lv-" + e.level, "marker-end": "url(#graph-arrow)" });
+        path.dataset.source = e.source;
+        path.dataset.target = e.target;
+        path.dataset.relation = e.relation;
+        path.append(svg("title", {}, e.source + " —" + e.relation + "→ " + e.target + " (" + e.level + ")"));
+        canvas.append(path);
+        labels.push(svg("text", { x: shape.label[0], y: shape.label[1] + 3, class: "edge-label", "text-anchor": "middle" }, e.relation));
+      });
+    }
+    canvas.append(...labels);
     for (const n of data.nodes) {
       const [x, y] = at[n.name];
-      const dot = svg("circle", { cx: x, cy: y, r: 6 });
+      const group = svg("g", { class: "node", tabindex: 0, role: "button" });
+      group.dataset.name = n.name;
+      const dot = svg("circle", { cx: x, cy: y, r: NODE_R, class: "lv-" + n.level });
       dot.append(svg("title", {}, n.name + " (" + n.type + ", " + n.level + ")"));
-      canvas.append(dot, svg("text", { x: x + 8, y: y + 4 }, n.name));
+      group.append(dot, svg("text", { x: x + NODE_R + 3, y: y + 4 }, n.name));
+      const open = guarded(() => openNode(agent, n.name));
+      group.addEventListener("click", open);
+      group.addEventListener("keydown", (event) => { if (event.key === "Enter" || event.key === " ") { event.preventDefault(); open(); } });
+      canvas.append(group);
     }
     box.append(canvas);
     if (data.truncated) box.append(el("p", { class: "note" }, "Showing the first page of the graph."));
+  }
+
+  // one node as the agent sees it at this clearance: its observations, its edges either way and their other ends
+  async function openNode(agent, name) {
+    const data = await api("GET", "/v1/console/graph/node" + qs({ agent, name }));
+    if (!data.available) return;
+    for (const g of document.querySelectorAll("#graph g.node")) g.classList.toggle("active", g.dataset.name === name);
+    const n = data.node;
+    const panel = clear($("graph-node"));
+    panel.hidden = false;
+    const fields = el("dl", { class: "fields" });
+    for (const [label, value] of [["type", n.type], ["level", badge("lv", n.level)], ["agent", n.agent_id],
+                                  ["tags", n.tags.join(", ")], ["updated", when(n.updated_at)], ["content", n.content]]) {
+      fields.append(el("dt", {}, label), el("dd", {}, value));
+    }
+    const obody = el("tbody");
+    for (const o of n.observations) {
+      obody.append(el("tr", {}, el("td", {}, badge("lv", o.level)), el("td", { class: "time" }, when(o.created_at)), el("td", { class: "text" }, o.text)));
+    }
+    if (!n.observations.length) obody.append(el("tr", {}, el("td", { colSpan: 3 }, "No observations within " + state.clearance + ".")));
+    const ebody = el("tbody");
+    const arrows = { out: "→ out", in: "← in", self: "↺ self" };
+    for (const e of data.edges) {
+      const end = e.neighbour;
+      const other = end ? el("button", { type: "button", class: "link mono", on: { click: guarded(() => openNode(agent, end.name)) } }, end.name) : "";
+      ebody.append(el("tr", { class: "edge-row", data: { direction: e.direction, relation: e.relation } },
+        el("td", {}, arrows[e.direction] || e.direction), el("td", { class: "mono" }, e.relation), el("td", {}, badge("lv", e.level)),
+        el("td", { class: "neighbour" }, other), el("td", {}, end ? end.type : ""), el("td", {}, end ? badge("lv", end.level) : ""),
+        el("td", {}, e.note || "")));
+    }
+    if (!data.edges.length) ebody.append(el("tr", {}, el("td", { colSpan: 7 }, "No edges within " + state.clearance + ".")));
+    const head = (...names) => el("thead", {}, el("tr", {}, ...names.map((h) => el("th", {}, h))));
+    panel.append(
+      el("h3", {}, "Node ", el("span", { class: "mono" }, n.name)),
+      el("p", { class: "note" }, "As a session of " + n.agent_id + " at " + state.clearance + " sees it."), fields,
+      el("h4", {}, "Observations (" + n.observations.length + ")"),
+      el("table", { class: "observations" }, head("level", "added", "observation"), obody),
+      el("h4", {}, "Edges and neighbours (" + data.edges.length + (data.truncated ? ", the first ones" : "") + ")"),
+      el("table", { class: "neighbours" }, head("direction", "relation", "edge level", "neighbour", "type", "node level", "note"), ebody));
+    panel.scrollIntoView({ block: "nearest" });
   }
   loaders.graph = async () => {
     if (!state.features.graph) {
@@ -415,6 +544,7 @@
       const scope = agent ? "agent " + agent : "every agent";
       if (!(await confirmAction("Purge for good every soft-deleted or expired record of " + scope + " older than " + before + "? This cannot be undone."))) return;
       const result = await api("POST", "/v1/console/purge", { confirm: true, before, agent: agent || null });
+      await refreshAgents();
       $("purge-result").textContent = "Purged " + result.purged + " record(s)." +
         (result.erased ? "" : " Their bytes are not erased from the files yet: " + result.remaining);
     })();
