@@ -60,7 +60,7 @@ def session_set(
 ) -> None:
     """Change a session's clearance and/or peers: the only way to, and an audited operator action.
 
-    A resume (`--session ID`, `stratamem mcp --session ID`) never changes them.
+    A resume (--session ID, stratamem mcp --session ID) never changes them.
     """
 
     def action() -> None:

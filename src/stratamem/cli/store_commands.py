@@ -274,8 +274,8 @@ def migrate_(ctx: Context, from_url: str, to_url: str, languages: tuple[str, ...
 def purge(ctx: Context, before: str, config_path: str | None) -> None:
     """Hard-delete soft-deleted and expired records older than --before (operator).
 
-    Transcript and usage records go by the retention the server uses: ``[retention]`` of --config, then
-    ``STRATAMEM_TRANSCRIPT_DAYS`` / ``STRATAMEM_AUTOSAVE_TTL_DAYS`` / ``STRATAMEM_LEDGER_DAYS``, then the
+    Transcript and usage records go by the retention the server uses: [retention] of --config, then
+    STRATAMEM_TRANSCRIPT_DAYS / STRATAMEM_AUTOSAVE_TTL_DAYS / STRATAMEM_LEDGER_DAYS, then the
     documented defaults.
     """
 
