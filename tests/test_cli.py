@@ -15,6 +15,7 @@ from stratamem.transfer import dump_lines
 @pytest.fixture
 def run(tmp_path):
     db = str(tmp_path / "cli.db")
+    sm.Store(db).close()  # read commands refuse a store that does not exist
     runner = CliRunner()
 
     def invoke(*args, input=None):

@@ -16,6 +16,7 @@ def run(tmp_path, monkeypatch):
     monkeypatch.setenv("STRATAMEM_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("STRATAMEM_DB", raising=False)
     db = str(tmp_path / "cli.db")
+    stratamem.Store(db).close()  # read commands refuse a store that does not exist
 
     def invoke(*args, input=None, with_db=True):
         return CliRunner().invoke(

@@ -56,16 +56,38 @@ def default_url() -> str:
 
 
 def sqlite_path(url: str) -> str:
-    """A plain path, ``sqlite:///abs/path.db`` or ``:memory:`` to what sqlite3 opens."""
+    """A plain path, a ``sqlite:///`` URL or ``:memory:`` to what sqlite3 opens.
+
+    SQLAlchemy's rule: what follows ``sqlite:///`` is the path, so ``sqlite:///data/m.db`` is relative to
+    the working directory and ``sqlite:////srv/m.db`` (four slashes) is absolute.
+    """
     if url == ":memory:" or url == "sqlite://" or url == "sqlite:///:memory:":
         return ":memory:"
     if url.startswith("sqlite:///"):
-        return "/" + url.removeprefix("sqlite:///").lstrip("/")
+        path = url.removeprefix("sqlite:///")
+        if not path:
+            raise ValidationError("a sqlite:/// URL names a file: sqlite:///relative.db or sqlite:////abs.db")
+        return path
     if "://" in url:
         raise ValidationError(
-            f"unsupported store URL {url!r}; use a path, sqlite:///path, :memory:, markdown:///dir or postgresql://"
+            f"unsupported store URL {url!r}; use a path, sqlite:///relative.db, sqlite:////abs.db, :memory:, "
+            "markdown:///dir or postgresql://"
         )
     return url
+
+
+def missing_store(url: str) -> str | None:
+    """The path a store URL names when nothing is there yet (None: a store, memory, or a server's URL).
+
+    Opening a store creates it; a command that only reads asks this first, so a mistyped path is an
+    error instead of a new empty store.
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        return None  # a server's schema: opening checks the connection
+    path = markdown_location(url)[0] if url.startswith(MARKDOWN_SCHEME) else sqlite_path(url)
+    if path == ":memory:" or Path(path).exists():
+        return None
+    return str(Path(path).absolute())
 
 
 def check_url(url: object) -> str:

@@ -197,11 +197,15 @@ def check_time(moment: object, what: str) -> datetime:
     return utc
 
 
+#: the most hits one search returns
+MAX_RESULTS = 100
+
+
 def clamp_max_results(value: object, default: int = 10) -> int:
-    """1..100; anything that is not an integer falls back to the default."""
+    """1..MAX_RESULTS for the tools' lenient callers; anything that is not an integer falls back to the default."""
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
             return default
-    return max(1, min(100, value))
+    return max(1, min(MAX_RESULTS, value))

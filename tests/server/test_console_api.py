@@ -94,7 +94,8 @@ def test_bounds_and_bad_parameters(seeded):
     with seeded.client() as c:
         h = _open(c)
         base = "/v1/console/agents/alice/memories"
-        assert len(c.get(base + "?limit=100000", headers=h).json()["records"]) <= 200
+        assert len(c.get(base + "?limit=200", headers=h).json()["records"]) <= 200
+        assert c.get(base + "?limit=100000", headers=h).status_code == 400  # refused, never clamped
         page = c.get(base + "?limit=2", headers=h).json()
         assert len(page["records"]) == 2 and page["next"]
         rest = c.get(base, params={"after": page["next"]}, headers=h).json()["records"]

@@ -142,3 +142,7 @@ def test_serve_reports_a_port_in_use_as_a_usage_error(tmp_path):
             ],
         )
     assert result.exit_code == 2 and "cannot listen" in result.output
+    assert "--port" in result.output and "in use" in result.output
+    # checked before anything else is said: no banner, no database line, no uvicorn start-up
+    assert "stratamem serve:" not in result.output and "startup complete" not in result.output.lower()
+    assert not (tmp_path / "m.db").exists()

@@ -40,16 +40,24 @@ def has_split_pair(text: str) -> bool:
     return False
 
 
+def check_cut(original: str, result: str) -> None:
+    """``result`` is a head and a tail of ``original`` around an exact notice, or a head alone."""
+    if "\n\n[... " not in result:
+        assert original.startswith(result)
+    else:
+        head, _, rest = result.partition("\n\n[... ")
+        count, _, tail = rest.partition(" characters truncated ...]\n\n")
+        assert original.startswith(head) and original.endswith(tail)
+        assert int(count) == len(original) - len(head) - len(tail)
+    assert not has_split_pair(result)
+
+
 def check_truncation(original: str, result: str, max_chars: int) -> None:
     if len(original) <= max_chars:
         assert result == original
         return
-    head, _, rest = result.partition("\n\n[... ")
-    count, _, tail = rest.partition(" characters truncated ...]\n\n")
-    assert original.startswith(head) and original.endswith(tail)
-    assert int(count) == len(original) - len(head) - len(tail)
-    assert len(head) + len(tail) <= max_chars
-    assert not has_split_pair(result)
+    assert len(result) <= max_chars  # the notice counts inside the limit
+    check_cut(original, result)
     assert result.count("[IMAGE:") == len(IMAGE_MARKER_RE.findall(result))
     assert set(IMAGE_MARKER_RE.findall(result)) <= set(IMAGE_MARKER_RE.findall(original))
 
@@ -71,20 +79,23 @@ def test_json_wrapper_stays_valid_and_only_content_is_cut(
     assert set(data) == {"tool_call_id", "content"}
     assert data["tool_call_id"] == "call_7"
     content = json.loads(wrapped)["content"]
-    assert data["content"] == truncate_text(content, max_chars)
-    check_truncation(content, data["content"], max_chars)
+    frame = len(json.dumps({"tool_call_id": "call_7", "content": ""}, ensure_ascii=False))
+    if len(wrapped) > max_chars and max_chars > frame:
+        assert len(result) <= max_chars  # the whole message, wrapper and notice included
+    check_cut(content, data["content"])
 
 
 def test_truncation_shape() -> None:
     text = "A" * 60 + "B" * 40
-    assert truncate_text(text, 30) == "A" * 20 + "\n\n[... 70 characters truncated ...]\n\n" + "B" * 10
+    assert truncate_text(text, 80) == "A" * 28 + "\n\n[... 58 characters truncated ...]\n\n" + "B" * 14
+    assert truncate_text(text, 30) == "A" * 30  # no room for the notice: the head alone
     assert truncate_text(text, 0) == text  # 0 disables
     assert truncate_text(text, 100) == text
 
 
 def test_cut_inside_marker_drops_the_whole_marker() -> None:
     text = "x" * 18 + "[IMAGE:/tmp/a.png]" + "y" * 100
-    result = truncate_text(text, 30)
+    result = truncate_text(text, 75)
     assert result.startswith("x" * 18 + "\n\n[... ")
     assert "[IMAGE" not in result
 
@@ -92,6 +103,8 @@ def test_cut_inside_marker_drops_the_whole_marker() -> None:
 def test_cut_never_splits_a_surrogate_pair() -> None:
     text = "a" + PAIR * 30
     result = truncate_text(text, 10)
+    assert not has_split_pair(result)
+    result = truncate_text(text * 3, 50)
     assert not has_split_pair(result)
 
 
@@ -104,8 +117,18 @@ def test_default_limit_is_50000() -> None:
     big = ToolResult(True, "q" * 60_000)
     out = process_tool_result("shell", big)
     assert out.truncated
-    assert out.output.count("q") == 50_000
+    assert len(out.output) <= 50_000 and out.output.count("q") > 49_900
     assert not process_tool_result("shell", ToolResult(True, "small")).truncated
+
+
+def test_the_notice_counts_inside_the_limit() -> None:
+    """A 1,000-character result at a 200-character limit is at most 200 characters, notice included."""
+    out = process_tool_result(
+        "shell", ToolResult(True, "x" * 1000), ToolResultLimits(max_tool_result_chars=200)
+    )
+    assert out.truncated and len(out.output) <= 200 and "characters truncated" in out.output
+    wrapped = json.dumps({"tool_call_id": "call_1", "content": '"' * 1000})
+    assert len(truncate_tool_message(wrapped, 200)) <= 200
 
 
 def test_negative_limit_refused() -> None:

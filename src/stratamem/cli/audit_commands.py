@@ -14,6 +14,7 @@ from ..errors import ValidationError
 from ..levels import Level
 from ..private import private_writer
 from .root import Context, cli, run
+from .store_commands import writable_target
 
 
 @cli.group()
@@ -41,7 +42,7 @@ def audit_verify(ctx: Context, anchor_file: str | None, key_file: str | None) ->
         if key is not None and anchor_file is None:
             raise ValidationError("--key needs --anchor")
         anchor = read_anchor(anchor_file, key) if anchor_file else None
-        bad = ctx.store().verify_audit(anchor)
+        bad = ctx.store(existing=True).verify_audit(anchor)
         shape: dict[str, Any] = {"intact": bad is None}
         if anchor is not None:
             shape["anchor_seq"] = anchor.seq
@@ -65,7 +66,9 @@ def audit_anchor(ctx: Context, file: str | None, key_file: str | None) -> None:
 
     def action() -> None:
         key = read_key(key_file) if key_file else None
-        anchor = ctx.store().audit_anchor()
+        if file is not None:
+            writable_target(file)
+        anchor = ctx.store(existing=True).audit_anchor()
         text = anchor.dumps(key)
         if file is None:
             click.echo(text, nl=False)
@@ -112,7 +115,7 @@ def audit_show(
     """Show audit events (no memory content is ever logged)."""
 
     def action() -> None:
-        store = ctx.store()
+        store = ctx.store(existing=True)
         level = Level.parse(clearance)
         if limit > 0:
             events, more = store.audit_page(

@@ -9,8 +9,9 @@ import click
 
 from .. import shapes
 from ..errors import NotFound
-from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, page_size
+from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..policy.gate import gated_save
+from ..validation import MAX_RESULTS
 from .root import Context, cli, run
 
 
@@ -53,7 +54,7 @@ def get(ctx: Context, key: str) -> None:
     """Show the visible version of KEY."""
 
     def action() -> None:
-        memory = ctx.session().get(key)
+        memory = ctx.session(existing=True).get(key)
         if memory is None:
             ctx.emit(shapes.got(key, None), f"not found: {key}")
             sys.exit(NotFound.exit_code)
@@ -68,7 +69,14 @@ def get(ctx: Context, key: str) -> None:
 
 @cli.command()
 @click.argument("query")
-@click.option("-n", "max_results", default=10, show_default=True, type=int)
+@click.option(
+    "-n",
+    "max_results",
+    default=10,
+    show_default=True,
+    type=click.IntRange(1, MAX_RESULTS),
+    help=f"Hits at most (1 to {MAX_RESULTS}).",
+)
 @click.option(
     "--mode",
     type=click.Choice(["lexical", "semantic", "hybrid"]),
@@ -79,7 +87,7 @@ def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None
     """Search visible memories (empty or * lists the most recent)."""
 
     def action() -> None:
-        hits = ctx.session().search(query, max_results=max_results, mode=mode)
+        hits = ctx.session(existing=True).search(query, max_results=max_results, mode=mode)
         human = "\n".join(
             f"{h.score:7.3f}  {h.memory.key} [{h.memory.level.name}]: {_one_line(h.memory.content)}"
             for h in hits
@@ -95,7 +103,7 @@ def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None
     "--limit",
     default=DEFAULT_PAGE_SIZE,
     show_default=True,
-    type=int,
+    type=click.IntRange(1, MAX_PAGE_SIZE),
     help=f"Memories per page (1 to {MAX_PAGE_SIZE}).",
 )
 @click.option("--cursor", help="Continue after a previous page (its next_cursor).")
@@ -104,7 +112,7 @@ def list_(ctx: Context, tag: str | None, limit: int, cursor: str | None) -> None
     """List visible memories, one page at a time (ordered by agent, then key)."""
 
     def action() -> None:
-        page = ctx.session().list(tag=tag, limit=page_size(limit), cursor=cursor)
+        page = ctx.session(existing=True).list(tag=tag, limit=limit, cursor=cursor)
         lines = [f"{m.key} [{m.level.name}]: {_one_line(m.content)}" for m in page]
         if page.next_cursor is not None:
             lines.append(f"more: use --cursor {page.next_cursor}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,11 +17,12 @@ from typing import Any
 import click
 
 from .. import __version__, shapes
-from ..errors import NotFound, StorageError, StratamemError
+from ..errors import NotFound, StorageError, StratamemError, ValidationError
 from ..levels import Level
 from ..policy.redact import redact_secrets
 from ..session import Session
-from ..store import Store, default_url
+from ..storage.records import ONE_SHOT_PREFIX
+from ..store import Store, default_url, missing_store
 from ..validation import check_id
 
 UNEXPECTED = "unexpected internal failure"
@@ -35,12 +37,24 @@ class Context:
     as_json: bool
     _store: Store | None = None
 
-    def store(self) -> Store:
+    def store(self, existing: bool = False) -> Store:
+        """The store of --db; ``existing``: a command that only reads refuses a store that is not there
+        (opening creates one, so a mistyped path would read as an empty store)."""
         if self._store is None:
-            self._store = Store(self.db or default_url())
+            url = self.db or default_url()
+            absent = missing_store(url) if existing else None
+            if absent is not None:
+                raise ValidationError(
+                    f"no store at {absent}: this command only reads and never creates one "
+                    "(check --db / STRATAMEM_DB; a write command or serve creates it)"
+                )
+            self._store = Store(url)
         return self._store
 
-    def session(self) -> Session:
+    def session(self, existing: bool = False) -> Session:
+        """The named session of --session (opened, or resumed with its taint and limits), else one for this
+        command alone, its id marked one-shot so the console can hide it."""
+        store = self.store(existing)
         # A resume keeps the session's own clearance and peers (never the CLI's defaults), and its agent
         # when --agent is not given.
         agent = self.agent
@@ -48,11 +62,12 @@ class Context:
             check_id(self.session_id, "session id")  # before the lookup below reaches the store
         if agent is None and self.session_id:
             try:
-                agent = self.store().backend.session_record(self.session_id).agent_id
+                agent = store.backend.session_record(self.session_id).agent_id
             except NotFound:
                 agent = None
+        session_id = self.session_id or f"{ONE_SHOT_PREFIX}{uuid.uuid4()}"
         # an explicit --agent "" is refused by validation, never silently taken as "main"
-        s = self.store().session("main" if agent is None else agent, session_id=self.session_id)
+        s = store.session("main" if agent is None else agent, session_id=session_id)
         if self.taint:
             s.escalate(Level.parse(self.taint), "command line --taint", source="cli")
         return s
@@ -87,11 +102,18 @@ def run(ctx: Context, action: Callable[[], None]) -> None:
 @click.option(
     "--db",
     envvar="STRATAMEM_DB",
-    help="Store URL: a path, sqlite:///abs.db, :memory:, markdown:///dir or postgresql://",
+    help="Store URL: a path, sqlite:///relative.db, sqlite:////abs.db, :memory:, markdown:///dir or "
+    "postgresql:// [env STRATAMEM_DB]. Read commands refuse a store that does not exist.",
 )
 @click.option("--agent", help="Agent id (default: main).")
 @click.option("--taint", help="Raise the session's taint to this level first.")
-@click.option("--session", "session_id", help="Resume this session id (its taint persists).")
+@click.option(
+    "--session",
+    "session_id",
+    envvar="STRATAMEM_SESSION",
+    help="Open or resume this named session: its taint, clearance and peers persist between commands "
+    "[env STRATAMEM_SESSION; default: a one-shot session for this command].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the tools' JSON shapes.")
 @click.pass_context
 def cli(
@@ -111,7 +133,7 @@ _GLOBALS = (
     ("db", "--db", False, "Store URL (as before the command)."),
     ("agent", "--agent", False, "Agent id (as before the command)."),
     ("taint", "--taint", False, "Raise the session's taint first (as before the command)."),
-    ("session_id", "--session", False, "Resume this session id (as before the command)."),
+    ("session_id", "--session", False, "Open or resume this named session (as before the command)."),
     ("as_json", "--json", True, "Print the tools' JSON shapes (as before the command)."),
 )
 

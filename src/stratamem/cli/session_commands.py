@@ -43,7 +43,7 @@ def session_show(ctx: Context, target: str | None) -> None:
     """Show a session's agent, taint, clearance, peers and owner."""
 
     def action() -> None:
-        record = ctx.store().backend.session_record(_target(ctx, target))
+        record = ctx.store(existing=True).backend.session_record(_target(ctx, target))
         ctx.emit(_session_shape(record), _session_human(record))
 
     run(ctx, action)
@@ -60,7 +60,7 @@ def session_set(
 ) -> None:
     """Change a session's clearance and/or peers: the only way to, and an audited operator action.
 
-    A resume (`--session ID`, `stratamem mcp --session ID`) never changes them.
+    A resume (--session ID, stratamem mcp --session ID) never changes them.
     """
 
     def action() -> None:

@@ -32,6 +32,13 @@ def _stdin_text() -> IO[Any]:
     return click.open_file("-", encoding="utf-8", errors="surrogateescape")
 
 
+def writable_target(file: str) -> None:
+    """Refuse, before any work, an output path whose directory does not exist (a usage error, exit 2)."""
+    parent = os.path.dirname(os.path.abspath(file))
+    if not os.path.isdir(parent):
+        raise ValidationError(f"cannot write {file}: the directory {parent} does not exist")
+
+
 def _choices(values: str | None, parse: Callable[[str], Any]) -> set[Any] | None:
     return {parse(v.strip()) for v in values.split(",") if v.strip()} if values else None
 
@@ -63,11 +70,13 @@ def export_(
     the memories as Markdown to a directory; or the graph as an MCP memory file (operator)."""
 
     def action() -> None:
-        store = ctx.store()
         if file is not None and fmt != "markdown" and os.path.isdir(file):
             raise ValidationError(
                 f"{file} is a directory; JSON Lines go to a file (or use --format markdown)"
             )
+        if file is not None and fmt != "markdown":  # a Markdown export creates its folder
+            writable_target(file)
+        store = ctx.store(existing=True)
         if fmt == "mcp-memory":
             lines = store.export_graph(agent_id=ctx.agent or "main", level=level)
         else:
@@ -227,7 +236,7 @@ def reindex(ctx: Context, force: bool) -> None:
 
     def action() -> None:
         with reporter("embedding") as progress:
-            count = ctx.store().reindex(progress=progress, force=force)
+            count = ctx.store(existing=True).reindex(progress=progress, force=force)
         embedder = ctx.store().semantic.embedder  # loaded by reindex, which refuses a store without one
         ctx.emit(
             {"reindexed": count, "model": embedder.identity if embedder is not None else None},
@@ -274,8 +283,8 @@ def migrate_(ctx: Context, from_url: str, to_url: str, languages: tuple[str, ...
 def purge(ctx: Context, before: str, config_path: str | None) -> None:
     """Hard-delete soft-deleted and expired records older than --before (operator).
 
-    Transcript and usage records go by the retention the server uses: ``[retention]`` of --config, then
-    ``STRATAMEM_TRANSCRIPT_DAYS`` / ``STRATAMEM_AUTOSAVE_TTL_DAYS`` / ``STRATAMEM_LEDGER_DAYS``, then the
+    Transcript and usage records go by the retention the server uses: [retention] of --config, then
+    STRATAMEM_TRANSCRIPT_DAYS / STRATAMEM_AUTOSAVE_TTL_DAYS / STRATAMEM_LEDGER_DAYS, then the
     documented defaults.
     """
 

@@ -95,14 +95,18 @@ class Policy:
         read_only: bool = False,
         scan_mode: ScanMode | str = ScanMode.REJECT,
     ) -> None:
-        if timeout is not None and not timeout > 0:
-            raise ValueError("timeout must be a positive number of seconds or None")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+        ):
+            raise ValidationError(f"timeout must be a positive number of seconds or None, not {timeout!r}")
+        if not isinstance(read_only, bool):
+            raise ValidationError(f"read_only must be true or false, not {read_only!r}")
         self.rules: tuple[Rule, ...] = ordered(rules)
         self.hooks: tuple[tuple[HookPoint, Hook], ...] = tuple((HookPoint.parse(p), fn) for p, fn in hooks)
         self.approver = approver
         self.timeout = timeout
-        self.read_only = bool(read_only)
-        self.scan_mode = ScanMode(scan_mode)
+        self.read_only = read_only
+        self.scan_mode = ScanMode.parse(scan_mode)
 
     @classmethod
     def from_yaml(cls, text: str, **options: Any) -> Policy:

@@ -32,6 +32,7 @@ import re
 from collections.abc import Iterable, Iterator
 from enum import StrEnum
 
+from ..errors import ValidationError
 from .credentials import PASSWORD_PHRASE
 from .normalize import chunks, views
 
@@ -45,6 +46,17 @@ class ScanMode(StrEnum):
     REJECT = "reject"
     QUARANTINE = "quarantine"
     OFF = "off"
+
+    @classmethod
+    def parse(cls, value: object) -> ScanMode:
+        """The mode named exactly as the server config writes it; anything else a ``ValidationError``."""
+        if isinstance(value, cls):
+            return value
+        for member in cls:
+            if value == member.value:
+                return member
+        valid = ", ".join(m.value for m in cls)
+        raise ValidationError(f"unknown scan_mode {value!r}; valid values are {valid}")
 
 
 _SECRET_VAR = (

@@ -215,8 +215,8 @@ def _policy(source: Path, data: dict[str, Any]) -> PolicySettings:
         rules = rules_path if rules_path.is_absolute() else source.parent / rules_path
     scan_mode = _typed(source, "policy.scan_mode", data.get("scan_mode", ScanMode.REJECT.value), str)
     try:
-        ScanMode(scan_mode)
-    except ValueError:
+        ScanMode.parse(scan_mode)
+    except ValidationError:
         raise _fail(
             source, f"policy.scan_mode must be one of {', '.join(m.value for m in ScanMode)}"
         ) from None

@@ -37,8 +37,9 @@ from . import console_payloads as shapes
 from . import extensions
 from .auth import principal_of
 from .principals import Principal
+from .query_params import MAX_POSITION, Count, Spec, Text, read_query
 from .responses import from_tool_text, json_response
-from .rest import _int_param, endpoint, read_json
+from .rest import endpoint, read_json
 from .state import ServerState, blocking
 
 CONSOLE_HEADER = "x-stratamem-console"
@@ -63,13 +64,38 @@ class Console:
     expires: datetime
 
 
-def _text_param(request: Request, name: str) -> str | None:
-    value = request.query_params.get(name)
-    if value is None or value == "":
-        return None
-    if len(value) > MAX_FILTER_CHARS:
-        raise ValidationError(f"{name} is longer than {MAX_FILTER_CHARS} characters")
-    return value
+_FILTER = Text(MAX_FILTER_CHARS)
+_PAGE = Count(1, 200, 50)
+_BEFORE = Count(0, MAX_POSITION)
+C = "/v1/console"
+#: the query parameters of every GET route, as the OpenAPI document names its paths
+QUERIES: dict[str, Spec] = {
+    f"{C}/agents": {"limit": Count(1, 200, 100), "after": _FILTER},
+    f"{C}/agents/{{agent}}/memories": {
+        "limit": _PAGE,
+        **dict.fromkeys(("level", "tag", "category", "text", "status", "after"), _FILTER),
+    },
+    f"{C}/agents/{{agent}}/versions": {"key": _FILTER},
+    f"{C}/agents/{{agent}}/export": {},
+    f"{C}/records/{{ref}}": {
+        "before": _BEFORE,
+        "limit": _PAGE,
+        "console_reads": Text(choices=CONSOLE_READS, default="collapse"),
+    },
+    f"{C}/sessions": {"limit": _PAGE, "after": _FILTER, "agent": _FILTER},
+    f"{C}/audit": {"limit": _PAGE, "before": _BEFORE},
+    f"{C}/usage": dict.fromkeys(("agent", "since", "until"), _FILTER),
+    f"{C}/graph": dict.fromkeys(("agent", "after"), _FILTER),
+    f"{C}/graph/node": dict.fromkeys(("agent", "name"), _FILTER),
+}
+
+
+def _query(request: Request, path: str) -> dict[str, Any]:
+    """The route's parameters by the one reader; an empty filter is no filter."""
+    return {
+        name: None if value == "" else value
+        for name, value in read_query(request.query_params, QUERIES[path]).items()
+    }
 
 
 def _confirmed(body: dict[str, Any]) -> None:
@@ -166,24 +192,25 @@ class ConsoleApi:
     @endpoint
     async def agents(self, request: Request) -> Response:
         view = self.view(request)
-        limit = _int_param(request, "limit", 100, 1, 200)
-        found = await blocking(view.agents, _text_param(request, "after"), limit)
+        q = _query(request, f"{C}/agents")
+        limit = q["limit"]
+        found = await blocking(view.agents, q["after"], limit)
         nxt = found[-1].agent_id if len(found) >= limit else None
         return json_response({"agents": [shapes.agent(a) for a in found], "next": nxt})
 
     @endpoint
     async def memories(self, request: Request) -> Response:
         view = self.view(request)
-        limit = _int_param(request, "limit", 50, 1, 200)
-        level = _text_param(request, "level")
+        q = _query(request, f"{C}/agents/{{agent}}/memories")
+        limit = q["limit"]
         query = view.query(
             request.path_params["agent"],
-            level=Level.parse(level) if level else None,
-            tag=_text_param(request, "tag"),
-            category=_text_param(request, "category"),
-            text=_text_param(request, "text"),
-            status=_text_param(request, "status") or "all",
-            after=shapes.decode_cursor(_text_param(request, "after"), (str, int, int)),
+            level=Level.parse(q["level"]) if q["level"] else None,
+            tag=q["tag"],
+            category=q["category"],
+            text=q["text"],
+            status=q["status"] or "all",
+            after=shapes.decode_cursor(q["after"], (str, int, int)),
             limit=limit,
         )
         found = await blocking(view.memories, query)
@@ -192,7 +219,7 @@ class ConsoleApi:
     @endpoint
     async def versions(self, request: Request) -> Response:
         view = self.view(request)
-        key = request.query_params.get("key")
+        key = read_query(request.query_params, QUERIES[f"{C}/agents/{{agent}}/versions"])["key"]
         if key is None:
             raise ValidationError("key is required")
         found = await blocking(view.versions, request.path_params["agent"], key)
@@ -201,12 +228,12 @@ class ConsoleApi:
     @endpoint
     async def record(self, request: Request) -> Response:
         view = self.view(request)
-        before = _int_param(request, "before", 0, 0, 2**62) or None
-        limit = _int_param(request, "limit", 50, 1, 200)
-        reads = _text_param(request, "console_reads") or "collapse"
-        if reads not in CONSOLE_READS:
-            raise ValidationError(f"console_reads must be one of {', '.join(CONSOLE_READS)}")
-        found, page = await blocking(view.lineage, request.path_params["ref"], before, limit, reads == "show")
+        q = _query(request, f"{C}/records/{{ref}}")
+        limit = q["limit"]
+        reads = q["console_reads"] or "collapse"
+        found, page = await blocking(
+            view.lineage, request.path_params["ref"], q["before"] or None, limit, reads == "show"
+        )
         return json_response(
             {
                 "record": shapes.record(found, full=True),
@@ -226,17 +253,18 @@ class ConsoleApi:
     @endpoint
     async def sessions(self, request: Request) -> Response:
         view = self.view(request)
-        limit = _int_param(request, "limit", 50, 1, 200)
-        after = shapes.decode_cursor(_text_param(request, "after"), (int, str))
-        found = await blocking(view.sessions, _text_param(request, "agent"), after, limit)
+        q = _query(request, f"{C}/sessions")
+        limit = q["limit"]
+        after = shapes.decode_cursor(q["after"], (int, str))
+        found = await blocking(view.sessions, q["agent"], after, limit)
         return json_response(shapes.sessions_page(found, limit))
 
     @endpoint
     async def audit(self, request: Request) -> Response:
         view = self.view(request)
-        limit = _int_param(request, "limit", 50, 1, 200)
-        before = _int_param(request, "before", 0, 0, 2**62) or None
-        rows = await blocking(view.audit_log, before, limit)
+        q = _query(request, f"{C}/audit")
+        limit = q["limit"]
+        rows = await blocking(view.audit_log, q["before"] or None, limit)
         return json_response(shapes.audit_page(rows, limit))
 
     @endpoint
@@ -298,6 +326,7 @@ class ConsoleApi:
     async def export(self, request: Request) -> Response:
         """Every live version of one agent within the clearance, streamed as JSON Lines."""
         view = self.view(request)
+        read_query(request.query_params, QUERIES[f"{C}/agents/{{agent}}/export"])
         agent = request.path_params["agent"]
         view.query(agent)  # checks the agent id before the stream starts
         lines = view.export(agent)
@@ -319,14 +348,17 @@ class ConsoleApi:
     @endpoint
     async def usage(self, request: Request) -> Response:
         view = self.view(request)
+        read_query(request.query_params, QUERIES[f"{C}/usage"])
         return json_response(await blocking(extensions.usage, view, request.query_params))
 
     @endpoint
     async def graph(self, request: Request) -> Response:
         view = self.view(request)
+        read_query(request.query_params, QUERIES[f"{C}/graph"])
         return json_response(await blocking(extensions.graph, view, request.query_params))
 
     @endpoint
     async def graph_node(self, request: Request) -> Response:
         view = self.view(request)
+        read_query(request.query_params, QUERIES[f"{C}/graph/node"])
         return json_response(await blocking(extensions.graph_node, view, request.query_params))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .console import QUERIES
 from .openapi_parts import obj as _obj
 from .openapi_parts import op as _op
 from .openapi_parts import path as _path
@@ -23,10 +24,16 @@ CONSOLE_HEADER = {
 }
 AGENT = _path("agent", "An agent id")
 REF = _path("ref", "A record's ref from a memories page")
-PAGE = [
-    _query("limit", {"type": "integer"}, "1..200, default 50"),
-    _query("after", {"type": "string"}, "The next cursor of the previous page"),
-]
+C = "/v1/console"
+
+
+def _page(path: str) -> list[dict[str, Any]]:
+    return [
+        _query("limit", QUERIES[path]["limit"].schema(), "Entries per page"),
+        _query("after", {"type": "string"}, "The next cursor of the previous page"),
+    ]
+
+
 OBJ = {"type": "object"}
 ERR = ("400", "401", "403", "404", "503")
 CONFIRM = {"type": "object", "required": ["confirm"], "properties": {"confirm": {"const": True}}}
@@ -75,13 +82,13 @@ def console_paths() -> dict[str, Any]:
     return {
         f"{c}/open": {"post": open_op},
         f"{c}/close": {"post": _view("Close the console")},
-        f"{c}/agents": {"get": _view("Agents with live and deleted counts per level", PAGE)},
+        f"{c}/agents": {"get": _view("Agents with live and deleted counts per level", _page(f"{C}/agents"))},
         f"{c}/agents/{{agent}}/memories": {
             "get": _view(
                 "One agent's versions, every status, by key then level",
                 [
                     AGENT,
-                    *PAGE,
+                    *_page(f"{C}/agents/{{agent}}/memories"),
                     *(
                         _query(n, {"type": "string"}, d)
                         for n, d in (
@@ -112,12 +119,14 @@ def console_paths() -> dict[str, Any]:
                 "One record with its lineage (audit events); the console's own reads counted in one row",
                 [
                     REF,
-                    _query("limit", {"type": "integer"}, "1..200, default 50"),
-                    _query("before", {"type": "integer"}, "Older than"),
+                    _query(
+                        "before", QUERIES[f"{C}/records/{{ref}}"]["before"].schema(), "Lineage older than"
+                    ),
+                    _query("limit", QUERIES[f"{C}/records/{{ref}}"]["limit"].schema(), "Lineage events"),
                     _query(
                         "console_reads",
-                        {"type": "string", "enum": ["collapse", "show"]},
-                        "collapse (default): only counted; show: listed with the other events",
+                        QUERIES[f"{C}/records/{{ref}}"]["console_reads"].schema(),
+                        "collapse (default): the console's own reads only counted; show: listed with the other events",
                     ),
                 ],
             )
@@ -126,20 +135,42 @@ def console_paths() -> dict[str, Any]:
             "post": _action("Soft-delete a version (the agent's own delete)", [REF])
         },
         f"{c}/records/{{ref}}/restore": {"post": _action("Restore a soft-deleted version", [REF])},
-        f"{c}/sessions": {"get": _view("Sessions within the clearance with taint history", PAGE)},
+        f"{c}/sessions": {
+            "get": _view(
+                "Sessions within the clearance with taint history",
+                [*_page(f"{C}/sessions"), _query("agent", {"type": "string"}, "Only this agent's")],
+            )
+        },
         f"{c}/audit": {
             "get": _view(
                 "Audit events within the clearance, newest first",
                 [
-                    _query("limit", {"type": "integer"}, "1..200"),
-                    _query("before", {"type": "integer"}, "Older than"),
+                    _query("limit", QUERIES[f"{C}/audit"]["limit"].schema(), "Events per page"),
+                    _query("before", QUERIES[f"{C}/audit"]["before"].schema(), "Older than"),
                 ],
             )
         },
         f"{c}/audit/verify": {"post": _view("Verify the audit hash chain")},
         f"{c}/purge": {"post": _action("Purge old soft-deleted and expired records (console at RESTRICTED)")},
-        f"{c}/usage": {"get": _view("Cost and tokens per day and model, when the store has a usage ledger")},
-        f"{c}/graph": {"get": _view("One page of an agent's knowledge graph, when the store has one")},
+        f"{c}/usage": {
+            "get": _view(
+                "Cost and tokens per day and model, when the store has a usage ledger",
+                [
+                    _query("agent", {"type": "string"}, "Only this agent's"),
+                    _query("since", {"type": "string"}, "ISO 8601, inclusive"),
+                    _query("until", {"type": "string"}, "ISO 8601"),
+                ],
+            )
+        },
+        f"{c}/graph": {
+            "get": _view(
+                "One page of an agent's knowledge graph, when the store has one",
+                [
+                    _query("agent", {"type": "string"}, "The agent"),
+                    _query("after", {"type": "string"}, "The next cursor of the previous page"),
+                ],
+            )
+        },
         f"{c}/graph/node": {
             "get": _view(
                 "One node as the agent sees it at the clearance: observations, neighbours, levels",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from . import openapi_turns
 from .mcp_tools import server_version
 from .openapi_parts import LEVEL, TAGS, TIME
@@ -21,6 +20,7 @@ from .openapi_parts import path as _path
 from .openapi_parts import query as _query
 from .openapi_parts import ref as _ref
 from .openapi_parts import response as _json
+from .rest import AUDIT_QUERY, LIST_QUERY, SEARCH_QUERY, TOOLS_QUERY
 
 CUT = {
     "const": True,
@@ -198,8 +198,8 @@ def document() -> dict[str, Any]:
                 "Tool definitions for a model provider",
                 ("200", "Tools", _ref("Tools")),
                 params=[
-                    _query("dialect", {"enum": ["openai", "anthropic", "mcp"]}, "Format"),
-                    _query("profile", {"enum": ["triggerfish", "zeroclaw", "mcp-memory"]}, "Profile"),
+                    _query("dialect", TOOLS_QUERY["dialect"].schema(), "Format (default openai)"),
+                    _query("profile", TOOLS_QUERY["profile"].schema(), "Profile (default: the server's)"),
                 ],
                 errors=("400", "401"),
             )
@@ -236,16 +236,7 @@ def document() -> dict[str, Any]:
                 params=[
                     SID,
                     _query("tag", {"type": "string"}, "Only memories with exactly this tag"),
-                    _query(
-                        "limit",
-                        {
-                            "type": "integer",
-                            "minimum": 1,
-                            "maximum": MAX_PAGE_SIZE,
-                            "default": DEFAULT_PAGE_SIZE,
-                        },
-                        "Memories per page",
-                    ),
+                    _query("limit", LIST_QUERY["limit"].schema(), "Memories per page"),
                     _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
                 ],
             ),
@@ -301,7 +292,7 @@ def document() -> dict[str, Any]:
                 params=[
                     SID,
                     _query("query", {"type": "string"}, "Keywords; empty or * = most recent"),
-                    _query("max_results", {"type": "integer"}, "1..100, default 10"),
+                    _query("max_results", SEARCH_QUERY["max_results"].schema(), "Hits at most"),
                     _query("cursor", {"type": "string"}, "next_cursor of a cut answer, same query"),
                 ],
             ),
@@ -341,11 +332,15 @@ def document() -> dict[str, Any]:
                 "clearance (operators: every session, and operator actions at RESTRICTED)",
                 ("200", "A page of events, oldest first", _ref("AuditEvents")),
                 params=[
-                    _query("limit", {"type": "integer"}, "1..1000, default 100"),
-                    _query("after", {"type": "integer"}, "Page forward: events after this seq (next_after)"),
+                    _query("limit", AUDIT_QUERY["limit"].schema(), "Events at most"),
+                    _query(
+                        "after",
+                        AUDIT_QUERY["after"].schema(),
+                        "Page forward: events after this seq (next_after)",
+                    ),
                     _query(
                         "before",
-                        {"type": "integer"},
+                        AUDIT_QUERY["before"].schema(),
                         "Without after: the newest events before this seq (next_before)",
                     ),
                     _query("lineage", {"type": "string"}, "Only this lineage id"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import openapi_parts as o
+from .rest_turns import PROMPT_QUERY, TRANSCRIPT_QUERY
 
 MESSAGE = o.obj(
     ["role", "content"],
@@ -112,6 +113,11 @@ def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
                     sid,
                     tid,
                     o.query("system_prompt", {"type": "string"}, "Prepended, outside the budget"),
+                    o.query(
+                        "history_budget_tokens",
+                        PROMPT_QUERY["history_budget_tokens"].schema(),
+                        "At most the server's history budget",
+                    ),
                 ],
             )
         },
@@ -127,8 +133,8 @@ def paths(s: str, sid: dict[str, Any]) -> dict[str, Any]:
                 ("200", "A page", o.ref("Transcript")),
                 params=[
                     sid,
-                    o.query("start", {"type": "integer"}, "First position"),
-                    o.query("limit", {"type": "integer"}, "1..1000, default 100"),
+                    o.query("start", TRANSCRIPT_QUERY["start"].schema(), "First position"),
+                    o.query("limit", TRANSCRIPT_QUERY["limit"].schema(), "Messages at most"),
                     o.query(
                         "transcript_id",
                         {"type": "string"},

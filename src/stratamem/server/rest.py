@@ -24,13 +24,16 @@ from starlette.routing import Route
 from .. import shapes, strict_json
 from ..errors import NotFound, StratamemError, ValidationError
 from ..levels import Level
+from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..policy.redact import scrubbed_logger
-from ..tools import definitions, mcp_memory
+from ..tools import DIALECTS, PROFILES, definitions, mcp_memory
 from ..tools.specs import MCP_MEMORY, TRIGGERFISH, specs
+from ..validation import MAX_RESULTS
 from . import payloads
 from .auth import principal_of
 from .mcp_tools import server_version
 from .principals import Principal
+from .query_params import MAX_POSITION, Count, Spec, Text, read_given, read_query
 from .responses import error_response, from_exception, from_tool_text, internal_error, json_response
 from .state import ServerState, blocking
 from .tool_workers import ToolCall, run_call
@@ -40,6 +43,8 @@ logger = scrubbed_logger("stratamem.server")
 DEFAULT_AUDIT_LIMIT = 100
 MAX_AUDIT_LIMIT = 1000
 MAX_LINEAGE_CHARS = 256
+MAX_QUERY_CHARS = 64 * 1024
+DEFAULT_RESULTS = 10
 DEFAULT_ESCALATE_REASON = "raised by the runtime over HTTP"
 MAX_BATCH_BODY_BYTES = 64 * 1024 * 1024  # a batch body is read whole: bounded whatever max_batch says
 
@@ -105,35 +110,41 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     return data
 
 
-def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError(f"{name} must be an integer") from None
-    return max(low, min(high, value))
+LIST_QUERY: Spec = {
+    "tag": Text(),
+    "limit": Count(1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE),
+    "cursor": Text(),
+}
+SEARCH_QUERY: Spec = {
+    "query": Text(MAX_QUERY_CHARS, default=""),
+    "max_results": Count(1, MAX_RESULTS, DEFAULT_RESULTS),
+    "cursor": Text(),
+}
+AUDIT_QUERY: Spec = {
+    "limit": Count(1, MAX_AUDIT_LIMIT, DEFAULT_AUDIT_LIMIT),
+    "after": Count(0, MAX_POSITION),
+    "before": Count(0, MAX_POSITION),
+    "lineage": Text(MAX_LINEAGE_CHARS),
+}
+TOOLS_QUERY: Spec = {
+    "dialect": Text(choices=tuple(DIALECTS), default="openai"),
+    "profile": Text(choices=tuple(PROFILES)),
+}
+NO_QUERY: Spec = {}
 
-
-def _cursor(request: Request, name: str) -> int | None:
-    """An optional sequence-number cursor (``after`` / ``before``)."""
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 18:
-        raise ValidationError(f"{name} must be a sequence number (a non-negative integer)")
-    return int(raw)
-
-
-def _count(raw: str | None) -> object:
-    """A query-string count as the tools take it: an int when it is one (else the tool's default applies)."""
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        return raw
+S = "/v1/sessions/{session_id}"
+#: the query parameters of every GET route, as the OpenAPI document names its paths
+QUERIES: dict[str, Spec] = {
+    f"{S}/memories": LIST_QUERY,
+    f"{S}/search": SEARCH_QUERY,
+    "/v1/audit": AUDIT_QUERY,
+    "/v1/tools": TOOLS_QUERY,
+    "/v1/health": NO_QUERY,
+    S: NO_QUERY,
+    f"{S}/memories/{{key}}": NO_QUERY,
+    "/v1/mcp-sessions/{mcp_session_id}": NO_QUERY,
+    "/v1/audit/verify": NO_QUERY,
+}
 
 
 class RestApi:
@@ -204,6 +215,7 @@ class RestApi:
 
     @endpoint
     async def get_memory(self, request: Request) -> Response:
+        read_query(request.query_params, NO_QUERY)
         return await self._tool(request, "memory_get", {"key": request.path_params["key"]})
 
     @endpoint
@@ -212,20 +224,13 @@ class RestApi:
 
     @endpoint
     async def list_memories(self, request: Request) -> Response:
-        """One page (``?limit=``, default 50, at most 200; ``?cursor=`` from the previous page's next_cursor)."""
-        args: dict[str, Any] = {name: request.query_params.get(name) for name in ("tag", "cursor")}
-        args["limit"] = _count(request.query_params.get("limit"))
-        return await self._tool(request, "memory_list", {k: v for k, v in args.items() if v is not None})
+        """One page (``?limit=``, default 50, 1 to 200; ``?cursor=`` from the previous page's next_cursor)."""
+        return await self._tool(request, "memory_list", read_given(request.query_params, LIST_QUERY))
 
     @endpoint
     async def search_get(self, request: Request) -> Response:
-        args: dict[str, Any] = {"query": request.query_params.get("query", "")}
-        count = _count(request.query_params.get("max_results"))
-        if count is not None:
-            args["max_results"] = count
-        if request.query_params.get("cursor") is not None:  # a cut answer's next_cursor
-            args["cursor"] = request.query_params["cursor"]
-        return await self._tool(request, "memory_search", args)
+        """``?query=`` (empty: the most recent), ``?max_results=`` 1 to 100, a cut answer's ``?cursor=``."""
+        return await self._tool(request, "memory_search", read_given(request.query_params, SEARCH_QUERY))
 
     @endpoint
     async def search_post(self, request: Request) -> Response:
@@ -264,6 +269,7 @@ class RestApi:
 
     @endpoint
     async def get_session(self, request: Request) -> Response:
+        read_query(request.query_params, NO_QUERY)
         return json_response(
             await blocking(self._session_shape, principal_of(request), request.path_params["session_id"])
         )
@@ -300,6 +306,7 @@ class RestApi:
     @endpoint
     async def mcp_session(self, request: Request) -> Response:
         """The stratamem session an MCP-over-HTTP connection (``mcp-session-id``) acts in."""
+        read_query(request.query_params, NO_QUERY)
         principal = principal_of(request)
         binding = self.state.bindings.get(request.path_params["mcp_session_id"], principal.name)
         if binding is None:
@@ -317,26 +324,22 @@ class RestApi:
         up to their clearance, operator actions at RESTRICTED.
         """
         principal = principal_of(request)
-        limit = _int_param(request, "limit", DEFAULT_AUDIT_LIMIT, 1, MAX_AUDIT_LIMIT)
-        after = _cursor(request, "after")
-        before = _cursor(request, "before")
-        lineage = request.query_params.get("lineage")
-        if lineage is not None and len(lineage) > MAX_LINEAGE_CHARS:
-            raise ValidationError(f"lineage must be at most {MAX_LINEAGE_CHARS} characters")
+        q = read_query(request.query_params, AUDIT_QUERY)
         owner = None if principal.operator else principal.name
         events, more = await blocking(
             self.state.store.audit_page,
-            limit,
+            q["limit"],
             principal.clearance,
-            lineage,
+            q["lineage"],
             owner=owner,
-            after=after,
-            before=before,
+            after=q["after"],
+            before=q["before"],
         )
-        return json_response(shapes.audit_page(events, more, forward=after is not None))
+        return json_response(shapes.audit_page(events, more, forward=q["after"] is not None))
 
     @endpoint
     async def audit_verify(self, request: Request) -> Response:
+        read_query(request.query_params, NO_QUERY)
         bad = await blocking(self.state.store.verify_audit)
         return json_response({"intact": True} if bad is None else {"intact": False, "first_bad_seq": bad})
 
@@ -344,15 +347,16 @@ class RestApi:
     async def tools(self, request: Request) -> Response:
         """Tool definitions for a model provider, as this token would be offered them."""
         principal = principal_of(request)
-        dialect = request.query_params.get("dialect", "openai")
-        profile = request.query_params.get("profile", self.state.profile)
+        q = read_query(request.query_params, TOOLS_QUERY)
+        profile = q["profile"] or self.state.profile
         return json_response(
-            {"tools": definitions(dialect, profile, policy=self.state.policy_for(principal))}
+            {"tools": definitions(q["dialect"], profile, policy=self.state.policy_for(principal))}
         )
 
     @endpoint
     async def health(self, request: Request) -> Response:
         """Liveness and storage readiness; public, and says nothing about any memory."""
+        read_query(request.query_params, NO_QUERY)
         try:
             await blocking(self.state.store.backend.session_record, "-health-probe-")
         except NotFound:

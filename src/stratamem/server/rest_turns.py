@@ -26,11 +26,13 @@ from starlette.routing import Route
 
 from ..errors import StratamemError
 from ..turn.errors import TurnError
+from ..turn.history import MAX_PAGE
 from .auth import principal_of
+from .query_params import MAX_POSITION, Count, Spec, Text, read_given
 from .responses import from_exception, json_response
 from .rest import guard, read_json
 from .state import ServerState, blocking
-from .turn_ops import MAX_OUTPUT_CHARS, TurnOps
+from .turn_ops import MAX_OUTPUT_CHARS, MAX_SYSTEM_PROMPT_CHARS, TurnOps
 
 TURN_STATUS = {"LIMIT_EXCEEDED": 413, "TURN_STATE": 409}
 DEFAULT_BODY_BYTES = 4 * 1024 * 1024
@@ -45,6 +47,22 @@ def turn_error(exc: StratamemError) -> Response:
 
 
 guarded = guard(turn_error)
+
+S = "/v1/sessions/{session_id}"
+PROMPT_QUERY: Spec = {
+    "system_prompt": Text(MAX_SYSTEM_PROMPT_CHARS),
+    "history_budget_tokens": Count(0, MAX_POSITION),
+}
+TRANSCRIPT_QUERY: Spec = {
+    "start": Count(0, MAX_POSITION, 0),
+    "limit": Count(1, MAX_PAGE, 100),
+    "transcript_id": Text(256),
+}
+#: the query parameters of every GET route, as the OpenAPI document names its paths
+QUERIES: dict[str, Spec] = {
+    f"{S}/turns/{{turn_id}}/prompt": PROMPT_QUERY,
+    f"{S}/transcript": TRANSCRIPT_QUERY,
+}
 
 
 class TurnApi:
@@ -85,7 +103,7 @@ class TurnApi:
 
     @guarded
     async def prompt(self, request: Request) -> Response:
-        return await self._run(request, self.ops.prompt, dict(request.query_params))
+        return await self._run(request, self.ops.prompt, read_given(request.query_params, PROMPT_QUERY))
 
     @guarded
     async def tool_calls(self, request: Request) -> Response:
@@ -107,4 +125,6 @@ class TurnApi:
 
     @guarded
     async def transcript(self, request: Request) -> Response:
-        return await self._run(request, self.ops.transcript, dict(request.query_params), with_turn=False)
+        return await self._run(
+            request, self.ops.transcript, read_given(request.query_params, TRANSCRIPT_QUERY), with_turn=False
+        )

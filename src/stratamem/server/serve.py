@@ -12,9 +12,11 @@ process then exits 0: the signal was the ordinary way to stop it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -59,6 +61,27 @@ def dev_principals(agent: str, host: str, port: int, home: Path | None = None) -
     return Principals([dev_principal(token, agent)])
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Refuse, before any banner, an address another program already listens on (uvicorn would only say
+    so after printing that it started); the same socket options uvicorn binds with."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as exc:
+        raise ValidationError(f"cannot listen on {host}: {exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            reason = "in use by another program" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise ValidationError(
+                f"cannot listen on {_url(host, port)}: the port is {reason}; choose another with --port"
+                if exc.errno == errno.EADDRINUSE
+                else f"cannot listen on {_url(host, port)}: {reason}"
+            ) from None
+
+
 def _exit_cleanly(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
@@ -98,6 +121,7 @@ def serve(
     config = load_config(config_path) if config_path else ServerConfig()
     host = host or config.host or DEFAULT_HOST
     port = port if port is not None else (config.port if config.port is not None else DEFAULT_PORT)
+    check_port_free(host, port)
     if config.source is None:
         if not is_loopback(host):
             raise ValidationError(

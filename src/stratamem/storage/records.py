@@ -18,6 +18,9 @@ from ..scope import OWN, Conversations
 if TYPE_CHECKING:
     from .vectors import QueryVector
 
+#: the id prefix of the session a CLI command opens for itself when none is named (the console hides them)
+ONE_SHOT_PREFIX = "cli-once-"
+
 
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
@@ -33,6 +36,11 @@ class SessionRecord:
     def agents(self) -> tuple[str, ...]:
         """Agents whose memories the session reads: its own first, then peers in order."""
         return (self.agent_id, *(p for p in self.peers if p != self.agent_id))
+
+    @property
+    def one_shot(self) -> bool:
+        """Opened by one CLI command for itself, never resumed by name."""
+        return self.id.startswith(ONE_SHOT_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)

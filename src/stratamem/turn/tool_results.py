@@ -83,36 +83,51 @@ def _outside_markers(text: str, index: int, *, toward_start: bool) -> int:
 
 
 def truncate_text(text: str, max_chars: int) -> str:
-    """Keep the first two thirds and the last third of ``max_chars``.
+    """Cut ``text`` to at most ``max_chars`` characters, the notice of what was dropped included.
 
-    Cut points only ever move *inward* (dropping the marker or pair they
-    would split), so the kept text never exceeds the budget.
+    The kept text is the first two thirds and the last third of what the
+    notice leaves. Cut points only ever move *inward* (dropping the marker or
+    pair they would split), so the result never exceeds ``max_chars``; a limit
+    too small for the notice keeps only the head.
     """
     if max_chars <= 0 or len(text) <= max_chars:
         return text
-    head_budget = max_chars * 2 // 3
+    room = max_chars - len(_notice(len(text)))  # the widest notice this text can need
+    if room < 2:
+        return text[: safe_cut_index(text, _outside_markers(text, max_chars, toward_start=True))]
+    head_budget = room * 2 // 3
     head_end = _outside_markers(text, head_budget, toward_start=True)
     head_end = safe_cut_index(text, head_end, toward_start=True)
-    tail_start = _outside_markers(text, len(text) - (max_chars - head_budget), toward_start=False)
+    tail_start = _outside_markers(text, len(text) - (room - head_budget), toward_start=False)
     tail_start = safe_cut_index(text, tail_start, toward_start=False)
     return text[:head_end] + _notice(tail_start - head_end) + text[tail_start:]
 
 
+#: a wrapper whose JSON escaping keeps overshooting after this many narrower cuts loses its content
+_MAX_WRAPPER_CUTS = 16
+
+
 def truncate_tool_message(text: str, max_chars: int) -> str:
-    """Truncate a tool message; a JSON ``{"tool_call_id", "content"}`` wrapper
-    stays valid JSON and only its content is cut."""
+    """Truncate a tool message to ``max_chars``; a JSON ``{"tool_call_id", "content"}`` wrapper stays
+    valid JSON and only its content is cut, narrower until the whole wrapper fits."""
     if max_chars <= 0 or len(text) <= max_chars:
         return text
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):  # a hostile tool result nested too deeply is plain text
         data = None
-    if isinstance(data, dict) and "tool_call_id" in data and isinstance(data.get("content"), str):
-        if len(data["content"]) <= max_chars:
-            return text
-        data["content"] = truncate_text(data["content"], max_chars)
-        return json.dumps(data, ensure_ascii=False)
-    return truncate_text(text, max_chars)
+    if not (isinstance(data, dict) and "tool_call_id" in data and isinstance(data.get("content"), str)):
+        return truncate_text(text, max_chars)
+    content = data["content"]
+    budget = max_chars - len(json.dumps({**data, "content": ""}, ensure_ascii=False))
+    for _ in range(_MAX_WRAPPER_CUTS):
+        if budget <= 0:
+            break
+        dumped = json.dumps({**data, "content": truncate_text(content, budget)}, ensure_ascii=False)
+        if len(dumped) <= max_chars:
+            return dumped
+        budget -= len(dumped) - max_chars  # escaped characters took more room than they count
+    return json.dumps({**data, "content": ""}, ensure_ascii=False)
 
 
 def _default_exists(path: str) -> bool:
