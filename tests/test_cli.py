@@ -8,7 +8,6 @@ from click.testing import CliRunner
 
 import stratamem as sm
 from stratamem.cli import cli
-from stratamem.storage.vectors import CATCH_UP
 from stratamem.transfer import dump_lines
 
 
@@ -95,22 +94,34 @@ def test_export_import_round_trips_every_field(run, tmp_path):
     assert run("audit", "verify").exit_code == 0
 
 
-@pytest.mark.parametrize(("mode", "hinted"), [("hybrid", True), ("lexical", False)])
-def test_an_import_bigger_than_a_search_catches_up_says_to_reindex(tmp_path, monkeypatch, mode, hinted):
-    """An import writes no vectors: a store that searches by meaning says how to embed them before the first
-    searches each pay for CATCH_UP of them."""
+@pytest.mark.parametrize(
+    ("mode", "flags", "embedded"),
+    [("hybrid", [], True), ("hybrid", ["--no-embed"], False), ("lexical", [], False)],
+)
+def test_an_import_embeds_what_it_imported_when_search_by_meaning_is_on(
+    tmp_path, monkeypatch, mode, flags, embedded
+):
+    """An import into a store that searches by meaning embeds its memories (unless --no-embed), so the
+    searches after it are not the ones paying for the backlog."""
+    pytest.importorskip("onnxruntime")
     dump = tmp_path / "dump.jsonl"
     with sm.open_store(str(tmp_path / "source.db"), search_mode="lexical") as source:
-        source.session("main").save_many(
-            [{"key": f"k{i}", "content": f"note {i}"} for i in range(CATCH_UP + 1)]
-        )
+        source.session("main").save_many([{"key": f"k{i}", "content": f"note {i}"} for i in range(40)])
         dump.write_text("".join(dump_lines(source.export())), encoding="utf-8")
     monkeypatch.setenv("STRATAMEM_SEARCH_MODE", mode)
-    result = CliRunner().invoke(cli, ["--json", "--db", str(tmp_path / "new.db"), "import", str(dump)])
+    target = str(tmp_path / "new.db")
+    result = CliRunner().invoke(cli, ["--json", "--db", target, "import", *flags, str(dump)])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout) == {"imported": CATCH_UP + 1}
-    assert ("stratamem reindex" in result.stderr) is hinted
-    assert (f"the {CATCH_UP + 1} memories have no vectors yet" in result.stderr) is hinted
+    assert json.loads(result.stdout) == {"imported": 40}
+    assert ("--no-embed" in result.stderr and "stratamem reindex" in result.stderr) is (
+        flags == ["--no-embed"]
+    )
+    with sm.open_store(target, search_mode="hybrid") as store:
+        events = [e.operation for e in store.audit_events()]
+        assert store.semantic.embedder is not None  # recorded now if the import did not: its records wait
+        waiting = store.backend.vectors.all_pending_vectors(1)[1]
+    assert waiting == (0 if embedded else 40)
+    assert ("reindex" in events) is embedded
 
 
 def test_import_refuses_bad_lines_with_numbers_and_imports_nothing(run, tmp_path):

@@ -110,3 +110,28 @@ def test_dense_scores_do_not_depend_on_other_rows(rows, query, pick):
     i = pick % len(rows)
     alone = cosine(matrix[i : i + 1] @ qcodes.astype(np.float32), scales[i : i + 1], qscale)
     assert together[i] == alone[0]
+
+
+@needs_model
+def test_a_texts_vector_does_not_depend_on_its_batch():
+    """Batches are padded to their longest text and run side by side: the padding is masked (attention and
+    pooling) and every row goes back to its own text, so a text gets the vector it gets alone."""
+    from stratamem.embed import minilm
+
+    texts = [
+        "Caroline: I adopted a golden retriever puppy last week!",
+        "Melanie: We went camping at the lake and the kids loved roasting marshmallows by the fire. " * 3,
+        "ok",
+        "Caroline: "
+        + "The support group meeting on Tuesday was about finding community after coming out. " * 12,
+    ]
+    texts += [f"note {i}: the weather in spring is {'very ' * (i % 17)}mild" for i in range(70)]
+    one_core = minilm.MiniLMEmbedder(threads=1)
+    two_cores = minilm.MiniLMEmbedder(threads=2)
+    alone = np.stack([one_core.embed_documents([t])[0] for t in texts])
+    for model in (one_core, two_cores):
+        together = model.embed_documents(texts)  # several batches of mixed lengths
+        reversed_ = model.embed_documents(texts[::-1])[::-1]
+        for batch in (together, reversed_):
+            assert np.abs(batch - alone).max() < 1e-4
+            assert float(np.min(np.sum(batch * alone, axis=1))) > 0.99999

@@ -127,7 +127,7 @@ def test_stdio_warms_up_before_it_reads_its_first_message(tmp_path, monkeypatch)
 
     loaded_when_serving = []
 
-    async def serve(caller, extra):
+    async def serve(caller, extra, *_):
         loaded_when_serving.append(credentials._plugin_patterns.cache_info().currsize)
 
     credentials._plugin_patterns.cache_clear()

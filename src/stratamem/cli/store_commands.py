@@ -11,13 +11,13 @@ from typing import IO, Any
 
 import click
 
+from ..embed import EmbedderError
 from ..errors import ValidationError
 from ..importers import formats
 from ..levels import Level
 from ..md_transfer import export_markdown, read_markdown
 from ..private import private_writer
 from ..progress import reporter, tracked
-from ..storage.vectors import CATCH_UP
 from ..store import Store
 from ..transfer import dump_lines, read_records
 from ..validation import check_agent_id, parse_time
@@ -141,10 +141,17 @@ _BUILT_IN_FORMATS = ("jsonl", "markdown", "mcp-memory")
     help="The level every imported record gets (agent: --agent): mcp-memory (default PUBLIC) "
     "and the other stores' formats (required).",
 )
+@click.option(
+    "--no-embed",
+    is_flag=True,
+    help="With search by meaning on: leave the imported memories' vectors to `stratamem reindex`, "
+    "a server's idle time and searches, instead of embedding them now.",
+)
 @click.pass_obj
-def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None) -> None:
+def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None, no_embed: bool) -> None:
     """Import JSON Lines or a Markdown directory, levels kept, or an MCP memory graph or another store's files at
-    one level; one bad or poisoned line, record or file imports nothing (operator)."""
+    one level; one bad or poisoned line, record or file imports nothing (operator). With search by meaning
+    on, the imported memories are then embedded (a bar on a terminal; --no-embed skips it)."""
 
     def action() -> None:
         store = ctx.store()
@@ -154,7 +161,7 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
                 f"stratamem import: read {len(memories)} memories from {file}; screening and writing",
                 err=True,
             )
-            count = _import(store, memories, no_scan)
+            count = _import(store, memories, no_scan, embed=not no_embed)
             ctx.emit({"imported": count}, f"imported {count} memories")
             return
         if fmt != "markdown" and os.path.isdir(file):
@@ -184,27 +191,44 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None)
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
                 memories, turns = read_records(stream, store.max_content_bytes)
-        count = _import(store, memories, no_scan, turns)
+        count = _import(store, memories, no_scan, turns, embed=not no_embed)
         ctx.emit({"imported": count}, f"imported {count} memories")
 
     run(ctx, action)
 
 
-def _import(store: Store, memories: list[Any], no_scan: bool, turns: Sequence[Any] = ()) -> int:
+def _import(
+    store: Store, memories: list[Any], no_scan: bool, turns: Sequence[Any] = (), embed: bool = True
+) -> int:
     """Every format's memories (and an export's turn records) through the gate and one batch
-    transaction, a bar on a terminal; then, for a store that searches by meaning, what to run next."""
+    transaction, a bar on a terminal; then, for a store that searches by meaning, their vectors."""
     with reporter("importing") as progress:
         count = store.import_memories(memories, scan=not no_scan, progress=progress, turns=turns)
-    if count > CATCH_UP and store.semantic.mode != "lexical":
-        # An import writes no vectors (saves pay no inference); without this a user meets the backlog as
-        # searches that each embed CATCH_UP memories first, seconds apiece, until it is worked off.
+    if count and store.semantic.mode != "lexical":
+        _embed_imported(store, count, embed)
+    return count
+
+
+def _embed_imported(store: Store, count: int, embed: bool) -> None:
+    """Embed what the import left pending (the memories are in; a model that fails only leaves them pending).
+
+    Without this, the backlog would be worked off a bounded few per search (found lexically meanwhile), or
+    by a server while it is idle.
+    """
+    later = "`stratamem reindex` embeds them; until then search finds them by their words"
+    if not embed:
         click.echo(
-            f"stratamem import: the {count} memories have no vectors yet for search by meaning; "
-            f"`stratamem reindex` embeds them all now (until then each search embeds up to {CATCH_UP} "
-            "of its own first, seconds a search)",
+            f"stratamem import: the {count} memories are not embedded yet (--no-embed); {later}", err=True
+        )
+        return
+    try:
+        with reporter("embedding") as progress:
+            store.reindex(progress=progress)
+    except EmbedderError as exc:
+        click.echo(
+            f"stratamem import: the {count} memories were imported but not embedded: {exc.message}; {later}",
             err=True,
         )
-    return count
 
 
 def _read_foreign(ctx: Context, store: Store, file: str, fmt: str, level: str | None) -> list[Any]:

@@ -24,6 +24,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -97,14 +98,17 @@ class MiniLMEmbedder:
         except (OSError, ValueError, EOFError, Exception) as exc:  # tokenizers raises bare Exception
             raise EmbedderError(f"cannot load the tokenizer: {exc}") from exc
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer.no_padding()  # each batch is padded to its own longest text (``_infer``)
         self._path = path
-        wide = threads or min(2, os.cpu_count() or 1)
-        self._session = self._load(wide)
+        # Documents: one-thread runs of the float32 session, ``runners`` batches side by side (one a core).
+        # Batches of a matrix-product-bound model scale across cores better this way than as one run split
+        # over two threads, which meet at every one of the graph's operators (bench/bench_embed.py).
+        self._runners = threads or min(2, os.cpu_count() or 1)
+        self._session = self._load(1)
         # A query is a few word pieces: one thread is faster than two (measured: 5.3 against 6.2 ms, and 4.8
         # against 6.1 ms of CPU, on 2 busy cores), and it leaves the other core to the search's BM25 side,
-        # which runs at the same time. Queries multiply in int8 (int8_queries); batches (reindex,
-        # catch-up) keep the wider float32 session.
+        # which runs at the same time. Queries multiply in int8 (int8_queries); documents keep the
+        # float32 graph.
         self._query_session = self._query_graph()
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._query_inputs = {i.name for i in self._query_session.get_inputs()}
@@ -139,9 +143,20 @@ class MiniLMEmbedder:
 
     def _run(self, texts: list[str], query: bool = False) -> np.ndarray:
         """Embed ``texts`` on the document session, or (``query``) one text on the query session."""
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        return self._infer(self._tokenizer.encode_batch(texts), query)
+
+    def _infer(self, encodings: Sequence[Any], query: bool = False) -> np.ndarray:
+        """Embed tokenised texts on the document session, or (``query``) one text on the query session.
+
+        The batch is padded to its longest text and the padding masked, in the model's attention and in the
+        mean pooling, so a text's vector does not depend on the batch it is in (tested).
+        """
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         session, inputs = (
             (self._query_session, self._query_inputs) if query else (self._session, self._inputs)
@@ -155,15 +170,26 @@ class MiniLMEmbedder:
         return normalise(pooled)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        clean = [t.encode("utf-8", "replace").decode("utf-8") for t in texts]
+        clean = [t.encode("utf-8", "replace").decode("utf-8")[: 8 * MAX_TOKENS] for t in texts]
         if not clean:
             return np.zeros((0, self.dim), dtype=np.float32)
-        # Sorting by length keeps padding (wasted compute) small inside each batch.
-        order = sorted(range(len(clean)), key=lambda i: len(clean[i]))
+        encodings = self._tokenizer.encode_batch(clean)
+        # Batches of texts of about the same number of word pieces, so padding (wasted products) stays
+        # small; the longest first, so the runners finish together.
+        order = sorted(range(len(clean)), key=lambda i: -len(encodings[i].ids))
+        chunks = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
         out = np.zeros((len(clean), self.dim), dtype=np.float32)
-        for start in range(0, len(order), BATCH):
-            chunk = order[start : start + BATCH]
-            out[chunk] = self._run([clean[i][: 8 * MAX_TOKENS] for i in chunk])
+
+        def embed(chunk: list[int]) -> None:
+            out[chunk] = self._infer([encodings[i] for i in chunk])
+
+        if len(chunks) == 1 or self._runners == 1:
+            for chunk in chunks:
+                embed(chunk)
+        else:  # onnxruntime runs outside the GIL: one batch a core
+            with ThreadPoolExecutor(self._runners, thread_name_prefix="stratamem-minilm") as pool:
+                for done in [pool.submit(embed, chunk) for chunk in chunks]:
+                    done.result()
         return out
 
     def embed_query(self, text: str) -> np.ndarray:

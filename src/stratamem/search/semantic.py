@@ -3,11 +3,14 @@
 Saves never run the model (their latency is the lexical write alone): a
 save marks its version's vector pending in the same transaction (on SQLite
 once the store has recorded an embedder; recording the first one marks every
-live version, ``sqlite_vectors.use_model``). Vectors are
-made (a) by a search, for up to ``storage.vectors.CATCH_UP`` of the
-session's own visible pending records just before it ranks, and (b) by
-``Store.reindex`` / ``stratamem reindex`` in bulk, e.g. after an import or a
-model change. Records still pending are found by the lexical side meanwhile.
+live version, ``sqlite_vectors.use_model``). Vectors are made (a) by a
+search, for a few of the session's own visible pending records just before it
+ranks — at most ``CATCH_UP`` of them and, past the first ``CATCH_UP_CHUNK``,
+only while ``CATCH_UP_SECONDS`` of a monotonic clock last, so a search after a
+big import stays fast; (b) by ``Store.reindex`` / ``stratamem reindex`` /
+``stratamem import`` in bulk; (c) by a server's ``IdleEmbedder``
+(``search.idle``) while no request arrives. Records still pending are found
+by the lexical side meanwhile.
 
 Default mode: ``hybrid`` when the store's languages have an embedder
 installed (``semantic`` extra for English-only stores, ``multilingual`` for
@@ -32,6 +35,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, wait
@@ -42,7 +46,7 @@ from ..audit import AuditDraft
 from ..embed import Embedder, EmbedderError, resolve
 from ..errors import ValidationError
 from ..scope import OWN, Conversations
-from ..storage.vectors import CATCH_UP, DenseQuery, Pending, QueryEmbedding, QueryVector
+from ..storage.vectors import DenseQuery, Pending, QueryEmbedding, QueryVector, VectorItem
 from . import check_mode, threads
 
 if TYPE_CHECKING:
@@ -50,6 +54,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stratamem.semantic")  # the documented logger name
 REINDEX_BATCH = 256
+# A search's catch-up: the first chunk always (a session that searches often catches itself up), more only
+# within the time budget; MiniLM embeds a chunk of LoCoMo-length texts in about 25 ms on this machine.
+CATCH_UP = 32  # most pending visible records one search embeds
+CATCH_UP_CHUNK = 4
+CATCH_UP_SECONDS = 0.05
+clock = time.monotonic  # read through the module, so tests can give the budget a clock of their own
 QUERY_CACHE = 256  # query vectors kept per store (about 2 KB each)
 
 
@@ -168,17 +178,44 @@ class SemanticIndex:
         after: QueryVector | None = None,
         conversations: Conversations = OWN,
     ) -> int:
-        """Embed up to ``CATCH_UP`` of the session's visible pending records, once ``after`` (a query
-        still embedding) is done."""
+        """Embed a bounded few of the session's visible pending records, once ``after`` (a query still
+        embedding) is done: a chunk of ``CATCH_UP_CHUNK``, then more chunks while ``CATCH_UP_SECONDS``
+        last, never more than ``CATCH_UP``. The rest wait for the idle embedder or a reindex; the lexical
+        side finds them meanwhile."""
         backend = self._store.backend
         pending = backend.vectors.pending_vectors(session_id, CATCH_UP, self._store.now(), conversations)
-        if pending and isinstance(after, QueryEmbedding):
+        if not pending:
+            return 0
+        if isinstance(after, QueryEmbedding):
             wait([after.future])  # its error, if any, is the search's to raise
-        return self._embed(embedder, pending)
+        deadline = clock() + CATCH_UP_SECONDS
+        items: list[VectorItem] = []
+        for start in range(0, len(pending), CATCH_UP_CHUNK):
+            if start and clock() >= deadline:
+                break
+            items += self._vectors(embedder, pending[start : start + CATCH_UP_CHUNK])
+        return backend.vectors.store_vectors(embedder.identity, items)
+
+    def embed_backlog(self, limit: int) -> int:
+        """Embed up to ``limit`` pending records of any agent (the idle embedder's step); how many were read.
+
+        0 when nothing waits or the store has no embedder. Written through ``store_vectors`` like every
+        vector, each only if its record is unchanged since it was read.
+        """
+        embedder = self.embedder
+        if embedder is None:
+            return 0
+        batch, _ = self._store.backend.vectors.all_pending_vectors(limit)
+        self._embed(embedder, batch)
+        return len(batch)
 
     def _embed(self, embedder: Embedder, pending: list[Pending]) -> int:
         if not pending:
             return 0
+        return self._store.backend.vectors.store_vectors(embedder.identity, self._vectors(embedder, pending))
+
+    @staticmethod
+    def _vectors(embedder: Embedder, pending: list[Pending]) -> list[VectorItem]:
         vectors = embedder.embed_documents([p.text for p in pending])
         if vectors.shape != (len(pending), embedder.dim):
             raise EmbedderError(
@@ -187,8 +224,7 @@ class SemanticIndex:
             )
         from .dense import quantise
 
-        items = [(p, *quantise(v)) for p, v in zip(pending, vectors, strict=True)]
-        return self._store.backend.vectors.store_vectors(embedder.identity, items)
+        return [(p, *quantise(v)) for p, v in zip(pending, vectors, strict=True)]
 
     def reindex(self, progress: Callable[[int, int], None] | None, force: bool) -> int:
         embedder = self._require()

@@ -11,7 +11,7 @@ reader's (``request body: not valid JSON at line 1 column 40: duplicate key 'key
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import IO, Any
 
 import anyio
@@ -105,11 +105,13 @@ class StrictLines:
     """stdin for the SDK's stdio transport: each line checked first; a refused one is answered, not passed on.
 
     Lines are read as bytes and decoded strictly (the SDK's own stdin replaces invalid UTF-8).
-    ``answer_to`` is the transport's write stream, set once the transport is open.
+    ``answer_to`` is the transport's write stream, set once the transport is open. ``on_line`` is told of
+    every line read (the idle embedder waits while messages arrive).
     """
 
-    def __init__(self, binary: IO[bytes]) -> None:
+    def __init__(self, binary: IO[bytes], on_line: Callable[[], None] | None = None) -> None:
         self.binary = binary
+        self.on_line = on_line
         self.answers: Any = None
         self.ready = anyio.Event()
 
@@ -119,6 +121,8 @@ class StrictLines:
 
     async def __aiter__(self) -> AsyncIterator[str]:
         async for raw in anyio.wrap_file(self.binary):
+            if self.on_line is not None:
+                self.on_line()
             if not raw.strip():
                 continue
             error = check_message(raw, "message")

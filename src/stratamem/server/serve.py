@@ -7,6 +7,10 @@ lets in-flight requests finish (up to ``graceful_timeout``), then the
 lifespan closes the MCP sessions and the store is closed last — a write that
 was acknowledged has been committed, and one in progress still commits. The
 process then exits 0: the signal was the ordinary way to stop it.
+
+While no HTTP request has begun or ended for a moment, an ``IdleEmbedder``
+embeds pending records (after an import, say) in the background; it is
+stopped before the store is closed.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 import uvicorn
 
 from ..errors import ValidationError
+from ..search.idle import IdleEmbedder
 from ..store import Store
 from .app import build_app, is_loopback
 from .config import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, load_config
@@ -80,6 +85,22 @@ def check_port_free(host: str, port: int) -> None:
                 if exc.errno == errno.EADDRINUSE
                 else f"cannot listen on {_url(host, port)}: {reason}"
             ) from None
+
+
+def touching(app: Any, idle: IdleEmbedder) -> Any:
+    """``app`` with every HTTP request's start and end noted by the idle embedder (ASGI middleware)."""
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        idle.touch()
+        try:
+            await app(scope, receive, send)
+        finally:
+            idle.touch()
+
+    return wrapped
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
@@ -142,6 +163,7 @@ def serve(
     }
     store = Store(db, **store_options)
     pool: ToolWorkers | None = None
+    idle = IdleEmbedder(store.semantic)
     try:
         warm_up(store, model=count == 1)  # no client's first call waits for a load
         if count > 1:
@@ -155,7 +177,7 @@ def serve(
             turn_settings=turns.settings,
             workers=pool,
         )
-        app = build_app(state, host=host, allowed_hosts=config.allowed_hosts)
+        app = touching(build_app(state, host=host, allowed_hosts=config.allowed_hosts), idle)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
@@ -176,6 +198,7 @@ def serve(
             file=sys.stderr,
             flush=True,
         )
+        idle.start()
         try:
             with _stop_signals_handled():
                 server.run()
@@ -186,6 +209,7 @@ def serve(
                 ) from None
             raise
     finally:
+        idle.stop()  # the batch in hand is written before the store closes
         if pool is not None:
             pool.close()  # after uvicorn has drained: the workers finish what they started
         store.close()

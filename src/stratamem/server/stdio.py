@@ -15,6 +15,9 @@ the protocol) so the runtime can raise its taint out of band, e.g. through
 ``POST /v1/sessions/{id}/escalate`` with an operator token on a ``stratamem serve``
 of the same store (the session is the operator's, not a token's),
 or by naming the session up front with ``--session``.
+
+While no tool call has arrived for a moment, an ``IdleEmbedder`` embeds the
+store's pending records in the background (stopped before the store closes).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from mcp.server.stdio import stdio_server
 
 from ..errors import ValidationError
 from ..levels import Level
+from ..search.idle import IdleEmbedder
 from ..session import Session
 from ..store import Store
 from ..tools.specs import PROFILES, TRIGGERFISH
@@ -142,12 +146,13 @@ def open_stdio_session(store: Store, settings: StdioSettings) -> Session:
     return session
 
 
-async def _serve(caller: Caller, extra: ExtraTools | None) -> None:
+async def _serve(caller: Caller, extra: ExtraTools | None, idle: IdleEmbedder) -> None:
     async def resolve(ctx: Any) -> Caller:
         return caller  # one process, one session: the operator's
 
     server = build_mcp_server(resolve, extra, profile=caller.profile, read_only=caller.policy.read_only)
-    lines = StrictLines(sys.stdin.buffer)  # every message through the strict JSON reader first
+    # every message through the strict JSON reader first; each one keeps background embedding waiting
+    lines = StrictLines(sys.stdin.buffer, on_line=idle.touch)
     async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
         lines.answer_to(write_stream)
         await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -156,6 +161,7 @@ async def _serve(caller: Caller, extra: ExtraTools | None) -> None:
 def run_stdio(db: str, settings: StdioSettings) -> None:
     """Serve MCP on stdin/stdout until the client closes the pipe."""
     store = Store(db, retention=settings.turn_config.retention)
+    idle = IdleEmbedder(store.semantic)
     try:
         session = open_stdio_session(store, settings)
         policy = settings.policy.build()
@@ -172,6 +178,8 @@ def run_stdio(db: str, settings: StdioSettings) -> None:
         caller = Caller(session=lambda: session, policy=policy, profile=settings.profile, origin="mcp-stdio")
         extra = stdio_turn_tools(session, policy, settings.turn_config.settings) if settings.turns else None
         warm_up(store)  # the client's first tool call does not wait for the scrubber or the model
-        anyio.run(_serve, caller, extra)
+        idle.start()
+        anyio.run(_serve, caller, extra, idle)
     finally:
+        idle.stop()
         store.close()

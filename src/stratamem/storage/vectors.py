@@ -5,7 +5,7 @@ memory id, with its agent and level (so PostgreSQL's row-level security and
 SQLite's scope filter apply to it exactly as to postings). A row with no
 model is *pending*: saved or changed since it was last embedded. Search
 never waits for a background job: before it ranks, the session embeds a
-bounded batch of its own visible pending records (``CATCH_UP``); any left
+bounded few of its own visible pending records (``search.semantic.CATCH_UP``); any left
 over are still found by the lexical side (hybrid), and a semantic-mode
 search with leftovers is answered as hybrid so nothing visible is missed.
 """
@@ -22,8 +22,6 @@ from ..search import fusion
 
 if TYPE_CHECKING:  # numpy comes with the semantic extra; lexical stores never import it
     import numpy as np
-
-CATCH_UP = 256  # pending visible records a search embeds before ranking
 
 
 @dataclass(frozen=True, slots=True)
