@@ -84,7 +84,8 @@ def agent(a: AgentSummary) -> dict[str, Any]:
 
 
 def session(s: SessionSummary) -> dict[str, Any]:
-    return payloads.session(s.record, s.history)
+    """A session with its taint history; ``one_shot``: a CLI command opened it for itself."""
+    return {**payloads.session(s.record, s.history), "one_shot": s.record.one_shot}
 
 
 def sessions_page(found: list[SessionSummary], limit: int) -> dict[str, Any]:
