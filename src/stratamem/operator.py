@@ -152,11 +152,19 @@ class OperatorView:
         return found, page
 
     def sessions(
-        self, agent_id: str | None = None, after: tuple[int, str] | None = None, limit: int = 50
+        self,
+        agent_id: str | None = None,
+        after: tuple[int, str] | None = None,
+        limit: int = 50,
+        one_shot: bool = True,
     ) -> list[SessionSummary]:
+        """A page of sessions within the clearance, newest first; ``one_shot=False`` hides the sessions a
+        CLI command opened for itself (``SessionRecord.one_shot``)."""
         agent = check_agent_id(agent_id) if agent_id is not None else None
-        found = self._read(lambda run, d: console.sessions(run, d, self.clearance, agent, after, limit))
-        self._audit("console.sessions", agent, (), count=len(found))
+        found = self._read(
+            lambda run, d: console.sessions(run, d, self.clearance, agent, after, limit, one_shot)
+        )
+        self._audit("console.sessions", agent, (), count=len(found), one_shot=one_shot)
         return found
 
     def audit_log(self, before: int | None = None, limit: int = 50) -> list[AuditRow]:

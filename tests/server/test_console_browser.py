@@ -32,6 +32,7 @@ import httpx2  # noqa: E402
 from server_support import cli_env, free_port, start_serve  # noqa: E402
 
 import stratamem as sm  # noqa: E402
+from stratamem.storage.records import ONE_SHOT_PREFIX  # noqa: E402
 
 FLAGS = [
     "--headless",
@@ -201,6 +202,32 @@ def test_sessions_show_the_taint_history(page, console_server):
     page.wait_for_selector("#sessions tbody tr")
     text = page.text_content("#sessions tbody")
     assert "opened payroll.xlsx" in text and "tool:read_file" in text and "PUBLIC → INTERNAL" in text
+
+
+def session_ids(page) -> list[str]:
+    return page.locator("#sessions tbody tr td:first-child").all_text_contents()
+
+
+def test_one_shot_sessions_show_only_when_the_box_is_ticked(page, console_server):
+    _, _, db = console_server
+    one_shot = f"{ONE_SHOT_PREFIX}browser"
+    with sm.open_store(str(db)) as store:
+        store.session("oneshot-agent", session_id=one_shot)
+        store.session("oneshot-agent", session_id="named-browser")
+    sign_in(page, console_server)
+    page.wait_for_selector("#agents li")
+    page.click("#tabs button[data-view=sessions]")
+    page.fill("#sessions-agent", "oneshot-agent")
+    page.click("#sessions-form button[type=submit]")
+    rows = page.locator("#sessions tbody tr td:first-child")
+    playwright_api.expect(rows).to_have_text(["named-browser"])
+    page.check("#sessions-one-shot")
+    playwright_api.expect(rows).to_have_count(2)
+    assert sorted(session_ids(page)) == sorted(["named-browser", one_shot])
+    assert page.locator("#sessions tbody tr.one-shot td:first-child").all_text_contents() == [one_shot]
+    page.uncheck("#sessions-one-shot")
+    playwright_api.expect(rows).to_have_text(["named-browser"])
+    assert not page.dialogs
 
 
 def test_verify_chain_intact_then_broken(page, console_server):

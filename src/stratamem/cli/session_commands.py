@@ -1,5 +1,5 @@
-"""``stratamem session``: show a session, or change its clearance and peers — the only way to change them,
-and an audited operator action."""
+"""``stratamem session``: list sessions (the console's view), show one, or change its clearance and peers —
+the only way to change them, and an audited operator action."""
 
 from __future__ import annotations
 
@@ -7,7 +7,11 @@ from typing import Any
 
 import click
 
+from .. import shapes
 from ..errors import ValidationError
+from ..levels import Level
+from ..operator import OperatorView
+from ..server import console_payloads
 from ..storage.records import SessionRecord
 from .root import Context, cli, run
 
@@ -34,6 +38,55 @@ def _session_human(record: SessionRecord) -> str:
         f"session {record.id} agent={record.agent_id} taint={record.taint.name} "
         f"clearance={record.clearance.name} peers={','.join(record.peers) or '-'} owner={record.owner or '-'}"
     )
+
+
+@session_group.command("list")
+@click.option(
+    "--agent", "agent", help="Only this agent's sessions (default: the global --agent, else every agent's)."
+)
+@click.option(
+    "--all", "include_one_shot", is_flag=True, help="Include the one-shot sessions of single commands."
+)
+@click.option(
+    "--clearance",
+    default="RESTRICTED",
+    show_default=True,
+    help="List what an operator of this clearance may see: sessions whose taint is within it.",
+)
+@click.option(
+    "--limit", default=50, show_default=True, type=click.IntRange(1, 200), help="At most N sessions."
+)
+@click.option("--after", help="Page on: the cursor the previous page printed.")
+@click.pass_obj
+def session_list(
+    ctx: Context, agent: str | None, include_one_shot: bool, clearance: str, limit: int, after: str | None
+) -> None:
+    """List sessions, newest first: agent, id, taint, clearance, when opened, one-shot or not.
+
+    The console's read, audited as one (console.sessions); one-shot sessions (a command run without
+    --session) are left out unless --all.
+    """
+
+    def action() -> None:
+        cursor = console_payloads.decode_cursor(after, (int, str))
+        view = OperatorView.open(ctx.store(existing=True), Level.parse(clearance), "cli")
+        found = view.sessions(ctx.agent if agent is None else agent, cursor, limit, one_shot=include_one_shot)
+        page = console_payloads.sessions_page(found, limit)
+        if ctx.as_json:
+            click.echo(shapes.dumps(page))
+            return
+        for s in found:
+            r = s.record
+            click.echo(
+                shapes.printable(
+                    f"{r.agent_id:<16} {r.id:<40} taint={r.taint.name:<12} clearance={r.clearance.name:<12} "
+                    f"opened={r.created_at.isoformat()}{' one-shot' if r.one_shot else ''}"
+                )
+            )
+        if page["next"]:
+            click.echo(f"(more sessions: --after {page['next']})", err=True)
+
+    run(ctx, action)
 
 
 @session_group.command("show")

@@ -49,6 +49,7 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_FILTER_CHARS = 1000
 # how a record's lineage shows the console's own reads of it: one counted row, or every event
 CONSOLE_READS = ("collapse", "show")
+ONE_SHOT = ("hide", "show")  # the sessions CLI commands opened for themselves (SessionRecord.one_shot)
 
 
 class SignInExpired(StratamemError):
@@ -82,7 +83,12 @@ QUERIES: dict[str, Spec] = {
         "limit": _PAGE,
         "console_reads": Text(choices=CONSOLE_READS, default="collapse"),
     },
-    f"{C}/sessions": {"limit": _PAGE, "after": _FILTER, "agent": _FILTER},
+    f"{C}/sessions": {
+        "limit": _PAGE,
+        "after": _FILTER,
+        "agent": _FILTER,
+        "one_shot": Text(choices=ONE_SHOT, default="hide"),
+    },
     f"{C}/audit": {"limit": _PAGE, "before": _BEFORE},
     f"{C}/usage": dict.fromkeys(("agent", "since", "until"), _FILTER),
     f"{C}/graph": dict.fromkeys(("agent", "after"), _FILTER),
@@ -256,7 +262,7 @@ class ConsoleApi:
         q = _query(request, f"{C}/sessions")
         limit = q["limit"]
         after = shapes.decode_cursor(q["after"], (int, str))
-        found = await blocking(view.sessions, q["agent"], after, limit)
+        found = await blocking(view.sessions, q["agent"], after, limit, q["one_shot"] == "show")
         return json_response(shapes.sessions_page(found, limit))
 
     @endpoint

@@ -138,7 +138,15 @@ def console_paths() -> dict[str, Any]:
         f"{c}/sessions": {
             "get": _view(
                 "Sessions within the clearance with taint history",
-                [*_page(f"{C}/sessions"), _query("agent", {"type": "string"}, "Only this agent's")],
+                [
+                    *_page(f"{C}/sessions"),
+                    _query("agent", {"type": "string"}, "Only this agent's"),
+                    _query(
+                        "one_shot",
+                        QUERIES[f"{C}/sessions"]["one_shot"].schema(),
+                        "hide (default): leave out the sessions CLI commands opened for themselves; show: list them",
+                    ),
+                ],
             )
         },
         f"{c}/audit": {

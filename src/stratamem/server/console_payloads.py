@@ -35,13 +35,13 @@ def decode_cursor(text: str | None, kinds: tuple[type, ...]) -> tuple[Any, ...] 
     try:
         parts = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise ValidationError("after is not a cursor this server gave out") from None
+        raise ValidationError("after is not the next cursor of a previous page") from None
     if (
         not isinstance(parts, list)
         or len(parts) != len(kinds)
         or not all(isinstance(p, k) and not isinstance(p, bool) for p, k in zip(parts, kinds, strict=True))
     ):
-        raise ValidationError("after is not a cursor this server gave out")
+        raise ValidationError("after is not the next cursor of a previous page")
     return tuple(parts)
 
 
@@ -84,7 +84,8 @@ def agent(a: AgentSummary) -> dict[str, Any]:
 
 
 def session(s: SessionSummary) -> dict[str, Any]:
-    return payloads.session(s.record, s.history)
+    """A session with its taint history; ``one_shot``: a CLI command opened it for itself."""
+    return {**payloads.session(s.record, s.history), "one_shot": s.record.one_shot}
 
 
 def sessions_page(found: list[SessionSummary], limit: int) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...levels import Level
 from ...models import AuditEvent, Memory, TaintEvent
-from ..records import SessionRecord
+from ..records import ONE_SHOT_PREFIX, SessionRecord
 from .audit_pages import AuditQuery, audit_sql, descending
 from .dialect import Dialect
 from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
@@ -308,12 +308,20 @@ def sessions(
     agent: str | None,
     after: tuple[int, str] | None,
     limit: int,
+    one_shot: bool = True,
 ) -> list[SessionSummary]:
-    """Sessions whose taint is within the clearance, newest first, with their taint history."""
+    """Sessions whose taint is within the clearance, newest first, with their taint history.
+
+    Without ``one_shot`` the sessions CLI commands open for themselves are left out: a prefix
+    comparison with the prefix bound (``LIKE`` would read ``_`` and ``%`` in it as wildcards).
+    """
     where, params = ["taint <= ?"], list[object]([int(clearance)])
     if agent is not None:
         where.append("agent_id = ?")
         params.append(agent)
+    if not one_shot:
+        where.append(f"substr(id, 1, {len(ONE_SHOT_PREFIX)}) <> ?")
+        params.append(ONE_SHOT_PREFIX)
     if after is not None:
         created_us, sid = after
         where.append("(created_us < ? OR (created_us = ? AND id < ?))")

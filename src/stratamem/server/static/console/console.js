@@ -327,7 +327,9 @@
   // sessions ------------------------------------------------------------------------------------------------
   let sessionsNext = null;
   async function loadSessions(more) {
-    const page = await api("GET", "/v1/console/sessions" + qs({ agent: $("sessions-agent").value.trim(), after: more ? sessionsNext : null }));
+    // one-shot sessions (one CLI command each) are hidden unless the box asks for them
+    const oneShot = $("sessions-one-shot").checked ? "show" : "hide";
+    const page = await api("GET", "/v1/console/sessions" + qs({ agent: $("sessions-agent").value.trim(), one_shot: oneShot, after: more ? sessionsNext : null }));
     const body = $("sessions").tBodies[0];
     if (!more) clear(body);
     for (const s of page.sessions) {
@@ -335,7 +337,7 @@
       for (const t of s.taint_history) {
         history.append(el("div", {}, when(t.time) + "  " + t.previous + " → " + t.new + "  " + t.reason + (t.source ? "  (" + t.source + ")" : "")));
       }
-      body.append(el("tr", {}, el("td", { class: "mono" }, s.id), el("td", { class: "mono" }, s.agent_id),
+      body.append(el("tr", s.one_shot ? { class: "one-shot" } : {}, el("td", { class: "mono" }, s.id), el("td", { class: "mono" }, s.agent_id),
         el("td", {}, badge("lv", s.taint)), el("td", {}, badge("lv", s.clearance)), el("td", {}, when(s.created_at)), el("td", {}, history)));
     }
     sessionsNext = page.next;
@@ -344,6 +346,7 @@
   loaders.sessions = () => loadSessions(false);
   $("sessions-form").addEventListener("submit", (event) => { event.preventDefault(); guarded(() => loadSessions(false))(); });
   $("sessions-more").addEventListener("click", guarded(() => loadSessions(true)));
+  $("sessions-one-shot").addEventListener("change", guarded(() => loadSessions(false)));
 
   // audit ------------------------------------------------------------------------------------------------------
   const auditHead = () => el("thead", {}, el("tr", {}, ...["seq", "time", "operation", "outcome", "taint", "agent", "session", "keys", "levels"].map((h) => el("th", {}, h))));
