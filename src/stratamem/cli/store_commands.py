@@ -144,7 +144,7 @@ _BUILT_IN_FORMATS = ("jsonl", "markdown", "mcp-memory")
 @click.option(
     "--no-embed",
     is_flag=True,
-    help="With search by meaning on: leave the imported memories' vectors to "stratamem reindex", "
+    help="With search by meaning on: leave the imported memories' vectors to 'stratamem reindex', "
     "a server's idle time and searches, instead of embedding them now.",
 )
 @click.pass_obj
