@@ -142,7 +142,6 @@ def serve(
     config = load_config(config_path) if config_path else ServerConfig()
     host = host or config.host or DEFAULT_HOST
     port = port if port is not None else (config.port if config.port is not None else DEFAULT_PORT)
-    check_port_free(host, port)
     if config.source is None:
         if not is_loopback(host):
             raise ValidationError(
@@ -154,6 +153,7 @@ def serve(
         raise ValidationError(f"{config.source}: no [[principals]]; the server would accept no token")
     else:
         principals = Principals(config.principals)
+    check_port_free(host, port)  # the configuration's own refusals first: they need no socket
     policy = config.policy.build()
     turns = config.turn_config(os.environ)  # a bad price or retention stops here, before listening
     count = check_workers(config.workers if workers is None else workers, db)
