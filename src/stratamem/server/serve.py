@@ -32,9 +32,9 @@ import uvicorn
 from ..errors import ValidationError
 from ..search.idle import IdleEmbedder
 from ..store import Store
-from .app import build_app, is_loopback
+from .app import build_app
 from .config import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, load_config
-from .devtoken import dev_principal, ensure_token, token_path
+from .devtoken import dev_principal, ensure_token, is_loopback, token_path
 from .http_protocol import CorkedHttpToolsProtocol
 from .principals import Principals
 from .state import ServerState

@@ -31,6 +31,7 @@ from typing import Any, cast
 import anyio
 from mcp.server.stdio import stdio_server
 
+from ..env_settings import env_name
 from ..errors import ValidationError
 from ..levels import Level
 from ..search.idle import IdleEmbedder
@@ -44,7 +45,6 @@ from .mcp_turns import stdio_turn_tools
 from .turn_config import TurnConfig
 from .warm import warm_up
 
-ENV_PREFIX = "STRATAMEM_"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -97,22 +97,22 @@ def resolve_settings(
     table = dict(config.mcp) if config is not None else {}
 
     def pick(name: str) -> Any:
-        raw_env = env.get(ENV_PREFIX + name.upper())
+        raw_env = env.get(env_name(name))
         return _first(flags.get(name), raw_env if raw_env else None, table.get(name))
 
     peers = tuple(flags.get("peers") or ()) or None
-    if peers is None and env.get(ENV_PREFIX + "PEERS"):
-        peers = tuple(p.strip() for p in env[ENV_PREFIX + "PEERS"].split(",") if p.strip())
+    if peers is None and env.get(env_name("peers")):
+        peers = tuple(p.strip() for p in env[env_name("peers")].split(",") if p.strip())
     if peers is None and "peers" in table:
         peers = tuple(table["peers"])
     read_only = flags.get("read_only")
-    if read_only is None and env.get(ENV_PREFIX + "READ_ONLY"):
-        read_only = _flag(env[ENV_PREFIX + "READ_ONLY"])
+    if read_only is None and env.get(env_name("read_only")):
+        read_only = _flag(env[env_name("read_only")])
     if read_only is None:
         read_only = bool(table.get("read_only", False))
     turns = flags.get("turns")
-    if turns is None and env.get(ENV_PREFIX + "TURNS"):
-        turns = _flag(env[ENV_PREFIX + "TURNS"])
+    if turns is None and env.get(env_name("turns")):
+        turns = _flag(env[env_name("turns")])
     if turns is None:
         turns = bool(table.get("turns", False))
     profile = pick("profile") or TRIGGERFISH

@@ -66,13 +66,13 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from ..env_settings import env_name
 from ..errors import ValidationError
 from ..strict_json import JsonRefused, read_json
 from ..turn.costs import Budget, ModelPrice
 from ..turn.retention import Retention
 from ..turn.runtime import TurnSettings
 
-ENV_PREFIX = "STRATAMEM_"
 BUDGET_KEYS = {
     "daily_budget_usd": "daily_usd",
     "monthly_budget_usd": "monthly_usd",
@@ -294,28 +294,26 @@ def parse_turn_config(
         if name in turns:
             options[name] = _section(source, name, turns[name])
     prices = _prices(source, "turns.prices", turns.get("prices", {}))
-    if env.get(ENV_PREFIX + "PRICES"):
+    if env.get(env_name("prices")):
         try:
-            table = read_json(env[ENV_PREFIX + "PRICES"])  # a model priced twice is refused, not last-wins
+            table = read_json(env[env_name("prices")])  # a model priced twice is refused, not last-wins
         except JsonRefused as exc:
-            raise exc.located(f"{ENV_PREFIX}PRICES") from None
-        prices = _prices(None, f"{ENV_PREFIX}PRICES", table)
+            raise exc.located(env_name("prices")) from None
+        prices = _prices(None, env_name("prices"), table)
     budget: dict[str, Any] = {}
-    for key, env_name in (
-        ("daily_budget_usd", "DAILY_BUDGET_USD"),
-        ("monthly_budget_usd", "MONTHLY_BUDGET_USD"),
-    ):
-        raw = env.get(ENV_PREFIX + env_name) or turns.get(key)
-        where = f"{ENV_PREFIX}{env_name}" if env.get(ENV_PREFIX + env_name) else f"turns.{key}"
+    for key in ("daily_budget_usd", "monthly_budget_usd"):
+        variable = env_name(key)
+        raw = env.get(variable) or turns.get(key)
+        where = variable if env.get(variable) else f"turns.{key}"
         if raw is not None:
             budget[key.removesuffix("_budget_usd") + "_usd"] = _number(source, where, raw)
     if "budget_warn_ratio" in turns:
         budget["warn_ratio"] = _number(source, "turns.budget_warn_ratio", turns["budget_warn_ratio"])
     days: dict[str, float | None] = {}
     for key in sorted(RETENTION_KEYS):
-        raw = env.get(ENV_PREFIX + key.upper())
+        raw = env.get(env_name(key))
         if raw:
-            days[key] = _days(None, ENV_PREFIX + key.upper(), raw)
+            days[key] = _days(None, env_name(key), raw)
         elif key in retention:
             days[key] = _days(source, f"retention.{key}", retention[key])
     try:
