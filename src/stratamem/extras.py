@@ -16,7 +16,7 @@ from .errors import ValidationError
 #: DEVELOPMENT_EXTRAS (tests/test_env_settings.py checks both ways)
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "postgres": ("a postgresql:// store", ("psycopg", "psycopg_pool")),
-    "server": ("serving (stratamem serve / mcp)", ("mcp", "starlette", "uvicorn")),
+    "server": ("serving (stratamem serve / mcp)", ("mcp", "starlette", "uvicorn", "prometheus_client")),
     "client": ("the HTTP client", ("httpx",)),
     "langgraph": ("the LangGraph store", ("langgraph.store.base",)),
     "semantic": (

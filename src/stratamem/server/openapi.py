@@ -173,6 +173,26 @@ SCHEMAS: dict[str, Any] = {
     "Verify": _obj(["intact"], intact={"type": "boolean"}, first_bad_seq={"type": "integer"}),
     "Health": _obj(["status", "version"], status={"const": "ok"}, version={"type": "string"}),
     "Tools": _obj(["tools"], tools=_array({"type": "object"})),
+    "Readiness": _obj(
+        ["status", "checks"],
+        status={"enum": ["ready", "not ready"]},
+        checks=_obj(
+            ["database", "migrations", "model"],
+            **{name: _ref("ReadinessCheck") for name in ("database", "migrations", "model")},
+        ),
+    ),
+    "ReadinessCheck": _obj(
+        ["ok", "detail"],
+        ok={"type": "boolean"},
+        detail={"type": "string"},
+        recorded={"type": "integer", "description": "migrations: the schema version the store records"},
+        expected={"type": "integer", "description": "migrations: the version this code writes"},
+    ),
+}
+# Prometheus' text format: what a scrape of /metrics answers
+METRICS_TEXT = {
+    "description": "Counters, histograms and gauges (no content, keys or tokens; agent names only if enabled)",
+    "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"}}},
 }
 
 SID = _path("session_id", "A session id from POST /v1/sessions.")
@@ -192,6 +212,26 @@ def document() -> dict[str, Any]:
                 errors=("503",),
                 public=True,
             )
+        },
+        "/v1/health/ready": {
+            "get": _op(
+                "Readiness: database reachable, migrations current, model loaded (no token needed)",
+                ("200", "Ready to serve", _ref("Readiness")),
+                errors=(),
+                public=True,
+                extra={"503": _json(_ref("Readiness"), "Not ready: the failing checks are named")},
+            )
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics (open on a loopback address, else an operator token; "
+                "[server] metrics)",
+                "responses": {
+                    "200": METRICS_TEXT,
+                    "401": _json(_ref("Error"), "UNAUTHENTICATED: off loopback, no operator token"),
+                    "403": _json(_ref("Error"), "POLICY_BLOCKED: the token is not an operator's"),
+                },
+            }
         },
         "/v1/tools": {
             "get": _op(

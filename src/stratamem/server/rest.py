@@ -140,6 +140,7 @@ QUERIES: dict[str, Spec] = {
     "/v1/audit": AUDIT_QUERY,
     "/v1/tools": TOOLS_QUERY,
     "/v1/health": NO_QUERY,
+    "/v1/health/ready": NO_QUERY,
     S: NO_QUERY,
     f"{S}/memories/{{key}}": NO_QUERY,
     "/v1/mcp-sessions/{mcp_session_id}": NO_QUERY,

@@ -46,6 +46,12 @@ class Workers(Protocol):
     def call(self, message: bytes) -> str | None: ...
 
 
+class ToolMetrics(Protocol):
+    """Where a served tool call's latency and outcome are counted (``metrics.ServerMetrics``)."""
+
+    def tool_call(self, tool: str, agent: str, seconds: float, answer: str | None) -> None: ...
+
+
 class ServerState:
     """The store and the operator's settings, shared by every request of one server."""
 
@@ -67,6 +73,7 @@ class ServerState:
         self.bindings = McpBindings()
         self.turn_settings = turn_settings or TurnSettings()  # the operator's; requests may only narrow them
         self.workers = workers  # memory tool calls run there when set (``serve --workers``)
+        self.metrics: ToolMetrics | None = None  # set by the app that counts this server's calls
 
     def policy_for(self, principal: Principal) -> Policy:
         """The operator policy, read-only for read-only principals."""

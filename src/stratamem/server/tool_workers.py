@@ -30,17 +30,18 @@ import pickle
 import queue
 import signal
 import threading
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from .. import shapes
+from .. import shapes, tracing
 from ..errors import StratamemError, ValidationError
 from ..policy.redact import scrubbed_logger
 from ..store import Store
 from ..tools import execute
-from ..tools.specs import TRIGGERFISH
+from ..tools.specs import PROFILES, TRIGGERFISH, specs
 from .config import MAX_WORKERS, PolicySettings
 from .principals import Principal, Principals
 from .state import ServerState
@@ -51,6 +52,8 @@ logger = scrubbed_logger("stratamem.server")
 SLOTS_PER_WORKER = 8  # calls one worker runs at once (its threads; SQLite releases the lock in queries)
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
+#: every tool name of every profile: the only names metrics and spans show (any other is ``other``)
+KNOWN_TOOLS = frozenset(spec.name for profile in PROFILES for spec in specs(profile))
 LOST = "the worker process running this call stopped; the call may or may not have been applied"
 UNAVAILABLE = "no worker process could take this call; it was not applied"
 
@@ -65,6 +68,11 @@ class ToolCall:
     arguments: Any
     profile: str = TRIGGERFISH
     origin: str = "rest"
+
+
+def tool_label(name: object) -> str:
+    """``name`` if it is a known tool's, else ``other``: a name a client sent is not a label."""
+    return name if isinstance(name, str) and name in KNOWN_TOOLS else "other"
 
 
 def run_tool_call(state: ServerState, call: ToolCall) -> str:
@@ -131,6 +139,18 @@ def run_call(state: ServerState, call: ToolCall) -> str | None:
     whose arguments nest deeper than pickle goes (JSON takes more) runs here:
     the answer is the same, only where it is computed differs.
     """
+    started = time.perf_counter()
+    answer: str | None = None
+    try:
+        with tracing.span("stratamem.tool", {"stratamem.tool": tool_label(call.name)}):
+            answer = _run_somewhere(state, call)
+        return answer
+    finally:
+        if state.metrics is not None:
+            state.metrics.tool_call(call.name, call.principal.agent, time.perf_counter() - started, answer)
+
+
+def _run_somewhere(state: ServerState, call: ToolCall) -> str | None:
     if state.workers is not None:
         try:
             message = pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
@@ -207,6 +227,11 @@ class ToolWorkers:
 
     def __len__(self) -> int:
         return len(self._workers)
+
+    @property
+    def restarts(self) -> int:
+        """How many worker processes have been replaced since the server started (``/metrics``)."""
+        return sum(self._generations)
 
     def call(self, message: bytes) -> str | None:
         """Blocking: a pickled :class:`ToolCall` run in a worker; ``None`` for an unexpected error there.
