@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
-from server_support import auth, write_config
+from server_support import auth, live_server, mcp_http, write_config
 
 pytest.importorskip("opentelemetry.sdk")
 
@@ -14,6 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 import stratamem as sm
@@ -122,3 +125,44 @@ def test_without_a_provider_nothing_is_recorded(client, exporter):
     tracing.use_provider(None)  # the global provider: none configured in the tests, so no-op spans
     assert client.get("/v1/health").status_code == 200
     assert exporter.get_finished_spans() == ()
+
+
+def test_mcp_tool_calls_are_spans_of_their_request_and_counted(tmp_path, exporter):
+    """An MCP call's span hangs under the POST that carried it (the SDK runs it with that request's context)."""
+    config = write_config(tmp_path)
+    store = sm.open_store(str(tmp_path / "mcp.db"))
+    try:
+        with live_server(store, config) as live:
+
+            async def scenario() -> None:
+                async with mcp_http(live.url, "alice") as mcp:
+                    failed, _ = await mcp.call("memory_save", key=MARK, content=HOSTILE)
+                    assert not failed
+                    failed, found = await mcp.call("memory_search", query=MARK)
+                    assert not failed and found["results"]
+
+            anyio.run(scenario)
+            scrape = httpx2.get(f"{live.url}/metrics").text
+    finally:
+        store.close()
+    assert MARK not in scrape
+    tools = [s for s in text_string_to_metric_families(scrape) if s.name == "stratamem_tool_calls"]
+    counted = {
+        (x.labels["tool"], x.labels["outcome"]): x.value
+        for x in tools[0].samples
+        if x.name.endswith("_total")
+    }
+    assert counted[("memory_save", "ok")] == 1 and counted[("memory_search", "ok")] == 1
+    spans = exporter.get_finished_spans()
+    requests = {s.context.span_id: s for s in _request_spans(spans)}
+    calls = [s for s in spans if s.name == "stratamem.tool"]
+    assert {s.attributes["stratamem.tool"] for s in calls} == {"memory_save", "memory_search"}
+    for call in calls:
+        assert call.parent is not None and call.parent.span_id in requests
+        assert requests[call.parent.span_id].name == "POST /mcp"
+    # each under the request that carried it, not under the one that opened the MCP session
+    assert len({call.parent.span_id for call in calls}) == 2
+    first = min(requests.values(), key=lambda s: s.start_time)
+    assert first.context.span_id not in {call.parent.span_id for call in calls}
+    for span in spans:
+        assert MARK not in _everything_in(span), span.name

@@ -20,14 +20,16 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import tracing
 from .auth import PRINCIPAL_KEY
-from .metrics import ServerMetrics
+
+if TYPE_CHECKING:
+    from .metrics import ServerMetrics
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("stratamem_request_id", default=None)
 HEADER = b"x-request-id"

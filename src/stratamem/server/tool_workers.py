@@ -31,6 +31,7 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -133,24 +134,31 @@ def _worker_main(conns: list[Connection], settings: WorkerSettings) -> None:
 
 
 def run_call(state: ServerState, call: ToolCall) -> str | None:
+    """Blocking: :func:`dispatch`, observed (a REST call: its tool span and metrics)."""
+    return observed(state, call.name, call.principal.agent, lambda: dispatch(state, call))
+
+
+def observed(state: ServerState, tool: str, agent: str, run: Callable[[], str | None]) -> str | None:
+    """Blocking: ``run()``, one served tool call, in a ``stratamem.tool`` span and counted in the server's
+    metrics (REST through :func:`run_call`, MCP over HTTP through its resolver)."""
+    started = time.perf_counter()
+    answer: str | None = None
+    try:
+        with tracing.span("stratamem.tool", {"stratamem.tool": tool_label(tool)}):
+            answer = run()
+        return answer
+    finally:
+        if state.metrics is not None:
+            state.metrics.tool_call(tool, agent, time.perf_counter() - started, answer)
+
+
+def dispatch(state: ServerState, call: ToolCall) -> str | None:
     """Blocking: the call in a worker process when the server has them, else in this process.
 
     ``None`` stands for an unexpected error in a worker (logged there). A call
     whose arguments nest deeper than pickle goes (JSON takes more) runs here:
     the answer is the same, only where it is computed differs.
     """
-    started = time.perf_counter()
-    answer: str | None = None
-    try:
-        with tracing.span("stratamem.tool", {"stratamem.tool": tool_label(call.name)}):
-            answer = _run_somewhere(state, call)
-        return answer
-    finally:
-        if state.metrics is not None:
-            state.metrics.tool_call(call.name, call.principal.agent, time.perf_counter() - started, answer)
-
-
-def _run_somewhere(state: ServerState, call: ToolCall) -> str | None:
     if state.workers is not None:
         try:
             message = pickle.dumps(call, protocol=pickle.HIGHEST_PROTOCOL)
