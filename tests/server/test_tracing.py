@@ -166,3 +166,18 @@ def test_mcp_tool_calls_are_spans_of_their_request_and_counted(tmp_path, exporte
     assert first.context.span_id not in {call.parent.span_id for call in calls}
     for span in spans:
         assert MARK not in _everything_in(span), span.name
+
+
+def test_a_process_wide_provider_set_at_startup_is_used(monkeypatch):
+    """What ``opentelemetry-instrument`` configures is found (and kept: it can be set only once)."""
+    exported = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exported))
+    monkeypatch.setattr(tracing, "_global", None)
+    monkeypatch.setattr(tracing, "_next_check", 0.0)
+    monkeypatch.setattr(tracing._trace, "get_tracer_provider", lambda: provider)
+    with tracing.span("stratamem.store", {"stratamem.operation": "get"}):
+        pass
+    (span,) = exported.get_finished_spans()
+    assert span.name == "stratamem.store" and span.attributes["stratamem.operation"] == "get"
+    provider.shutdown()
