@@ -133,6 +133,9 @@ class ServerMetrics:
         )
         r.register(_ScrapeTime(state))
         state.store.backend = timed_backend(state.store.backend, self.store_operation)
+        worker_timings = getattr(state.workers, "store_observers", None)
+        if isinstance(worker_timings, list):  # ``serve --workers``: the workers' operations too
+            worker_timings.append(self.store_operation)
         state.metrics = self
 
     # observers -----------------------------------------------------------------------------------

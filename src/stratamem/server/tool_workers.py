@@ -15,6 +15,9 @@ Nothing is cached in a worker between calls: the session, its taint and the
 principal's rights are read from the store on every call, so a session the
 server escalates is escalated for the next call on any worker.
 
+A worker's reply carries, beside the tool's answer, the name and duration of each store operation the
+call ran, so ``/metrics`` times the workers' store operations like the server's own.
+
 A worker ignores SIGINT and SIGTERM (a terminal's Ctrl-C or a service
 manager signals the whole process group): it stops when the server closes
 its pipes, after the calls it has started are finished and its store is
@@ -40,6 +43,8 @@ from typing import Any
 from .. import shapes, tracing
 from ..errors import StratamemError, ValidationError
 from ..policy.redact import scrubbed_logger
+from ..storage.timed import Observer as TimingObserver
+from ..storage.timed import timed_backend
 from ..store import Store
 from ..tools import execute
 from ..tools.specs import PROFILES, TRIGGERFISH, specs
@@ -55,6 +60,9 @@ START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
 #: every tool name of every profile: the only names metrics and spans show (any other is ``other``)
 KNOWN_TOOLS = frozenset(spec.name for profile in PROFILES for spec in specs(profile))
+# a worker's reply: the tool's text (None: an unexpected error there) and its store operations' timings
+Timing = tuple[str, float, bool]  # (operation, seconds, failed), as ``storage.timed`` reports them
+_call_timings = threading.local()  # the timings of the call a worker thread is running
 LOST = "the worker process running this call stopped; the call may or may not have been applied"
 UNAVAILABLE = "no worker process could take this call; it was not applied"
 
@@ -119,6 +127,7 @@ def _worker_main(conns: list[Connection], settings: WorkerSettings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     store = Store(settings.db, **settings.store_options)
+    store.backend = timed_backend(store.backend, _note_timing)  # each reply carries its call's timings
     try:
         warm_up(store)
         principals = Principals(settings.principals)
@@ -169,6 +178,12 @@ def dispatch(state: ServerState, call: ToolCall) -> str | None:
     return run_tool_call(state, call)
 
 
+def _note_timing(operation: str, seconds: float, failed: bool) -> None:
+    noted: list[Timing] | None = getattr(_call_timings, "noted", None)
+    if noted is not None:
+        noted.append((operation, seconds, failed))
+
+
 def _answer(state: ServerState, conn: Connection) -> None:
     while True:
         try:
@@ -176,12 +191,14 @@ def _answer(state: ServerState, conn: Connection) -> None:
         except (EOFError, OSError):
             return
         reply: str | None = None
+        _call_timings.noted = []
         try:
             reply = run_tool_call(state, pickle.loads(message))
         except Exception:  # logged here; the caller gets the CONTRACT's internal error
             logger.exception("unexpected error in a worker")
+        timings, _call_timings.noted = tuple(_call_timings.noted), None
         try:
-            conn.send(reply)
+            conn.send((reply, timings))
         except OSError:
             return
 
@@ -219,6 +236,8 @@ class ToolWorkers:
         self._workers: list[_Worker] = []
         self._generations: list[int] = []
         self._closed = False
+        # told of each store operation a worker ran for a call (the server's latency histogram)
+        self.store_observers: list[TimingObserver] = []
         try:
             for _ in range(count):
                 self._workers.append(_Worker(settings))
@@ -260,14 +279,17 @@ class ToolWorkers:
                 self._replace(index, generation)
                 continue
             try:
-                reply: str | None = conn.recv()
+                reply, timings = conn.recv()
             except BaseException as exc:
                 self._replace(index, generation)  # never reuse a pipe that may still owe an answer
                 if isinstance(exc, (EOFError, OSError)):
                     return shapes.dumps(shapes.error("STORAGE_ERROR", LOST))
                 raise
             self._free.put((index, generation, conn))
-            return reply
+            for timing in timings:
+                for observe in self.store_observers:
+                    observe(*timing)
+            return reply if isinstance(reply, str) else None
         return shapes.dumps(shapes.error("STORAGE_ERROR", UNAVAILABLE))
 
     def _offer(self, index: int) -> None:
