@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import contextvars
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,7 @@ def request_id(scope: Scope) -> str:
     for name, value in scope.get("headers", ()):
         if name == HEADER and _WELL_FORMED.fullmatch(value):
             return str(value.decode("ascii"))
-    return uuid.uuid4().hex
+    return secrets.token_hex(16)
 
 
 def route_template(routes: Sequence[BaseRoute], scope: Scope) -> str:

@@ -131,6 +131,7 @@ class ServerMetrics:
         self.store_errors = Counter(
             "stratamem_store_operation_errors", "store operations that raised", ("operation",), registry=r
         )
+        self._store_children: dict[str, Histogram] = {}
         r.register(_ScrapeTime(state))
         state.store.backend = timed_backend(state.store.backend, self.store_operation)
         worker_timings = getattr(state.workers, "store_observers", None)
@@ -151,7 +152,11 @@ class ServerMetrics:
         self.tool_latency.labels(name).observe(seconds)
 
     def store_operation(self, operation: str, seconds: float, failed: bool) -> None:
-        self.store_latency.labels(operation).observe(seconds)
+        # the most frequent observation (several a request): its histogram child found once per operation
+        child = self._store_children.get(operation)
+        if child is None:
+            child = self._store_children[operation] = self.store_latency.labels(operation)
+        child.observe(seconds)
         if failed:
             self.store_errors.labels(operation).inc()
 
