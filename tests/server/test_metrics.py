@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
-from server_support import auth, write_config
+from server_support import auth, free_port, start_serve, write_config
 
 pytest.importorskip("prometheus_client")
 
@@ -48,7 +49,7 @@ def _client(state: ServerState, host: str = "127.0.0.1", **settings: Any) -> Tes
     return TestClient(app, raise_server_exceptions=False)
 
 
-def _hostile_traffic(client: TestClient) -> None:
+def _hostile_traffic(client: TestClient | httpx2.Client) -> None:
     """Saves, reads, searches and failures, every one carrying hostile user data."""
     headers = auth("alice")
     sid = client.post("/v1/sessions", headers=headers).json()["id"]
@@ -258,3 +259,24 @@ def test_not_ready_when_the_database_is_unreachable(tmp_path):
     checks = answer.json()["checks"]
     assert checks["database"] == {"ok": False, "detail": "not reachable"}
     assert not checks["migrations"]["ok"]
+
+
+def test_a_running_serve_process_answers_a_scrape_without_content(tmp_path):
+    """``stratamem serve`` as deployed: hostile content saved and searched first, then scraped."""
+    port = free_port()
+    config = write_config(tmp_path)
+    proc = start_serve(tmp_path, tmp_path / "live.db", port, "--config", str(config))
+    try:
+        with httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            _hostile_traffic(client)
+            answer = client.get("/metrics")
+            ready = client.get("/v1/health/ready")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    assert answer.status_code == 200
+    assert MARK not in answer.text and "sk-live" not in answer.text and "alice" not in answer.text
+    families = _families(answer.text)
+    assert "/v1/sessions/{session_id}/memories/{key}" in _labels(families["stratamem_http_requests"], "route")
+    assert families["stratamem_audit_chain_length"].samples[0].value > 0
+    assert ready.status_code == 200, ready.text  # serve loads the model before it listens
