@@ -91,7 +91,9 @@ class TimedBackend:
         if attr in SEAMS:
             return _TimedSeam(value, attr, self.observers)
         if attr in OPERATIONS and callable(value):
-            return _timed(value, attr, self.observers)
+            timed = _timed(value, attr, self.observers)
+            self.__dict__[attr] = timed  # found directly from now on: the backend's methods do not change
+            return timed
         return value
 
 
