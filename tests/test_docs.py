@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from stratamem import docs_gen, errors
@@ -138,6 +139,15 @@ def test_generated_reference_covers_the_code() -> None:
 
 # The public contract (docs/contract.md, a copy of the project's CONTRACT.md) against the code.
 CONTRACT = (DOCS / "contract.md").read_text(encoding="utf-8")
+
+
+# Where the contract is kept beside a checkout (changes are made there first); absent in a lone checkout.
+SHARED_CONTRACT = ROOT.parent / "shared" / "CONTRACT.md"
+
+
+@pytest.mark.skipif(not SHARED_CONTRACT.is_file(), reason="no shared CONTRACT.md beside this checkout")
+def test_contract_page_is_the_contract() -> None:
+    assert SHARED_CONTRACT.read_text(encoding="utf-8") == CONTRACT, "copy CONTRACT.md to docs/contract.md"
 
 
 def _section(number: int) -> str:
