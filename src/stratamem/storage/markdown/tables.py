@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...levels import Level
-from ..sql.rows import MEMORY_COLUMNS, from_us, row_to_memory
+from ..sql.rows import MEMORY_COLUMNS, MEMORY_WIDTH, from_us, row_to_memory
 from ..transaction import Tx
 from . import format as fmt
 from . import reconcile
@@ -142,7 +142,7 @@ def clear_marks(tx: Tx[sqlite3.Connection], done: list[tuple[Any, ...]]) -> None
 def _group(
     conn: sqlite3.Connection, agent: str, level: int, category: str, day: int
 ) -> list[tuple[Any, ...]]:
-    sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
+    sql = f"SELECT {MEMORY_COLUMNS}, context FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
     if category in fmt.DAILY_CATEGORIES:
         rows = conn.execute(
             sql + "AND category IN ('daily', 'conversation') AND created_us >= ? AND created_us < ?",
@@ -156,7 +156,7 @@ def _group(
 
 def _group_of_file(conn: sqlite3.Connection, rel: str, agent: str, level: Level) -> list[tuple[Any, ...]]:
     rows = conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL",
+        f"SELECT {MEMORY_COLUMNS}, context FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL",
         (agent, int(level)),
     )
-    return [r for r in rows if reconcile.file_of(row_to_memory(r)) == rel]
+    return [r for r in rows if reconcile.file_of(row_to_memory(r[:MEMORY_WIDTH])) == rel]
