@@ -195,3 +195,15 @@ def test_dump_and_restore_carry_both(make_store, tmp_path, target_backend):
         assert _contexts(target) == {"a": "a title", "b": None}
     finally:
         target.close()
+
+
+def test_the_context_shapes_the_embedding_and_never_the_lexical_index(make_store):
+    store = make_store(search_mode="semantic", embedder="hash")
+    s = store.session("main")
+    s.save("plain", "we loved the food there", occurred_at=PAST)
+    s.save("situated", "we loved the food there", context="Lisbon trip with Ana")
+    store.reindex()
+    assert [h.memory.key for h in s.search("lisbon trip ana", max_results=1)] == ["situated"]
+    assert [h.memory.key for h in s.search("lisbon trip ana", mode="lexical")] == []  # BM25: content only
+    hit = s.search("lisbon trip ana", max_results=1)[0]
+    assert type(hit.memory) is sm.Memory and "Lisbon" not in hit.memory.content
