@@ -56,15 +56,17 @@ SCHEMA = [
 
 _BEFORE = (
     "CASE WHEN OLD.deleted_us IS NULL THEN json_array(OLD.id, OLD.agent_id, OLD.key, OLD.level, OLD.content, "
-    "OLD.tags, OLD.category, OLD.session_id, OLD.created_us, OLD.updated_us, OLD.lineage_id, OLD.expires_us) END"
-)
+    "OLD.tags, OLD.category, OLD.session_id, OLD.created_us, OLD.updated_us, OLD.lineage_id, OLD.expires_us, "
+    "OLD.occurred_us, OLD.length, OLD.context) END"
+)  # a row as ``reconcile.LIVE_SQL`` reads it
 CHANGES = [
     "CREATE TEMP TABLE IF NOT EXISTS md_changed (agent_id TEXT NOT NULL, level INTEGER NOT NULL, "
     "key TEXT NOT NULL, before TEXT, PRIMARY KEY (agent_id, level, key)) WITHOUT ROWID",
     "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_insert AFTER INSERT ON main.memories BEGIN "
     "INSERT OR IGNORE INTO md_changed VALUES (NEW.agent_id, NEW.level, NEW.key, NULL); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_update AFTER UPDATE OF agent_id, key, level, content, tags, "
-    "category, session_id, created_us, updated_us, lineage_id, expires_us, deleted_us ON main.memories BEGIN "
+    "category, session_id, created_us, updated_us, lineage_id, expires_us, deleted_us, occurred_us, context "
+    "ON main.memories BEGIN "
     f"INSERT OR IGNORE INTO md_changed VALUES (OLD.agent_id, OLD.level, OLD.key, {_BEFORE}); "
     "INSERT OR IGNORE INTO md_changed VALUES (NEW.agent_id, NEW.level, NEW.key, NULL); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_delete AFTER DELETE ON main.memories BEGIN "

@@ -385,6 +385,11 @@ SM_SAVE_ONE_TYPES = "text, text, bigint, text, bigint, integer, text, text, text
 _CALL = "SELECT * FROM sm_save(" + ", ".join(f"%b::{t}" for t in SM_SAVE_TYPES.split(", ")) + ")"
 # One record: scalars, which the client encodes far faster than arrays.
 _CALL_ONE = "SELECT * FROM sm_save_one(" + ", ".join(f"%b::{t}" for t in SM_SAVE_ONE_TYPES.split(", ")) + ")"
+# The calls of the functions before migration 12 (a store held at an older version by the tests).
+_OLD_CALL = "SELECT * FROM sm_save(" + ", ".join(f"%b::{t}" for t in SM_SAVE_TYPES.split(", ")[:-2]) + ")"
+_OLD_CALL_ONE = (
+    "SELECT * FROM sm_save_one(" + ", ".join(f"%b::{t}" for t in SM_SAVE_ONE_TYPES.split(", ")[:-2]) + ")"
+)
 
 
 def terms_text(terms: dict[str, int]) -> tuple[str, str]:
@@ -401,11 +406,14 @@ def save_many(
     now: datetime,
     *,
     one: bool = True,
+    situated: bool = True,
 ) -> list[Memory]:
     """One ``sm_save`` statement (on an autocommit connection: its own transaction); stored versions in input order.
 
     A single draft goes to ``sm_save_one`` instead, when the
-    store has it (``one``).
+    store has it (``one``). ``situated``: the store has migration 12's columns and
+    functions (occurred times and contexts); tests hold some stores older, and
+    those get the earlier functions' calls, without either.
 
     A key given twice ends as the later draft, as if saved one by one, with one
     audit event per draft. ``locks`` is the store lock and the key lock space.
@@ -428,10 +436,11 @@ def save_many(
         [tfs for _, tfs in texts],
     ]
     now_us = to_us(now)
-    columns += [
-        [to_us(d.occurred_at) if d.occurred_at is not None else now_us for d in latest],
-        [d.context for d in latest],
-    ]
+    if situated:
+        columns += [
+            [to_us(d.occurred_at) if d.occurred_at is not None else now_us for d in latest],
+            [d.context for d in latest],
+        ]
     head = (
         enc(session_id),
         json.dumps(session_id, ensure_ascii=False),
@@ -441,9 +450,11 @@ def save_many(
         *locks,
     )
     if one and len(drafts) == 1:  # one key, one event: the same save as sm_save's, from scalars
-        call, params = _CALL_ONE, (*head, *(column[0] for column in columns))
+        call = _CALL_ONE if situated else _OLD_CALL_ONE
+        params = (*head, *(column[0] for column in columns))
     else:
-        call, params = _CALL, (*head, *columns[:9], [d.key for d in drafts], *columns[9:])
+        call = _CALL if situated else _OLD_CALL
+        params = (*head, *columns[:9], [d.key for d in drafts], *columns[9:])
     try:
         cursor = conn.execute(call, params)
         rows = cursor.fetchall()
@@ -458,6 +469,6 @@ def save_many(
         raise
     # the functions return whole ``memories`` rows, in the table's column order: picked by name
     names = [column.name for column in cursor.description or ()]
-    picks = [names.index(column) for column in MEMORY_COLUMNS.split(", ")]
-    stored = {row[2]: row_to_memory([row[i] for i in picks]) for row in rows}
+    picks = [names.index(column) if column in names else None for column in MEMORY_COLUMNS.split(", ")]
+    stored = {row[2]: row_to_memory([None if i is None else row[i] for i in picks]) for row in rows}
     return [stored[d.key] for d in drafts]
