@@ -19,10 +19,12 @@ from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
 from .save_many import check_batch
 from .scope import OWN, Conversations, check
+from .search.when import TIME_CANDIDATES, boosted, named_times, without_phrases
 from .storage import session_store
 from .storage.records import MemoryDraft, SearchRequest, SessionRecord
 from .storage.sql.rows import to_us
 from .validation import (
+    MAX_RESULTS,
     check_category,
     check_content,
     check_id,
@@ -236,6 +238,9 @@ class Session:
         ``unranked``: words a filter of the caller already decides (LangGraph's namespace labels,
         written into keys and tags): the query's terms among theirs are left out of the lexical
         ranking, so they never score (the query is still embedded whole).
+        A query that names a time ("in May", "last week", "2023", "yesterday": ``search/when.py``, relative
+        to the store's clock) lifts the hits whose ``occurred_at`` falls in it — score times 1.5, capped at 1
+        in hybrid and semantic mode — from a deeper candidate list; it never hides a hit of another time.
         """
         conversations = check(conversations)
         if not isinstance(query, str):
@@ -246,22 +251,30 @@ class Session:
         terms = None if text.strip() in ("", "*") else self._store.analyzer.query_terms(text)
         if isinstance(unranked, str) or not all(isinstance(word, str) for word in unranked):
             raise ValidationError("unranked must be a sequence of strings")
+        now = self._store.now()
+        times = named_times(text, now) if terms else []
+        if times:
+            # The words that named a time lift that time's hits instead of matching as words.
+            terms = self._store.analyzer.query_terms(without_phrases(text, times)) or terms
         if terms and unranked:
             filtered, _ = self._store.analyzer.document_terms("", " ".join(unranked), ())
             terms = [term for term in terms if term not in filtered]
+        # A named time reorders a deeper candidate list, then the answer is cut to the limit.
+        depth = min(max(limit * 3, TIME_CANDIDATES), MAX_RESULTS) if times else limit
         if terms is not None:
             semantic = self._store.semantic
             dense = semantic.prepare(self.id, text, mode, conversations)
             if dense is not None:
                 chosen, vector = dense
                 try:
-                    request = SearchRequest(terms, limit, chosen, vector, conversations)
-                    return self._backend.search(self.id, request, self._store.now())
+                    request = SearchRequest(terms, depth, chosen, vector, conversations)
+                    hits = self._backend.search(self.id, request, now)
+                    return boosted(hits, times, capped=chosen != "lexical")[:limit]
                 except EmbedderError as exc:  # the query's embedding ran while the backend searched
                     if not semantic.failed(exc, mode):
                         raise
-        request = SearchRequest(terms, limit, conversations=conversations)
-        return self._backend.search(self.id, request, self._store.now())
+        hits = self._backend.search(self.id, SearchRequest(terms, depth, conversations=conversations), now)
+        return boosted(hits, times, capped=False)[:limit]
 
     def delete(self, key: str) -> Memory:
         return self._backend.delete(self.id, check_key(key), self._store.now())
