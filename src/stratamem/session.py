@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,8 @@ from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
 from .save_many import check_batch
 from .scope import OWN, Conversations, check
-from .search.when import TIME_CANDIDATES, boosted, named_times, without_phrases
+from .search.expansion import FEEDBACK_HITS, expanded_weights
+from .search.when import TIME_CANDIDATES, NamedTime, boosted, named_times, without_phrases
 from .storage import session_store
 from .storage.records import MemoryDraft, SearchRequest, SessionRecord
 from .storage.sql.rows import to_us
@@ -230,6 +232,7 @@ class Session:
         *,
         conversations: Conversations = OWN,
         unranked: Sequence[str] = (),
+        expand: bool = False,
     ) -> builtins.list[Hit]:
         """Best first. ``mode``: ``lexical``, ``semantic`` or ``hybrid``; None = the store's mode.
 
@@ -261,20 +264,38 @@ class Session:
             terms = [term for term in terms if term not in filtered]
         # A named time reorders a deeper candidate list, then the answer is cut to the limit.
         depth = min(max(limit * 3, TIME_CANDIDATES), MAX_RESULTS) if times else limit
+        request = SearchRequest(terms, depth, conversations=conversations)
         if terms is not None:
             semantic = self._store.semantic
             dense = semantic.prepare(self.id, text, mode, conversations)
             if dense is not None:
                 chosen, vector = dense
                 try:
-                    request = SearchRequest(terms, depth, chosen, vector, conversations)
-                    hits = self._backend.search(self.id, request, now)
-                    return boosted(hits, times, capped=chosen != "lexical")[:limit]
+                    return self._ranked(
+                        replace(request, mode=chosen, query=vector), times, expand, limit, now
+                    )
                 except EmbedderError as exc:  # the query's embedding ran while the backend searched
                     if not semantic.failed(exc, mode):
                         raise
-        hits = self._backend.search(self.id, SearchRequest(terms, depth, conversations=conversations), now)
-        return boosted(hits, times, capped=False)[:limit]
+        return self._ranked(request, times, expand, limit, now)
+
+    def _ranked(
+        self, request: SearchRequest, times: Sequence[NamedTime], expand: bool, limit: int, now: datetime
+    ) -> builtins.list[Hit]:
+        """The backend's answer to ``request``, expanded from its own top hits first when ``expand``,
+        with the hits of a named time lifted, cut to ``limit``."""
+        if expand and request.terms:
+            feedback = self._backend.search(self.id, replace(request, limit=FEEDBACK_HITS), now)
+            analyzer = self._store.analyzer
+            counts = analyzer.document_terms_many(
+                (h.memory.key, h.memory.content, h.memory.tags) for h in feedback
+            )
+            weights = expanded_weights(
+                request.terms, [(c, h.score) for (c, _), h in zip(counts, feedback, strict=True)]
+            )
+            request = replace(request, terms=list(weights), weights=weights)
+        hits = self._backend.search(self.id, request, now)
+        return boosted(hits, times, capped=request.mode != "lexical")[:limit]
 
     def delete(self, key: str) -> Memory:
         return self._backend.delete(self.id, check_key(key), self._store.now())
