@@ -284,7 +284,7 @@ class Session:
     ) -> builtins.list[Hit]:
         """The backend's answer to ``request``, expanded from its own top hits first when ``expand``,
         with the hits of a named time lifted, cut to ``limit``."""
-        if expand and request.terms:
+        if expand and request.terms and request.mode != "semantic":  # ranking by meaning alone has no terms
             feedback = self._backend.search(self.id, replace(request, limit=FEEDBACK_HITS), now)
             analyzer = self._store.analyzer
             counts = analyzer.document_terms_many(
