@@ -29,8 +29,10 @@ from .validation import (
     MAX_RESULTS,
     check_category,
     check_content,
+    check_context,
     check_id,
     check_key,
+    check_occurred_at,
     check_tag,
     check_tags,
     check_text,
@@ -124,23 +126,30 @@ class Session:
         tags: Sequence[str] = (),
         category: str = "core",
         ttl: float | timedelta | None = None,
+        *,
+        occurred_at: datetime | str | None = None,
+        context: str | None = None,
     ) -> Memory:
+        """Save at the live taint. ``occurred_at``: when the thing happened (aware datetime or ISO 8601;
+        default: now); ``context``: short text that situates the memory (the previous turn, a document's
+        title), stored with it and used for its embedding, never returned as content."""
         key = check_key(key)
         content = check_content(content, self._store.max_content_bytes)
         draft_tags = check_tags(tags)
         category = check_category(category)
         seconds = check_ttl(ttl)
+        occurred = check_occurred_at(occurred_at)
+        situation = check_context(context)
         now = self._store.now()
         expires = now + timedelta(seconds=seconds) if seconds is not None else None
-        return self._backend.save_many(
-            self.id, [MemoryDraft(key, content, draft_tags, category, expires)], now
-        )[0]
+        draft = MemoryDraft(key, content, draft_tags, category, expires, occurred, situation)
+        return self._backend.save_many(self.id, [draft], now)[0]
 
     def save_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """Save a batch in one transaction: all of it or nothing, one audit event per record.
 
         Each item is a mapping of ``save``'s arguments (``key``, ``content``,
-        optional ``tags``, ``category``, ``ttl``), validated as ``save``
+        optional ``tags``, ``category``, ``ttl``, ``occurred_at``, ``context``), validated as ``save``
         validates one; a bad item raises ``ValidationError`` naming its index
         (0-based) and nothing is written. Every record is written at the live
         taint read inside the transaction, as ``save`` does; a key given twice
@@ -172,6 +181,8 @@ class Session:
         without_tag: str | None = None,
         without_category: str | None = None,
         conversations: Conversations = OWN,
+        occurred_since: datetime | None = None,
+        occurred_until: datetime | None = None,
     ) -> Page:
         """The visible, shadowed view in (agent order, key) order, filtered in the store.
 
@@ -180,7 +191,8 @@ class Session:
         a limit (``paging.DEFAULT_PAGE_SIZE``, at most ``paging.MAX_PAGE_SIZE``).
         The result is a list; ``result.next_cursor`` is the ``cursor`` for the
         next page, ``None`` on the last. ``since``/``until`` bound ``created_at``
-        (inclusive); ``saved_by`` is the saving session's id. ``conversations``:
+        (inclusive), ``occurred_since``/``occurred_until`` bound ``occurred_at`` (inclusive, aware);
+        ``saved_by`` is the saving session's id. ``conversations``:
         which conversation memories the view holds (``scope.py``; default: this
         session's own only).
         """
@@ -198,6 +210,8 @@ class Session:
             saved_by=None if saved_by is None else check_id(saved_by, "session id"),
             since_us=_micros(since, "since"),
             until_us=_micros(until, "until"),
+            occurred_since_us=_micros(occurred_since, "occurred_since"),
+            occurred_until_us=_micros(occurred_until, "occurred_until"),
             limit=limit,
             after=cursor,
         )

@@ -114,6 +114,8 @@ LIST_QUERY: Spec = {
     "tag": Text(),
     "limit": Count(1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE),
     "cursor": Text(),
+    "occurred_since": Text(),
+    "occurred_until": Text(),
 }
 SEARCH_QUERY: Spec = {
     "query": Text(MAX_QUERY_CHARS, default=""),

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft, operator_draft
 from ..levels import Level
-from ..models import Hit, Memory
+from ..models import Hit, Memory, SituatedMemory
 from ..scope import OWN, Conversations
 
 if TYPE_CHECKING:
@@ -61,11 +61,16 @@ class SessionRequest:
 
 @dataclass(frozen=True, slots=True)
 class MemoryDraft:
+    """A save as validated: ``occurred_at`` None means the save's own time (a new version happens now),
+    ``context`` None means none (an update without one clears the old)."""
+
     key: str
     content: str
     tags: tuple[str, ...]
     category: str
     expires_at: datetime | None
+    occurred_at: datetime | None = None
+    context: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +99,9 @@ class SearchRequest:
         return detail
 
 
-def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Memory:
+def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> SituatedMemory:
     """What a save asks to store: the draft at the session's live taint, for its agent, with a fresh lineage."""
-    return Memory(
+    return SituatedMemory(
         key=draft.key,
         content=draft.content,
         level=record.taint,
@@ -108,6 +113,8 @@ def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Me
         updated_at=now,
         lineage_id=str(uuid.uuid4()),
         expires_at=draft.expires_at,
+        occurred_at=draft.occurred_at or now,
+        context=draft.context,
     )
 
 

@@ -91,6 +91,7 @@ class PostgresBackend:
             with psycopg.connect(self.config.conninfo, autocommit=True) as conn:
                 migrate_schema(conn, self.config.schema, self.config.app_role)
                 self._save_one = schema.has_migration("sm_save_one")
+                self._situated = schema.has_migration("occurred times and contexts")
                 configure(conn, self.config)  # refuse a role that would bypass the policies, now and clearly
                 self._vtype = vectors.vector_type(conn)
                 run_on(conn, self._check_languages)
@@ -339,7 +340,14 @@ class PostgresBackend:
             return run_autocommit(
                 self._pool,
                 lambda conn: pg_save.save_many(
-                    conn, self.analyzer, locks, session_id, drafts, now, one=self._save_one
+                    conn,
+                    self.analyzer,
+                    locks,
+                    session_id,
+                    drafts,
+                    now,
+                    one=self._save_one,
+                    situated=self._situated,
                 ),
             )
 

@@ -30,6 +30,7 @@ from ...search import fusion
 from ...search.fusion import CANDIDATES
 from ..sql.rows import memory_rows, row_to_memory
 from ..vectors import (
+    PENDING_COLUMNS,
     Candidate,
     DenseQuery,
     Pending,
@@ -146,22 +147,22 @@ def pending(conn: sqlite3.Connection, scope: Scope, limit: int | None) -> list[P
     whose vectors are caught up answers without touching ``memories``.
     """
     sql = (
-        f"SELECT d.id, d.updated_us, d.key, d.content FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
+        f"SELECT {PENDING_COLUMNS} FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
         f"WHERE v.live = 1 AND v.model IS NULL AND v.agent_id IN ({scope.agent_list}) AND v.level <= :lvl "
         f"AND {scope.visible} ORDER BY v.memory_id"
     )
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in conn.execute(sql, scope.params)]
+    return [Pending(r[0], r[1], embed_text(r[2], r[3], r[4])) for r in conn.execute(sql, scope.params)]
 
 
 def all_pending(conn: sqlite3.Connection, limit: int) -> list[Pending]:
     rows = conn.execute(
-        "SELECT d.id, d.updated_us, d.key, d.content FROM vectors v JOIN memories d ON d.id = v.memory_id "
+        f"SELECT {PENDING_COLUMNS} FROM vectors v JOIN memories d ON d.id = v.memory_id "
         "WHERE v.live = 1 AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT ?",
         (limit,),
     ).fetchall()
-    return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in rows]
+    return [Pending(r[0], r[1], embed_text(r[2], r[3], r[4])) for r in rows]
 
 
 def count_pending(conn: sqlite3.Connection) -> int:
