@@ -208,7 +208,7 @@ class World:
             # their own time: neither may let an invisible record in.
             expanded = o.search(q, max_results=3, expand=True)
             out.append(("expanded", q, [(mem(h.memory), h.score) for h in expanded]))
-            timed = o.search(f"{q} in January 2026", max_results=3)
+            timed = o.search(f"{q} on 1999-12-30", max_results=3)
             out.append(("named time", q, [(mem(h.memory), h.score) for h in timed]))
         for k in KEYS + HIDDEN_KEYS:
             try:
