@@ -21,7 +21,7 @@ from .paging import ListQuery, Page, decode_cursor
 from .save_many import check_batch
 from .scope import OWN, Conversations, check
 from .search.expansion import FEEDBACK_HITS, expanded_weights
-from .search.when import TIME_CANDIDATES, NamedTime, boosted, named_times, without_phrases
+from .search.when import TIME_CANDIDATES, NamedTime, boosted, named_times, only_times, without_phrases
 from .storage import session_store
 from .storage.records import MemoryDraft, SearchRequest, SessionRecord
 from .storage.sql.rows import to_us
@@ -271,8 +271,11 @@ class Session:
         now = self._store.now()
         times = named_times(text, now) if terms else []
         if times:
+            rest = without_phrases(text, times)
+            if only_times(self._store.analyzer.content_words(rest), times):
+                return self._of_times(times, limit, conversations)
             # The words that named a time lift that time's hits instead of matching as words.
-            terms = self._store.analyzer.query_terms(without_phrases(text, times)) or terms
+            terms = self._store.analyzer.query_terms(rest) or terms
         if terms and unranked:
             filtered, _ = self._store.analyzer.document_terms("", " ".join(unranked), ())
             terms = [term for term in terms if term not in filtered]
@@ -292,6 +295,26 @@ class Session:
                     if not semantic.failed(exc, mode):
                         raise
         return self._ranked(request, times, expand, limit, now)
+
+    def _of_times(
+        self, times: Sequence[NamedTime], limit: int, conversations: Conversations
+    ) -> builtins.list[Hit]:
+        """A query that asks only about times ("what happened last week?"): the visible memories that
+        occurred then, unscored (0.0) as an empty query's are. Dates and spans are listed from the
+        store in listing order; a month or weekday of any year is looked for among the
+        ``MAX_RESULTS`` most recently updated memories (no index holds "every May")."""
+        spans = [t for t in times if t.start is not None and t.end is not None]
+        if len(spans) == len(times):
+            memories: Sequence[Memory] = self.list(
+                limit=MAX_RESULTS,
+                occurred_since=min(t.start for t in spans if t.start is not None),
+                occurred_until=max(t.end for t in spans if t.end is not None) - timedelta(microseconds=1),
+                conversations=conversations,
+            )
+        else:
+            request = SearchRequest(None, MAX_RESULTS, conversations=conversations)
+            memories = [hit.memory for hit in self._backend.search(self.id, request, self._store.now())]
+        return [Hit(m, 0.0) for m in memories if any(t.holds(m.occurred_at) for t in times)][:limit]
 
     def _ranked(
         self, request: SearchRequest, times: Sequence[NamedTime], expand: bool, limit: int, now: datetime

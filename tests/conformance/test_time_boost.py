@@ -1,6 +1,6 @@
 """A query that names a time lifts the memories of that time, on every backend, in every mode it has."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from stratamem import Level
 
@@ -59,3 +59,28 @@ def test_the_boost_sees_only_what_the_session_may_see(store):
     high.save("secret", "the launch plan of project X", occurred_at=may(3))
     hits = low.search("launch plan in May", mode="lexical")
     assert [(h.memory.key, h.memory.content) for h in hits] == [("plan", "the launch plan is ready")]
+
+
+def test_a_query_about_a_time_alone_answers_with_that_times_memories(store):
+    s = store.session("main")
+    now = store.now()
+    s.save_many(
+        [
+            {
+                "key": "lunch",
+                "content": "lunch with Dana at the harbour",
+                "occurred_at": now - timedelta(days=7),
+            },
+            {"key": "today", "content": "dentist appointment", "occurred_at": now},
+            {"key": "may", "content": "Caroline painted a sunrise", "occurred_at": may(20)},
+            {
+                "key": "may-old",
+                "content": "Caroline moved to Lisbon",
+                "occurred_at": datetime(2019, 5, 3, tzinfo=UTC),
+            },
+        ]
+    )
+    assert [h.memory.key for h in s.search("what happened last week?")] == ["lunch"]
+    assert [(h.memory.key, h.score) for h in s.search("what did she do in May 2023?")] == [("may", 0.0)]
+    assert {h.memory.key for h in s.search("what did she do in May?")} == {"may", "may-old"}
+    assert s.search("anything from 1999?") == []

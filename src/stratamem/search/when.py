@@ -124,6 +124,43 @@ def boosted(hits: Sequence[Hit], times: Sequence[NamedTime], capped: bool) -> li
     return sorted(lifted, key=lambda hit: -hit.score)
 
 
+# Words that, beside a named time, ask for everything of that time ("what happened last week?").
+GENERIC_WORDS = frozenset(
+    [
+        "happen",
+        "happens",
+        "happened",
+        "happening",
+        "do",
+        "did",
+        "done",
+        "go",
+        "went",
+        "going",
+        "say",
+        "said",
+        "talk",
+        "talked",
+        "event",
+        "events",
+        "thing",
+        "things",
+        "anything",
+        "something",
+        "everything",
+        "new",
+        "news",
+        "up",
+    ]
+)
+
+
+def only_times(content_words: Sequence[str], times: Sequence[NamedTime]) -> bool:
+    """Whether a query asks about its named times alone: nothing but stopwords and generic words left
+    once the words that named them are out ("what did she do in May?")."""
+    return bool(times) and all(word in GENERIC_WORDS for word in content_words)
+
+
 def without_phrases(query: str, times: list[NamedTime]) -> str:
     """``query`` with the words that named a time blanked, for the lexical side's terms."""
     chars = list(query)
