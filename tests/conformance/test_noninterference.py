@@ -203,6 +203,13 @@ class World:
         for q in [*queries, "", "*"]:
             for n in (1, 3, 100):
                 out.append(("search", q, n, [(mem(h.memory), h.score) for h in o.search(q, max_results=n)]))
+        for q in queries:
+            # Query expansion takes its words from the observer's own top hits; a named time lifts hits by
+            # their own time: neither may let an invisible record in.
+            expanded = o.search(q, max_results=3, expand=True)
+            out.append(("expanded", q, [(mem(h.memory), h.score) for h in expanded]))
+            timed = o.search(f"{q} on 1999-12-30", max_results=3)
+            out.append(("named time", q, [(mem(h.memory), h.score) for h in timed]))
         for k in KEYS + HIDDEN_KEYS:
             try:
                 o.delete("missing-" + k)

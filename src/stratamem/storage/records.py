@@ -5,7 +5,7 @@ above share them)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -80,7 +80,8 @@ class SearchRequest:
     ``terms``: the analysed query; None asks for the most recently updated memories, an empty
     sequence (a query of punctuation only) matches nothing. ``query``: the query's vector for
     ``semantic``/``hybrid`` (None: lexical). ``conversations``: the read's conversation scope
-    (``stratamem.scope``), part of the visible view.
+    (``stratamem.scope``), part of the visible view. ``weights``: each term's weight in the
+    query (query expansion's terms weigh less than the question's own); None: every term 1.
     """
 
     terms: Sequence[str] | None
@@ -88,6 +89,7 @@ class SearchRequest:
     mode: str = "lexical"
     query: QueryVector | None = None
     conversations: Conversations = OWN
+    weights: Mapping[str, float] | None = None
 
     def detail(self, hits: Sequence[Hit]) -> dict[str, Any]:
         """The ``search`` audit event's detail: counts and the mode, never the query."""

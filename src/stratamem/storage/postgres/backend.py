@@ -406,8 +406,10 @@ class PostgresBackend:
             if terms is None:
                 return pg_search.recent(conn, scope, limit)
             if request.mode != "lexical" and request.query is not None:
-                return vectors.search(conn, scope, self._vtype, terms, limit, request.mode, request.query)
-            return pg_search.ranked(conn, scope, terms, limit) if terms else []
+                return vectors.search(
+                    conn, scope, self._vtype, terms, limit, request.mode, request.query, request.weights
+                )
+            return pg_search.ranked(conn, scope, terms, limit, request.weights) if terms else []
 
         return self._observed(
             session_id,

@@ -18,7 +18,7 @@ SQLite and PostgreSQL return the same dense scores for the same store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -172,6 +172,7 @@ def search(
     limit: int,
     mode: str,
     query: QueryVector,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Hit]:
     """Semantic or hybrid ranking over the session's visible view, in the reader's snapshot.
 
@@ -189,7 +190,9 @@ def search(
     ):
         mode = "hybrid"  # visible records still wait for vectors: the lexical side covers them
     lexical = (
-        from_hits(pg_search.ranked(conn, scope, terms, CANDIDATES)) if (mode == "hybrid" and terms) else []
+        from_hits(pg_search.ranked(conn, scope, terms, CANDIDATES, weights))
+        if (mode == "hybrid" and terms)
+        else []
     )
     vector = resolve(query)
     if vtype:

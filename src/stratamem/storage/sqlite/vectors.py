@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...embed import EmbedderError
@@ -194,6 +194,7 @@ def search(
     limit: int,
     mode: str,
     query: QueryVector,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Hit]:
     """Semantic or hybrid ranking for one session inside its read transaction.
 
@@ -230,7 +231,11 @@ def search(
             return cache.top(scope.agents, taint, hidden, dense_query, depth), cache.version == synced
 
     top_future = when_ready(query, dense_top)
-    ranked = rank.ranked_rows(conn, scope, terms, CANDIDATES, stats) if (mode == "hybrid" and terms) else []
+    ranked = (
+        rank.ranked_rows(conn, scope, terms, CANDIDATES, stats, weights)
+        if (mode == "hybrid" and terms)
+        else []
+    )
     top, exact = top_future.result()
     if exact and len(top) <= depth:
         return _answer(conn, mode, ranked, top, scope.agents, limit)
