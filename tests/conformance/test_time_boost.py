@@ -44,10 +44,8 @@ def test_relative_times_follow_the_store_clock(store):
             {"key": "new", "content": "the team met the auditors", "occurred_at": now},
         ]
     )
-    assert [h.memory.key for h in s.search("when did the team meet the auditors today?", mode="lexical")][
-        0
-    ] == "new"
-    assert [h.memory.key for h in s.search("the auditors in 2020", mode="lexical")][0] == "old"
+    assert s.search("when did the team meet the auditors today?", mode="lexical")[0].memory.key == "new"
+    assert s.search("the auditors in 2020", mode="lexical")[0].memory.key == "old"
 
 
 def test_the_boost_sees_only_what_the_session_may_see(store):
