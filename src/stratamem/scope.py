@@ -109,8 +109,10 @@ class ScopedSession:
     def recent(self, *args: Any, **options: Any) -> builtins.list[Memory]:
         return self._session.recent(*args, conversations=NONE, **options)
 
-    def search(self, query: str, max_results: int = 10, mode: str | None = None) -> Sequence[Hit]:
-        return self._session.search(query, max_results, mode, conversations=NONE)
+    def search(
+        self, query: str, max_results: int = 10, mode: str | None = None, *, expand: bool = False
+    ) -> Sequence[Hit]:
+        return self._session.search(query, max_results, mode, conversations=NONE, expand=expand)
 
 
 def scoped(session: Session, origin: str | None) -> Session | ScopedSession:
