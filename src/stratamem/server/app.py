@@ -27,6 +27,7 @@ from .auth import BearerAuth
 from .console import ConsoleApi
 from .console_openapi import console_paths
 from .devtoken import is_loopback
+from .idempotency import Idempotency
 from .mcp_http import McpEndpoint, http_resolver
 from .mcp_strict import StrictBodies
 from .mcp_tools import build_mcp_server
@@ -114,7 +115,11 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
     ]
     return Starlette(
         routes=routes,
-        middleware=[Middleware(ui.SecurityHeaders), Middleware(BearerAuth, principals=state.principals)],
+        middleware=[
+            Middleware(ui.SecurityHeaders),
+            Middleware(BearerAuth, principals=state.principals),
+            Middleware(Idempotency, state=state),
+        ],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )

@@ -13,6 +13,7 @@ default. Example::
     # graceful_timeout = 10     # seconds to finish in-flight requests on SIGTERM
     # workers = 2               # processes running the REST and MCP memory tool calls (server/tool_workers.py)
     # max_answer_chars = 50000  # the most characters one tool answer holds (budget.py; env STRATAMEM_MAX_ANSWER_CHARS)
+    # idempotency_hours = 24    # how long a REST write's first answer is replayed for its Idempotency-Key
 
     [policy]
     # rules = "rules.yaml"      # operator rules (relative to this file)
@@ -63,6 +64,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_GRACEFUL_TIMEOUT_S = 10.0
 MAX_WORKERS = 64
+DEFAULT_IDEMPOTENCY_HOURS = 24.0
+MAX_IDEMPOTENCY_HOURS = 24.0 * 365
 
 _SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention"}
 _SERVER_KEYS = {
@@ -74,6 +77,7 @@ _SERVER_KEYS = {
     "log_level",
     "workers",
     "max_answer_chars",
+    "idempotency_hours",
 }
 _POLICY_KEYS = {"rules", "scan_mode", "read_only"}
 _PRINCIPAL_KEYS = {"name", "token_sha256", "token", "agent", "clearance", "peers", "read_only", "operator"}
@@ -107,6 +111,7 @@ class ServerConfig:
     log_level: str = "info"
     workers: int = 1
     max_answer_chars: int | None = None  # None: STRATAMEM_MAX_ANSWER_CHARS, else the default
+    idempotency_hours: float = DEFAULT_IDEMPOTENCY_HOURS
     policy: PolicySettings = PolicySettings()
     principals: tuple[Principal, ...] = ()
     mcp: Mapping[str, Any] = field(default_factory=dict)
@@ -279,6 +284,16 @@ def parse_config(text: str, source: Path) -> ServerConfig:
             check_max_answer_chars(answer_chars, "server.max_answer_chars")
         except ValidationError as exc:
             raise _fail(source, exc.message) from None
+    idempotency = _typed(
+        source,
+        "server.idempotency_hours",
+        server.get("idempotency_hours", DEFAULT_IDEMPOTENCY_HOURS),
+        (int, float),
+    )
+    if not 0 < idempotency <= MAX_IDEMPOTENCY_HOURS:
+        raise _fail(
+            source, f"server.idempotency_hours must be more than 0 and at most {MAX_IDEMPOTENCY_HOURS:g}"
+        )
     mcp = _mcp(source, _table(source, data.get("mcp"), "mcp", _MCP_KEYS))
     turns, retention = data.get("turns", {}), data.get("retention", {})
     if not isinstance(turns, dict) or not isinstance(retention, dict):
@@ -293,6 +308,7 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         log_level=_typed(source, "server.log_level", server.get("log_level", "info"), str),
         workers=workers,
         max_answer_chars=answer_chars,
+        idempotency_hours=float(idempotency),
         policy=_policy(source, _table(source, data.get("policy"), "policy", _POLICY_KEYS)),
         principals=principals,
         mcp=mcp,

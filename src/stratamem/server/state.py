@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import timedelta
 from typing import ParamSpec, Protocol, TypeVar
 
 import anyio.to_thread
@@ -58,15 +59,19 @@ class ServerState:
         policy: Policy = DEFAULT_POLICY,
         turn_settings: TurnSettings | None = None,
         workers: Workers | None = None,
+        idempotency_ttl: timedelta = timedelta(hours=24),
     ) -> None:
         self.store = store
         self.principals = principals
         self.profile = profile
         self.policy = policy
         self._read_only_policy = policy if policy.read_only else policy.replace(read_only=True)
-        self.bindings = McpBindings()
+        self.bindings = McpBindings(store)
         self.turn_settings = turn_settings or TurnSettings()  # the operator's; requests may only narrow them
         self.workers = workers  # memory tool calls run there when set (``serve --workers``)
+        self.idempotency_ttl = (
+            idempotency_ttl  # how long a write's first answer is replayed (``idempotency``)
+        )
 
     def policy_for(self, principal: Principal) -> Policy:
         """The operator policy, read-only for read-only principals."""

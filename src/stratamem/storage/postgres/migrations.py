@@ -566,6 +566,22 @@ V11 = [
     "WHERE category = 'conversation' AND deleted_us IS NULL"
 ]
 
+# Version 12: what a server keeps between requests, shared by every server on the store
+# (``storage/sql/server_state.py``); only operator transactions see it.
+V12 = [
+    """CREATE TABLE server_state (
+        kind text COLLATE "C" NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        principal text NOT NULL,
+        payload text NOT NULL,
+        expires_us bigint NOT NULL,
+        PRIMARY KEY (kind, key))""",
+    "CREATE INDEX server_state_expires ON server_state (expires_us)",
+    "ALTER TABLE server_state ENABLE ROW LEVEL SECURITY",
+    f"CREATE POLICY server_state_operator ON server_state USING ({_OPERATOR}) WITH CHECK ({_OPERATOR})",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON server_state TO {app}",
+]
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, memories, index, audit, row-level security", V1),
     Migration(2, "term_stats: document frequencies", V2),
@@ -578,5 +594,6 @@ MIGRATIONS: list[Migration] = [
     Migration(9, "set-based sm_save and shadowing refresh", V9),
     Migration(10, "sm_save_one", V10),
     Migration(11, "conversation index", V11),
+    Migration(12, "server state", V12),
 ]
 LATEST = MIGRATIONS[-1].version
