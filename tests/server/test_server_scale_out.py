@@ -20,6 +20,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pg_server
@@ -137,24 +138,14 @@ def cluster(
     config = write_config(tmp_path)
     env = cli_env(tmp_path, STRATAMEM_SEARCH_MODE="lexical")
     ports = [free_port(), free_port()]
-    procs: list[subprocess.Popen[str] | None] = [None, None]
-    errors: list[Exception] = []
-
-    def start(i: int) -> None:
-        try:
-            procs[i] = start_serve(tmp_path, url, ports[i], "--config", str(config), env=env)
-        except (RuntimeError, OSError) as exc:  # reported below, after both starters are done
-            errors.append(exc)
-
-    starters = [threading.Thread(target=start, args=(i,)) for i in range(2)]
-    for t in starters:
-        t.start()
-    for t in starters:
-        t.join()
-    running = [p for p in procs if p is not None]
+    with ThreadPoolExecutor(2) as pool:  # both start at once: a server takes seconds to import and warm
+        starts = [
+            pool.submit(start_serve, tmp_path, url, port, "--config", str(config), env=env) for port in ports
+        ]
+    running = [f.result() for f in starts if f.exception() is None]
     try:
-        if errors:
-            raise errors[0]
+        for f in starts:
+            f.result()  # a server that did not start fails the setup (after the others are stopped)
         upstreams = [f"http://127.0.0.1:{port}" for port in ports]
         with proxy(upstreams) as (front, app):
             yield url, upstreams, running, front, app
