@@ -40,6 +40,11 @@ def pair(tmp_path, server_config) -> Iterator[tuple[LiveServer, LiveServer]]:
         yield servers
 
 
+def _files(directory: Path) -> bytes:
+    """Every byte of the shared store: the database, its WAL and shared memory."""
+    return b"".join(p.read_bytes() for p in sorted(directory.glob("shared.db*")))
+
+
 def _session(server: LiveServer, who: str = "alice") -> str:
     with server.client(who) as c:
         answer = c.post("/v1/sessions", json={})
@@ -81,19 +86,24 @@ def test_mcp_session_ids_are_stored_hashed(tmp_path, server_config):
                 return mcp.response_headers[-1]["mcp-session-id"]
 
         mcp_session = anyio.run(scenario)
-    raw = (tmp_path / "shared.db").read_bytes()
-    assert mcp_session.encode() not in raw
+    assert _files(tmp_path)  # the binding was written (into the database or its WAL)
+    assert mcp_session.encode() not in _files(tmp_path)
 
 
-def test_a_console_opened_on_one_server_answers_on_the_other_and_closes_everywhere(pair):
+def test_a_console_opened_on_one_server_answers_on_the_other_and_closes_everywhere(tmp_path, pair):
     a, b = pair
     with a.client() as ca, b.client() as cb:
         opened = ca.post("/v1/console/open", json={"clearance": "INTERNAL"}, headers=auth("ops"))
         assert opened.status_code == 201
         headers = {**auth("ops"), "X-Stratamem-Console": opened.json()["console"]}
         assert cb.get("/v1/console/agents", headers=headers).status_code == 200
+        assert opened.json()["console"].encode() not in _files(tmp_path)  # kept hashed
         assert ca.get("/v1/console/agents", headers=headers).status_code == 200
         # the sign-in is the operator's: another token with the same id is refused
+        # a key on the sign-in is ignored: its answer (a credential) is never stored
+        keyed = {**auth("ops"), "Idempotency-Key": "open-console"}
+        twice = [ca.post("/v1/console/open", json={}, headers=keyed).json()["console"] for _ in range(2)]
+        assert twice[0] != twice[1]
         stolen = {**auth("alice"), "X-Stratamem-Console": opened.json()["console"]}
         assert cb.get("/v1/console/agents", headers=stolen).status_code in (401, 403)
         assert cb.post("/v1/console/close", headers=headers).status_code == 200
@@ -202,3 +212,22 @@ def test_keys_expire_and_purge_removes_them(tmp_path, server_config):
         a.store.purge(before=clock())
     with sqlite3.connect(path) as conn:
         assert conn.execute("SELECT count(*) FROM server_state WHERE kind = 'idempotency'").fetchone() == (0,)
+
+
+def test_the_api_description_names_the_header_on_every_write(pair):
+    a, _ = pair
+    with a.client() as c:
+        doc = c.get("/openapi.json").json()
+    writes = [
+        (route, method, operation)
+        for route, item in doc["paths"].items()
+        for method, operation in item.items()
+        if method in ("post", "put", "delete")
+    ]
+    assert writes
+    for route, method, operation in writes:
+        if route == "/v1/console/open":  # its answer is a credential: never kept, so no key
+            assert "Idempotency-Key" not in [p["name"] for p in operation.get("parameters", [])]
+            continue
+        names = [p["name"] for p in operation.get("parameters", [])]
+        assert "Idempotency-Key" in names and "422" in operation["responses"], (route, method)

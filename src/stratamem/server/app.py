@@ -28,6 +28,7 @@ from .console import ConsoleApi
 from .console_openapi import console_paths
 from .devtoken import is_loopback
 from .idempotency import Idempotency
+from .idempotency import describe as describe_idempotency
 from .mcp_http import McpEndpoint, http_resolver
 from .mcp_strict import StrictBodies
 from .mcp_tools import build_mcp_server
@@ -94,6 +95,7 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
     )
     doc = document()
     doc["paths"].update(console_paths())
+    describe_idempotency(doc)
     openapi_text = json.dumps(doc, ensure_ascii=False)
 
     async def openapi_json(request: Request) -> Response:

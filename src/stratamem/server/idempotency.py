@@ -11,7 +11,8 @@ The first answer — status, headers, body — is kept in the store
 - another principal's identical key is another entry: one token never sees
   another's answer.
 
-Keys are 1 to 255 visible ASCII characters (``VALIDATION_ERROR`` otherwise) and
+``POST /v1/console/open`` is left alone: its answer is a sign-in id, a
+credential the store keeps only as a digest. Keys are 1 to 255 visible ASCII characters (``VALIDATION_ERROR`` otherwise) and
 are kept ``ttl`` (``[server] idempotency_hours``, default 24); ``purge`` removes
 expired ones. Answers of 5xx (nothing known to be done) and 401 are not kept, so
 their retry runs again. Two identical requests in flight at the same moment are
@@ -46,6 +47,8 @@ MAX_KEPT_ANSWER_BYTES = 8 * 1024 * 1024  # a larger answer is sent but not kept 
 KIND = "idempotency"
 _KEY = re.compile(r"[\x21-\x7e]{1,255}")
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# answers that hold a credential (a console sign-in id, kept in the store only as a digest) are never kept
+_NOT_KEPT = frozenset({"/v1/console/open"})
 
 
 class Idempotency:
@@ -63,6 +66,7 @@ class Idempotency:
             or principal is None
             or scope["method"] not in _WRITES
             or not scope.get("path", "").startswith("/v1/")
+            or scope.get("path") in _NOT_KEPT
         ):
             await self.app(scope, receive, send)
             return
@@ -196,3 +200,26 @@ async def _answer(payload_text: str, request: str, scope: Scope, receive: Receiv
     headers.append((REPLAYED.encode(), b"true"))
     await send({"type": "http.response.start", "status": payload["status"], "headers": headers})
     await send({"type": "http.response.body", "body": base64.b64decode(payload["body"])})
+
+
+def describe(document: dict[str, Any]) -> None:
+    """Name the header and its refusal on every write of an OpenAPI ``document`` (in place)."""
+    header = {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "pattern": "^[\\x21-\\x7e]{1,255}$"},
+        "description": (
+            "Retry safely: the first answer to this key (per token) is replayed, marked Idempotent-Replayed, "
+            "on any server, for the server's idempotency_hours (default 24)"
+        ),
+    }
+    reused = {
+        "description": f"{IDEMPOTENCY_KEY_REUSED}: this Idempotency-Key was used for another request",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+    for route, item in document["paths"].items():
+        for method, operation in item.items():
+            if route.startswith("/v1/") and route not in _NOT_KEPT and method.upper() in _WRITES:
+                operation.setdefault("parameters", []).append(header)
+                operation["responses"].setdefault("422", reused)
