@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import timedelta
@@ -113,6 +114,7 @@ class ConsoleApi:
         self.state = state
         self.ttl = ttl
         self._views: OrderedDict[str, OperatorView] = OrderedDict()  # by the sign-in's digest
+        self._views_lock = threading.Lock()  # sign-ins are checked in worker threads
 
     def routes(self) -> list[Route]:
         c = "/v1/console"
@@ -156,16 +158,26 @@ class ConsoleApi:
         key = server_state.digest(KIND, request.headers.get(CONSOLE_HEADER, ""))
         entry = server_state.get(self.state.store.backend, KIND, key, self.state.store.now())
         if entry is None or entry.principal != principal.name:
-            self._views.pop(key, None)
+            self._forget(key)
             raise SignInExpired("the console sign-in has expired or is unknown; sign in again")
-        view = self._views.get(key)
+        with self._views_lock:
+            view = self._views.get(key)
         if view is None:
             clearance = Level.parse(json.loads(entry.payload)["clearance"])
-            view = self._views[key] = OperatorView(self.state.store, clearance, principal.name)
+            view = OperatorView(self.state.store, clearance, principal.name)
+        self._keep(key, view)
+        return view
+
+    def _keep(self, key: str, view: OperatorView) -> None:
+        with self._views_lock:
+            self._views[key] = view
+            self._views.move_to_end(key)
             while len(self._views) > MAX_CONSOLES:
                 self._views.popitem(last=False)
-        self._views.move_to_end(key)
-        return view
+
+    def _forget(self, key: str) -> None:
+        with self._views_lock:
+            self._views.pop(key, None)
 
     async def view(self, request: Request) -> OperatorView:
         return await blocking(self._signed_in, request)
@@ -186,9 +198,7 @@ class ConsoleApi:
         key = server_state.digest(KIND, console_id)
         entry = server_state.Entry(principal.name, json.dumps({"clearance": clearance.name}), to_us(expires))
         await blocking(server_state.put, self.state.store.backend, KIND, key, entry, now)
-        self._views[key] = view
-        while len(self._views) > MAX_CONSOLES:
-            self._views.popitem(last=False)
+        self._keep(key, view)
         return json_response(
             {
                 "console": console_id,
@@ -205,7 +215,7 @@ class ConsoleApi:
     async def close(self, request: Request) -> Response:
         await self.view(request)
         key = server_state.digest(KIND, request.headers.get(CONSOLE_HEADER, ""))
-        self._views.pop(key, None)
+        self._forget(key)
         await blocking(server_state.drop, self.state.store.backend, KIND, key, self.state.store.now())
         return json_response({"closed": True})
 
