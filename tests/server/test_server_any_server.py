@@ -231,3 +231,13 @@ def test_the_api_description_names_the_header_on_every_write(pair):
             continue
         names = [p["name"] for p in operation.get("parameters", [])]
         assert "Idempotency-Key" in names and "422" in operation["responses"], (route, method)
+
+
+def test_the_replay_window_is_the_operators_and_checked(tmp_path):
+    from stratamem.server.config import parse_config
+
+    assert parse_config("", tmp_path / "s.toml").idempotency_hours == 24
+    assert parse_config("[server]\nidempotency_hours = 1.5\n", tmp_path / "s.toml").idempotency_hours == 1.5
+    for bad in ("0", "-1", '"a day"', "true", "100000"):
+        with pytest.raises(sm.ValidationError, match="idempotency_hours"):
+            parse_config(f"[server]\nidempotency_hours = {bad}\n", tmp_path / "s.toml")

@@ -69,9 +69,8 @@ class ServerState:
         self.bindings = McpBindings(store)
         self.turn_settings = turn_settings or TurnSettings()  # the operator's; requests may only narrow them
         self.workers = workers  # memory tool calls run there when set (``serve --workers``)
-        self.idempotency_ttl = (
-            idempotency_ttl  # how long a write's first answer is replayed (``idempotency``)
-        )
+        # how long a write's first answer is replayed (``idempotency``, ``[server] idempotency_hours``)
+        self.idempotency_ttl = idempotency_ttl
 
     def policy_for(self, principal: Principal) -> Policy:
         """The operator policy, read-only for read-only principals."""
