@@ -113,7 +113,7 @@ def test_version_2_backfills_term_stats_from_the_postings():
     with superuser() as conn:  # back to a version-1 store: no term_stats
         conn.execute(
             f"DROP TABLE {schema}.term_stats, {schema}.turn_messages, {schema}.turn_usage, "
-            f"{schema}.memory_vectors, {schema}.server_state"
+            f"{schema}.memory_vectors"
         )
         conn.execute(
             f"DROP TABLE {schema}.graph_nodes, {schema}.graph_observations, {schema}.graph_edges, "

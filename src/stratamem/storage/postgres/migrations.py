@@ -567,17 +567,19 @@ V11 = [
 ]
 
 # Version 12: what a server keeps between requests, shared by every server on the store
-# (``storage/sql/server_state.py``); only operator transactions see it.
+# (``storage/sql/server_state.py``); only operator transactions see it. Every statement may run again (a
+# store set back to an earlier version re-runs the later ones).
 V12 = [
-    """CREATE TABLE server_state (
+    """CREATE TABLE IF NOT EXISTS server_state (
         kind text COLLATE "C" NOT NULL,
         key text COLLATE "C" NOT NULL,
         principal text NOT NULL,
         payload text NOT NULL,
         expires_us bigint NOT NULL,
         PRIMARY KEY (kind, key))""",
-    "CREATE INDEX server_state_expires ON server_state (expires_us)",
+    "CREATE INDEX IF NOT EXISTS server_state_expires ON server_state (expires_us)",
     "ALTER TABLE server_state ENABLE ROW LEVEL SECURITY",
+    "DROP POLICY IF EXISTS server_state_operator ON server_state",
     f"CREATE POLICY server_state_operator ON server_state USING ({_OPERATOR}) WITH CHECK ({_OPERATOR})",
     "GRANT SELECT, INSERT, UPDATE, DELETE ON server_state TO {app}",
 ]
