@@ -566,9 +566,8 @@ V11 = [
     "WHERE category = 'conversation' AND deleted_us IS NULL"
 ]
 
-# Version 12: what a server keeps between requests, shared by every server on the store
-# (``storage/sql/server_state.py``); only operator transactions see it. Every statement may run again (a
-# store set back to an earlier version re-runs the later ones).
+# Version 12: what servers share between requests (``sql/server_state.py``), for operator transactions only;
+# every statement may run again (a store set back to an earlier version re-runs the later ones).
 V12 = [
     """CREATE TABLE IF NOT EXISTS server_state (
         kind text COLLATE "C" NOT NULL,
