@@ -32,11 +32,11 @@ def test_save_get_search_list_delete_json_shapes(run):
     r = run("--json", "save", "coffee", "black, no sugar", "--tag", "pref")
     assert r.exit_code == 0 and js(r) == {"saved": True, "key": "coffee", "classification": "PUBLIC"}
     got = js(run("--json", "get", "coffee"))
-    assert set(got) == {"found", "key", "content", "classification", "tags", "updated_at"}
+    assert set(got) == {"found", "key", "content", "classification", "tags", "updated_at", "occurred_at"}
     assert got["found"] is True and got["tags"] == ["pref"]
     found = js(run("--json", "search", "sugar"))
     assert found["query"] == "sugar" and [h["key"] for h in found["results"]] == ["coffee"]
-    assert set(found["results"][0]) == {"key", "content", "classification", "tags", "score"}
+    assert set(found["results"][0]) == {"key", "content", "classification", "tags", "occurred_at", "score"}
     listed = js(run("--json", "list", "--tag", "pref"))
     assert [m["key"] for m in listed["memories"]] == ["coffee"]
     assert js(run("--json", "delete", "coffee")) == {"deleted": True, "key": "coffee"}

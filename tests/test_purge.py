@@ -38,3 +38,21 @@ def test_purge_removes_every_byte(tmp_path):
     assert store.verify_audit() is None
     store.close()
     assert MARKER.encode() not in db_bytes(path)
+
+
+def test_purge_removes_a_context_with_its_row(tmp_path):
+    path = str(tmp_path / "c.db")
+    clock = FakeClock()
+    store = sm.open_store(path, clock=clock)
+    s = store.session("main")
+    s.save("doomed", "plain words", context=f"{MARKER} the situation")
+    s.save("doomed", "plain words again", context=f"{MARKER} updated situation")
+    s.save("kept", "an ordinary survivor", context="harmless title")
+    s.delete("doomed")
+    clock.advance(60)
+    assert MARKER.encode() in db_bytes(path)
+    assert store.purge(before=clock.now) == 1
+    assert MARKER.encode() not in db_bytes(path)
+    assert [m.key for m in s.list()] == ["kept"]
+    store.close()
+    assert MARKER.encode() not in db_bytes(path)

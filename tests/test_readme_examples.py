@@ -1,11 +1,12 @@
-"""Every code example in README.md (and docs/*.md) runs, so the documentation never rots.
+"""Every code example in README.md and the documentation site (docs/**/*.md) runs, so the docs never rot.
 
 Conventions, written in the Markdown as HTML comments on the line right before a fence:
 
 - ``<!-- continues -->``: the block continues the one before it (in the same file): it runs after it, in
   the same subprocess, Python namespace, ``STRATAMEM_HOME`` and working directory. Blocks without it run
   alone, from a fresh temporary ``STRATAMEM_HOME``.
-- ``<!-- not run: reason -->``: the block is never run (keep these few).
+- ``<!-- not run: reason -->``: the block is never run (keep these few): the set-up commands, package
+  installs, and what needs something outside this machine (a desktop client, a managed database).
 
 ``python`` blocks are executed (tracebacks name README.md and its line); ``bash`` blocks run under
 ``bash -e`` with this venv's ``stratamem`` first on ``PATH``; ``json`` and ``toml`` blocks must parse. Paths
@@ -31,7 +32,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# Generated reference pages hold no examples of their own (tests/test_docs.py checks they match the code).
+SOURCES = [
+    ROOT / "README.md",
+    *sorted(p for p in (ROOT / "docs").rglob("*.md") if "reference" not in p.parts),
+]
 SERVER_URL = "http://127.0.0.1:8765"
 FENCE = re.compile(r"^```(\w*)\s*$")
 MARKER = re.compile(r"^<!--\s*(continues|not run:.*?)\s*-->\s*$")
@@ -70,7 +75,7 @@ def parse(path: Path) -> list[Block]:
         marker = MARKER.match(previous)
         blocks.append(
             Block(
-                file=path.name,
+                file=str(path.relative_to(ROOT)),
                 line=i + 2,
                 lang=fence.group(1),
                 code="\n".join(lines[i + 1 : end]) + "\n",

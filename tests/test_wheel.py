@@ -24,7 +24,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIP = {".git", ".venv", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache"}
+SKIP = {
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "site",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ruff_cache",
+}
 
 
 def _copy_tree(dst: Path) -> None:
@@ -68,6 +78,10 @@ def test_sdist_has_what_a_build_needs(dist):
         "src/stratamem/server/static/docs/docs.js",
         "tests/conftest.py",
         "examples/openai_tool_loop.py",
+        "mkdocs.yml",
+        "docs/index.md",
+        "docs/reference/cli.md",
+        "docs/assets/site-home.png",
     ):
         assert needed in names, needed
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
@@ -84,7 +98,8 @@ def test_wheel_has_package_data_and_no_tests(dist):
         "stratamem/server/static/docs/docs.css",
     ):
         assert needed in names, needed
-    assert not any(n.startswith(("tests/", "examples/", "bench/")) for n in names)
+    assert not any(n.startswith(("tests/", "examples/", "bench/", "docs/")) for n in names)
+    assert not any(n.endswith((".md", "mkdocs.yml")) and "dist-info" not in n for n in names)
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "stratamem = stratamem.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
 

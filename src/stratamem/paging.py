@@ -63,7 +63,8 @@ class ListQuery:
     ``after`` is a cursor (checked when the backend resolves it against the
     session's agents). ``newest_first``
     orders by update time instead (no cursor; used for "the N most recent").
-    Times are epoch microseconds on ``created_at``, both ends inclusive.
+    Times are epoch microseconds on ``created_at`` (``since_us``/``until_us``) and on ``occurred_at``
+    (``occurred_since_us``/``occurred_until_us``), both ends inclusive.
     """
 
     tag: str | None = None
@@ -73,6 +74,8 @@ class ListQuery:
     saved_by: str | None = None
     since_us: int | None = None
     until_us: int | None = None
+    occurred_since_us: int | None = None
+    occurred_until_us: int | None = None
     limit: int | None = None
     after: str | None = None
     newest_first: bool = False

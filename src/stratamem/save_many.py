@@ -2,7 +2,7 @@
 
 ``Session.save_many`` and ``policy.gated_save_many`` both take a sequence of
 mappings shaped like ``save``'s arguments (``key``, ``content``, optional
-``tags``, ``category``, ``ttl``). Every item is validated exactly as ``save``
+``tags``, ``category``, ``ttl``, ``occurred_at``, ``context``). Every item is validated exactly as ``save``
 validates one; the first bad item fails the whole batch with a
 ``ValidationError`` naming its index, before anything is written, so a batch
 is all or nothing. A batch larger than the store's ``max_batch`` is refused
@@ -18,10 +18,18 @@ from typing import Any
 
 from .errors import ValidationError
 from .storage.records import MemoryDraft
-from .validation import check_category, check_content, check_key, check_tags, check_ttl
+from .validation import (
+    check_category,
+    check_content,
+    check_context,
+    check_key,
+    check_occurred_at,
+    check_tags,
+    check_ttl,
+)
 
 DEFAULT_MAX_BATCH = 10_000
-FIELDS = frozenset({"key", "content", "tags", "category", "ttl"})
+FIELDS = frozenset({"key", "content", "tags", "category", "ttl", "occurred_at", "context"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,10 +41,14 @@ class BatchItem:
     tags: tuple[str, ...]
     category: str
     ttl_s: float | None
+    occurred_at: datetime | None = None
+    context: str | None = None
 
     def draft(self, now: datetime) -> MemoryDraft:
         expires = now + timedelta(seconds=self.ttl_s) if self.ttl_s is not None else None
-        return MemoryDraft(self.key, self.content, self.tags, self.category, expires)
+        return MemoryDraft(
+            self.key, self.content, self.tags, self.category, expires, self.occurred_at, self.context
+        )
 
 
 def check_max_batch(value: object) -> int:
@@ -75,6 +87,8 @@ def _check_item(index: int, item: object, max_content_bytes: int) -> BatchItem:
             tags=check_tags(item.get("tags", ())),
             category=check_category(item.get("category", "core")),
             ttl_s=check_ttl(item.get("ttl")),
+            occurred_at=check_occurred_at(item.get("occurred_at")),
+            context=check_context(item.get("context")),
         )
     except ValidationError as exc:
         raise ValidationError(f"item {index}: {exc.message}") from None
@@ -83,6 +97,14 @@ def _check_item(index: int, item: object, max_content_bytes: int) -> BatchItem:
 def as_items(items: Sequence[BatchItem]) -> list[dict[str, Any]]:
     """Checked items back as save_many mappings (the gate rewrites content and tags, then saves them)."""
     return [
-        {"key": i.key, "content": i.content, "tags": i.tags, "category": i.category, "ttl": i.ttl_s}
+        {
+            "key": i.key,
+            "content": i.content,
+            "tags": i.tags,
+            "category": i.category,
+            "ttl": i.ttl_s,
+            "occurred_at": i.occurred_at,
+            "context": i.context,
+        }
         for i in items
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +20,19 @@ from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
 from .save_many import check_batch
 from .scope import OWN, Conversations, check
+from .search.expansion import FEEDBACK_HITS, expanded_weights
+from .search.when import TIME_CANDIDATES, NamedTime, boosted, named_times, only_times, without_phrases
 from .storage import session_store
 from .storage.records import MemoryDraft, SearchRequest, SessionRecord
 from .storage.sql.rows import to_us
 from .validation import (
+    MAX_RESULTS,
     check_category,
     check_content,
+    check_context,
     check_id,
     check_key,
+    check_occurred_at,
     check_tag,
     check_tags,
     check_text,
@@ -120,23 +126,30 @@ class Session:
         tags: Sequence[str] = (),
         category: str = "core",
         ttl: float | timedelta | None = None,
+        *,
+        occurred_at: datetime | str | None = None,
+        context: str | None = None,
     ) -> Memory:
+        """Save at the live taint. ``occurred_at``: when the thing happened (aware datetime or ISO 8601;
+        default: now); ``context``: short text that situates the memory (the previous turn, a document's
+        title), stored with it and used for its embedding, never returned as content."""
         key = check_key(key)
         content = check_content(content, self._store.max_content_bytes)
         draft_tags = check_tags(tags)
         category = check_category(category)
         seconds = check_ttl(ttl)
+        occurred = check_occurred_at(occurred_at)
+        situation = check_context(context)
         now = self._store.now()
         expires = now + timedelta(seconds=seconds) if seconds is not None else None
-        return self._backend.save_many(
-            self.id, [MemoryDraft(key, content, draft_tags, category, expires)], now
-        )[0]
+        draft = MemoryDraft(key, content, draft_tags, category, expires, occurred, situation)
+        return self._backend.save_many(self.id, [draft], now)[0]
 
     def save_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """Save a batch in one transaction: all of it or nothing, one audit event per record.
 
         Each item is a mapping of ``save``'s arguments (``key``, ``content``,
-        optional ``tags``, ``category``, ``ttl``), validated as ``save``
+        optional ``tags``, ``category``, ``ttl``, ``occurred_at``, ``context``), validated as ``save``
         validates one; a bad item raises ``ValidationError`` naming its index
         (0-based) and nothing is written. Every record is written at the live
         taint read inside the transaction, as ``save`` does; a key given twice
@@ -168,6 +181,8 @@ class Session:
         without_tag: str | None = None,
         without_category: str | None = None,
         conversations: Conversations = OWN,
+        occurred_since: datetime | None = None,
+        occurred_until: datetime | None = None,
     ) -> Page:
         """The visible, shadowed view in (agent order, key) order, filtered in the store.
 
@@ -176,7 +191,8 @@ class Session:
         a limit (``paging.DEFAULT_PAGE_SIZE``, at most ``paging.MAX_PAGE_SIZE``).
         The result is a list; ``result.next_cursor`` is the ``cursor`` for the
         next page, ``None`` on the last. ``since``/``until`` bound ``created_at``
-        (inclusive); ``saved_by`` is the saving session's id. ``conversations``:
+        (inclusive), ``occurred_since``/``occurred_until`` bound ``occurred_at`` (inclusive, aware);
+        ``saved_by`` is the saving session's id. ``conversations``:
         which conversation memories the view holds (``scope.py``; default: this
         session's own only).
         """
@@ -194,6 +210,8 @@ class Session:
             saved_by=None if saved_by is None else check_id(saved_by, "session id"),
             since_us=_micros(since, "since"),
             until_us=_micros(until, "until"),
+            occurred_since_us=_micros(occurred_since, "occurred_since"),
+            occurred_until_us=_micros(occurred_until, "occurred_until"),
             limit=limit,
             after=cursor,
         )
@@ -228,6 +246,7 @@ class Session:
         *,
         conversations: Conversations = OWN,
         unranked: Sequence[str] = (),
+        expand: bool = False,
     ) -> builtins.list[Hit]:
         """Best first. ``mode``: ``lexical``, ``semantic`` or ``hybrid``; None = the store's mode.
 
@@ -236,6 +255,9 @@ class Session:
         ``unranked``: words a filter of the caller already decides (LangGraph's namespace labels,
         written into keys and tags): the query's terms among theirs are left out of the lexical
         ranking, so they never score (the query is still embedded whole).
+        A query that names a time ("in May", "last week", "2023", "yesterday": ``search/when.py``, relative
+        to the store's clock) lifts the hits whose ``occurred_at`` falls in it — score times 1.5, capped at 1
+        in hybrid and semantic mode — from a deeper candidate list; it never hides a hit of another time.
         """
         conversations = check(conversations)
         if not isinstance(query, str):
@@ -246,22 +268,71 @@ class Session:
         terms = None if text.strip() in ("", "*") else self._store.analyzer.query_terms(text)
         if isinstance(unranked, str) or not all(isinstance(word, str) for word in unranked):
             raise ValidationError("unranked must be a sequence of strings")
+        now = self._store.now()
+        times = named_times(text, now) if terms else []
+        if times:
+            rest = without_phrases(text, times)
+            if only_times(self._store.analyzer.content_words(rest), times):
+                return self._of_times(times, limit, conversations)
+            # The words that named a time lift that time's hits instead of matching as words.
+            terms = self._store.analyzer.query_terms(rest) or terms
         if terms and unranked:
             filtered, _ = self._store.analyzer.document_terms("", " ".join(unranked), ())
             terms = [term for term in terms if term not in filtered]
+        # A named time reorders a deeper candidate list, then the answer is cut to the limit.
+        depth = min(max(limit * 3, TIME_CANDIDATES), MAX_RESULTS) if times else limit
+        request = SearchRequest(terms, depth, conversations=conversations)
         if terms is not None:
             semantic = self._store.semantic
             dense = semantic.prepare(self.id, text, mode, conversations)
             if dense is not None:
                 chosen, vector = dense
                 try:
-                    request = SearchRequest(terms, limit, chosen, vector, conversations)
-                    return self._backend.search(self.id, request, self._store.now())
+                    return self._ranked(
+                        replace(request, mode=chosen, query=vector), times, expand, limit, now
+                    )
                 except EmbedderError as exc:  # the query's embedding ran while the backend searched
                     if not semantic.failed(exc, mode):
                         raise
-        request = SearchRequest(terms, limit, conversations=conversations)
-        return self._backend.search(self.id, request, self._store.now())
+        return self._ranked(request, times, expand, limit, now)
+
+    def _of_times(
+        self, times: Sequence[NamedTime], limit: int, conversations: Conversations
+    ) -> builtins.list[Hit]:
+        """A query that asks only about times ("what happened last week?"): the visible memories that
+        occurred then, unscored (0.0) as an empty query's are. Dates and spans are listed from the
+        store in listing order; a month or weekday of any year is looked for among the
+        ``MAX_RESULTS`` most recently updated memories (no index holds "every May")."""
+        spans = [t for t in times if t.start is not None and t.end is not None]
+        if len(spans) == len(times):
+            memories: Sequence[Memory] = self.list(
+                limit=MAX_RESULTS,
+                occurred_since=min(t.start for t in spans if t.start is not None),
+                occurred_until=max(t.end for t in spans if t.end is not None) - timedelta(microseconds=1),
+                conversations=conversations,
+            )
+        else:
+            request = SearchRequest(None, MAX_RESULTS, conversations=conversations)
+            memories = [hit.memory for hit in self._backend.search(self.id, request, self._store.now())]
+        return [Hit(m, 0.0) for m in memories if any(t.holds(m.occurred_at) for t in times)][:limit]
+
+    def _ranked(
+        self, request: SearchRequest, times: Sequence[NamedTime], expand: bool, limit: int, now: datetime
+    ) -> builtins.list[Hit]:
+        """The backend's answer to ``request``, expanded from its own top hits first when ``expand``,
+        with the hits of a named time lifted, cut to ``limit``."""
+        if expand and request.terms and request.mode != "semantic":  # ranking by meaning alone has no terms
+            feedback = self._backend.search(self.id, replace(request, limit=FEEDBACK_HITS), now)
+            analyzer = self._store.analyzer
+            counts = analyzer.document_terms_many(
+                (h.memory.key, h.memory.content, h.memory.tags) for h in feedback
+            )
+            weights = expanded_weights(
+                request.terms, [(c, h.score) for (c, _), h in zip(counts, feedback, strict=True)]
+            )
+            request = replace(request, terms=list(weights), weights=weights)
+        hits = self._backend.search(self.id, request, now)
+        return boosted(hits, times, capped=request.mode != "lexical")[:limit]
 
     def delete(self, key: str) -> Memory:
         return self._backend.delete(self.id, check_key(key), self._store.now())

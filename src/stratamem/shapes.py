@@ -48,10 +48,11 @@ def _shown(memory: Memory) -> dict[str, Any]:
 
 
 def list_entry(memory: Memory) -> dict[str, Any]:
-    """One element of ``memory_list``'s ``memories``."""
+    """One element of ``memory_list``'s ``memories`` (and ``memory_get``'s answer)."""
     return {
         **_shown(memory),
         "updated_at": memory.updated_at.isoformat(),
+        "occurred_at": memory.occurred_at.isoformat(),
     }
 
 
@@ -60,6 +61,7 @@ def search_entry(hit: Hit) -> dict[str, Any]:
     memory = hit.memory
     return {
         **_shown(memory),
+        "occurred_at": memory.occurred_at.isoformat(),
         "score": score(hit.score),
     }
 
@@ -73,6 +75,7 @@ def export_record(memory: Memory) -> dict[str, Any]:
         "session_id": memory.session_id,
         "created_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
+        "occurred_at": memory.occurred_at.isoformat(),
     }
 
 

@@ -345,6 +345,10 @@ class Analyzer:
             (Counter(stems[word] for stems in per_language for word in words), len(words)) for words in texts
         ]
 
+    def content_words(self, text: str) -> list[str]:
+        """The words of ``text`` that are not stopwords, unstemmed (what a query asks about)."""
+        return [w for w in tokens(text) if w not in self._stop]
+
     def query_terms(self, query: str) -> list[str]:
         """Distinct stemmed query terms in first-seen order, stopwords dropped when possible."""
         words = tokens(query)

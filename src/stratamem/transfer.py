@@ -1,5 +1,8 @@
 """JSON Lines export and import: one memory per line, every field, levels by name.
 
+A line carries ``occurred_at`` (absent: ``created_at``) and, when the memory has one, its ``context``
+(checked as a save checks it); times in a line must carry an offset.
+
 Import is all-or-nothing: every line is parsed and validated first, and a
 single bad line (reported with its line number) imports nothing. A partial
 import of a memory store is harder to reason about than a refused one.
@@ -15,13 +18,14 @@ from typing import IO, Any
 
 from .errors import ValidationError
 from .levels import Level
-from .models import Memory
+from .models import Memory, situated
 from .strict_json import DuplicateKey as DuplicateKey  # re-exported: importers and tests name it here
 from .strict_json import read_json as strict_json
 from .validation import (
     check_agent_id,
     check_category,
     check_content,
+    check_context,
     check_id,
     check_key,
     check_tags,
@@ -65,18 +69,25 @@ def parse_line(text: str, max_content_bytes: int, line: int = 1) -> Memory:
     if session_id is not None:
         session_id = check_id(session_id, "session_id")
     lineage = check_id(data.get("lineage_id") or str(uuid.uuid4()), "lineage_id")
-    return Memory(
-        key=check_key(data["key"]),
-        content=check_content(data["content"], max_content_bytes),
-        level=Level.parse(data["level"]),
-        tags=check_tags(data.get("tags")),  # a list of strings, as a save takes it: not an object, not false
-        category=check_category(data.get("category", "core")),
-        agent_id=check_agent_id(data["agent_id"]),
-        session_id=session_id,
-        created_at=created,
-        updated_at=updated or created,
-        lineage_id=lineage,
-        expires_at=_time(data["expires_at"], "expires_at") if data.get("expires_at") else None,
+    occurred = _time(data["occurred_at"], "occurred_at") if data.get("occurred_at") else None
+    return situated(
+        Memory(
+            key=check_key(data["key"]),
+            content=check_content(data["content"], max_content_bytes),
+            level=Level.parse(data["level"]),
+            tags=check_tags(
+                data.get("tags")
+            ),  # a list of strings, as a save takes it: not an object, not false
+            category=check_category(data.get("category", "core")),
+            agent_id=check_agent_id(data["agent_id"]),
+            session_id=session_id,
+            created_at=created,
+            updated_at=updated or created,
+            lineage_id=lineage,
+            expires_at=_time(data["expires_at"], "expires_at") if data.get("expires_at") else None,
+            occurred_at=occurred or created,  # a line from before the field: it happened when it was created
+        ),
+        check_context(data.get("context")),
     )
 
 

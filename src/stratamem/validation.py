@@ -23,6 +23,8 @@ MAX_REASON_CHARS = 1000
 # A century: long enough for "keep forever", short enough that now + ttl is always a valid datetime.
 MAX_TTL_SECONDS = 100 * 366 * 24 * 3600
 BUILTIN_CATEGORIES = ("core", "daily", "conversation")
+#: the longest ``context`` a memory carries (characters, after stripping)
+MAX_CONTEXT_CHARS = 2000
 
 
 # Unicode category Cc is exactly C0, DEL and C1 (U+0000-U+001F, U+007F-U+009F; stable since Unicode 1.1,
@@ -195,6 +197,56 @@ def check_time(moment: object, what: str) -> datetime:
     except (OverflowError, ValueError, OSError):
         raise ValidationError(f"{what} is outside the representable range of times") from None
     return utc
+
+
+def check_occurred_at(value: object, what: str = "occurred_at") -> datetime | None:
+    """When a memory's event happened: an aware datetime or an ISO 8601 string, as aware UTC; None stays None.
+
+    Any year from 1 to 9999 is accepted (memories of history and of future plans are legitimate) as
+    long as the time converts to UTC and to the stores' epoch microseconds. Naive values follow the
+    module's convention for times given by callers (``parse_time(naive_is_utc=True)``, as the listing
+    filters and the tools' ``since``/``until`` read them): a string without an offset is UTC. A naive
+    ``datetime`` object is refused: Python code that forgot a timezone gets an error, not a guess.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return parse_time(value, what)
+    if not isinstance(value, datetime):
+        raise ValidationError(f"{what} must be an ISO 8601 time string or a timezone-aware datetime")
+    return check_time(value, what)
+
+
+def check_context(value: object) -> str | None:
+    """A memory's ``context``: text that situates it, stripped, at most ``MAX_CONTEXT_CHARS``; empty -> None.
+
+    It is content (stored at the memory's level, scanned by the gate), so it takes content's checks —
+    valid UTF-8, no NUL — and, being one short line of situation, no control characters but tab and
+    newline.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError("context must be a string")
+    _encodable(value, "context")
+    text = value.strip()
+    if not text:
+        return None
+    if len(text) > MAX_CONTEXT_CHARS:
+        raise ValidationError(f"context is {len(text)} characters long; the limit is {MAX_CONTEXT_CHARS}")
+    if _CONTROL.search(text.replace("\n", " ").replace("\t", " ").replace("\r", " ")):
+        raise ValidationError("context must not contain control characters (other than tab and newline)")
+    return text
+
+
+def cut_context(text: str | None) -> str | None:
+    """Text made into a valid context for a save the system makes (autosave): control characters but
+    tab and newline dropped, cut to the limit; nothing left -> None."""
+    if text is None:
+        return None
+    cleaned = _CONTROL.sub(lambda m: m.group() if m.group() in "\t\n\r" else "", text)
+    cleaned = cleaned.encode("utf-8", "replace").decode("utf-8").strip()[:MAX_CONTEXT_CHARS].strip()
+    return cleaned or None
 
 
 #: the most hits one search returns

@@ -15,7 +15,7 @@ if the hidden one had never existed.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import BACKENDS, FakeClock, fresh_store
@@ -33,13 +33,24 @@ OWN, PEER, OUTSIDER = "a", "b", "c"
 content = st.lists(st.sampled_from(WORDS), min_size=1, max_size=6).map(" ".join)
 tags = st.lists(st.sampled_from(TAGS), max_size=2, unique=True)
 level = st.sampled_from(list(Level))
+# When a saved memory happened (days before 2000-01-01; None: the save's time) and the text that situates it
+# (None: none). Hidden records carry them too: neither may show through any read, filter or score.
+EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
+OCCURRED_BOUNDS = (EPOCH - timedelta(days=3), EPOCH - timedelta(days=1))
+occurred = st.one_of(st.none(), st.integers(0, 4))
+situation = st.one_of(st.none(), content)
+
+
+def saved(kind: str, agent, lv, key):
+    """A save step: (kind, agent, level, key, content, tags, occurred day or None, context or None)."""
+    return st.tuples(st.just(kind), agent, lv, key, content, tags, occurred, situation)
 
 
 def visible_op(taint: Level):
     lv = st.sampled_from([lv for lv in Level if lv <= taint])
     agent = st.sampled_from([OWN, PEER])
     return st.one_of(
-        st.tuples(st.just("save"), agent, lv, st.sampled_from(KEYS), content, tags),
+        saved("save", agent, lv, st.sampled_from(KEYS)),
         st.tuples(st.just("delete"), agent, lv, st.sampled_from(KEYS)),
     )
 
@@ -49,43 +60,23 @@ def hidden_op(taint: Level):
     seen = st.sampled_from([lv for lv in Level if lv <= taint])
     choices = [
         # Gone records on the very slots the visible history writes (same agent, key and level).
-        st.tuples(
-            st.sampled_from(["save_expired", "save_delete"]),
-            st.sampled_from([OWN, PEER]),
-            seen,
-            st.sampled_from(KEYS),
-            content,
-            tags,
+        st.one_of(
+            saved("save_expired", st.sampled_from([OWN, PEER]), seen, st.sampled_from(KEYS)),
+            saved("save_delete", st.sampled_from([OWN, PEER]), seen, st.sampled_from(KEYS)),
         ),
-        st.tuples(
-            st.just("save"), st.just(OUTSIDER), level, st.sampled_from(KEYS + HIDDEN_KEYS), content, tags
+        saved("save", st.just(OUTSIDER), level, st.sampled_from(KEYS + HIDDEN_KEYS)),
+        saved(
+            "save_delete", st.sampled_from([OWN, PEER, OUTSIDER]), level, st.sampled_from(KEYS + HIDDEN_KEYS)
         ),
-        st.tuples(
-            st.just("save_delete"),
-            st.sampled_from([OWN, PEER, OUTSIDER]),
-            level,
-            st.sampled_from(KEYS + HIDDEN_KEYS),
-            content,
-            tags,
-        ),
-        st.tuples(
-            st.just("save_expired"),
-            st.sampled_from([OWN, PEER]),
-            level,
-            st.sampled_from(KEYS + HIDDEN_KEYS),
-            content,
-            tags,
-        ),
+        saved("save_expired", st.sampled_from([OWN, PEER]), level, st.sampled_from(KEYS + HIDDEN_KEYS)),
     ]
     if above:
         choices.append(
-            st.tuples(
-                st.just("save"),
+            saved(
+                "save",
                 st.sampled_from([OWN, PEER]),
                 st.sampled_from(above),
                 st.sampled_from(KEYS + HIDDEN_KEYS),
-                content,
-                tags,
             )
         )
         choices.append(
@@ -160,16 +151,22 @@ class World:
             except NotFound:
                 pass
         elif kind == "save":
-            w.save(key, rest[0], tags=rest[1])
+            w.save(key, rest[0], tags=rest[1], **self.when_and_context(rest))
         elif kind == "save_delete":
-            w.save(key, rest[0], tags=rest[1])
+            w.save(key, rest[0], tags=rest[1], **self.when_and_context(rest))
             w.delete(key)
         elif kind == "save_expired":
             try:
                 w.delete(key)  # leave no live hidden version behind
             except NotFound:
                 pass
-            w.save(key, rest[0], tags=rest[1], ttl=0.0001)
+            w.save(key, rest[0], tags=rest[1], ttl=0.0001, **self.when_and_context(rest))
+
+    @staticmethod
+    def when_and_context(rest) -> dict:
+        """A save step's occurred time and context (absent from steps written without them)."""
+        day, context = (*rest[2:4], None, None)[:2]
+        return {"occurred_at": None if day is None else EPOCH - timedelta(days=day), "context": context}
 
     def observe(self, queries) -> list:
         o = self.observer
@@ -192,15 +189,27 @@ class World:
                 m.created_at,
                 m.updated_at,
                 m.expires_at,
+                m.occurred_at,
+                type(m).__name__,  # a plain Memory on every read: a context never comes back
                 lineage,
             )
 
         out = [("get", k, mem(o.get(k))) for k in KEYS + HIDDEN_KEYS]
         out.append(("list", [mem(m) for m in o.list()]))
         out += [("list", t, [mem(m) for m in o.list(tag=t)]) for t in TAGS]
+        since, until = OCCURRED_BOUNDS
+        out.append(("occurred", [mem(m) for m in o.list(occurred_since=since, occurred_until=until)]))
+        out.append(("occurred-page", [mem(m) for m in o.list(limit=1, occurred_until=until)]))
         for q in [*queries, "", "*"]:
             for n in (1, 3, 100):
                 out.append(("search", q, n, [(mem(h.memory), h.score) for h in o.search(q, max_results=n)]))
+        for q in queries:
+            # Query expansion takes its words from the observer's own top hits; a named time lifts hits by
+            # their own time: neither may let an invisible record in.
+            expanded = o.search(q, max_results=3, expand=True)
+            out.append(("expanded", q, [(mem(h.memory), h.score) for h in expanded]))
+            timed = o.search(f"{q} on 1999-12-30", max_results=3)
+            out.append(("named time", q, [(mem(h.memory), h.score) for h in timed]))
         for k in KEYS + HIDDEN_KEYS:
             try:
                 o.delete("missing-" + k)

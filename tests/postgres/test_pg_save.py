@@ -108,7 +108,8 @@ def test_the_function_runs_with_the_callers_rights_under_row_level_security():
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             conn.execute(
                 "SELECT * FROM sm_save(%s, %s, 1, '\"t\"', 1, 1, ARRAY['x'], ARRAY['y'], ARRAY['[]'], "
-                "ARRAY['core'], ARRAY[NULL]::bigint[], ARRAY['l'], ARRAY[1], ARRAY['y'], ARRAY['1'], ARRAY['x'])",
+                "ARRAY['core'], ARRAY[NULL]::bigint[], ARRAY['l'], ARRAY[1], ARRAY['y'], ARRAY['1'], ARRAY['x'], "
+                "ARRAY[1]::bigint[], ARRAY[NULL]::text[])",
                 (s.id, f'"{s.id}"'),
             )
     store.close()

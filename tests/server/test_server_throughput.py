@@ -14,6 +14,7 @@ import asyncio
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -222,6 +223,13 @@ def test_concurrent_clients_get_a_lone_clients_answers_whole(live_serve):
             body = {"key": f"k{i}", "content": f"note {i} about harbour cranes and tide tables"}
             assert c.post(f"/v1/sessions/{sid}/memories", json=body).status_code in (200, 201)
         queries = ["harbour cranes", "tide tables", "note 3", "cranes tide"] * 3
+        # The server embeds pending records between requests, and a hybrid answer changes as vectors
+        # arrive: compare answers once every record has its vector (the scrape's gauge says so).
+        deadline = time.monotonic() + 120
+        while "stratamem_pending_vectors 0.0" not in c.get("/metrics").text:
+            assert time.monotonic() < deadline, "the server never embedded the saved records"
+            c.post(f"/v1/sessions/{sid}/search", json={"query": "harbour"})
+            time.sleep(0.2)
         alone = [c.post(f"/v1/sessions/{sid}/search", json={"query": q}).text for q in queries]
 
     answers: dict[int, list[str]] = {}

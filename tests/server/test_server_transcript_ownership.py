@@ -91,7 +91,10 @@ def _last_event(client: TestClient) -> dict[str, Any]:
 
 
 def _transcript(client: TestClient, sid: str, params: dict[str, Any]) -> tuple[int, bytes, list, dict]:
-    answer = client.get(f"/v1/sessions/{sid}/transcript", params=params)
+    # the same request id for both reads: the response echoes it, so it may not tell them apart either
+    answer = client.get(
+        f"/v1/sessions/{sid}/transcript", params=params, headers={"X-Request-Id": "same-probe"}
+    )
     return answer.status_code, answer.content, answer.headers.multi_items(), _last_event(client)
 
 

@@ -24,6 +24,8 @@ import httpx2
 import pg_server
 import pytest
 from click.testing import CliRunner
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 from server_support import (
     auth,
     cli_env,
@@ -42,6 +44,8 @@ from stratamem.server import mcp_tools
 from stratamem.server import serve as serve_module
 from stratamem.server import tool_workers as worker_module
 from stratamem.server.config import load_config, parse_config
+from stratamem.server.metrics import ServerMetrics
+from stratamem.server.observability import MetricsSettings
 from stratamem.server.principals import Principal, Principals
 from stratamem.server.state import ServerState
 from stratamem.server.tool_workers import (
@@ -274,6 +278,27 @@ def test_a_worker_killed_during_a_call_answers_that_it_may_have_been_applied(poo
     assert answer == [json.dumps({"error": {"code": "STORAGE_ERROR", "message": LOST}})]
     again = _call(workers, alice, session.id, "memory_save", {"key": "k", "content": "y"})
     assert again and '"saved": true' in again
+    assert workers.restarts >= 1  # /metrics: stratamem_worker_restarts
+
+
+def test_store_operations_run_in_workers_reach_the_server_metrics(pool):
+    """The server process never saves here: a save_many timing can only have come back with a reply."""
+    state, workers, who = pool
+    state.workers = workers
+    metrics = ServerMetrics(state, MetricsSettings(), "127.0.0.1")
+    alice = who["alice"]
+    session = state.open_session(alice)
+    saved = _call(workers, alice, session.id, "memory_save", {"key": "k", "content": "about otters"})
+    assert saved and '"saved": true' in saved
+    families = {f.name: f for f in text_string_to_metric_families(generate_latest(metrics.registry).decode())}
+    counts = {
+        s.labels["operation"]: s.value
+        for s in families["stratamem_store_operation_duration_seconds"].samples
+        if s.name.endswith("_count")
+    }
+    assert counts.get("save_many", 0) >= 1, counts
+    assert families["stratamem_worker_processes"].samples[0].value == 2
+    assert workers.restarts == 0
 
 
 def test_workers_that_cannot_be_replaced_end_the_call_with_an_error(pool, tmp_path):

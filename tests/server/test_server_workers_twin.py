@@ -79,14 +79,16 @@ steps = st.lists(
 
 
 def _same_shape(text: str | None, session_ids: dict[str, str]) -> Any:
-    """The answer with the store's own session ids and update times set aside."""
+    """The answer with the store's own session ids and update and occurred times set aside (both the wall clock)."""
     assert text is not None
     for own, common in session_ids.items():
         text = text.replace(own, common)
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in ("updated_at", "next_cursor")}
+            return {
+                k: strip(v) for k, v in value.items() if k not in ("updated_at", "occurred_at", "next_cursor")
+            }
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value

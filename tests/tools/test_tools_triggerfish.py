@@ -28,19 +28,26 @@ def test_five_tools_round_trip(store):
     }
 
     got = call(s, "memory_get", key="user-name")
-    assert set(got) == {"found", "key", "content", "classification", "tags", "updated_at"}
+    assert set(got) == {"found", "key", "content", "classification", "tags", "updated_at", "occurred_at"}
     assert got["found"] is True and got["content"] == "Ada Lovelace" and got["tags"] == ["personal"]
     assert datetime.fromisoformat(got["updated_at"]).utcoffset() is not None
 
     found = call(s, "memory_search", query="lovelace", max_results=5)
     assert found["query"] == "lovelace"
     assert [r["key"] for r in found["results"]] == ["user-name"]
-    assert set(found["results"][0]) == {"key", "content", "classification", "tags", "score"}
+    assert set(found["results"][0]) == {"key", "content", "classification", "tags", "occurred_at", "score"}
     assert isinstance(found["results"][0]["score"], float) and found["results"][0]["score"] > 0
 
     listed = call(s, "memory_list")
     assert [m["key"] for m in listed["memories"]] == ["user-name"]
-    assert set(listed["memories"][0]) == {"key", "content", "classification", "tags", "updated_at"}
+    assert set(listed["memories"][0]) == {
+        "key",
+        "content",
+        "classification",
+        "tags",
+        "updated_at",
+        "occurred_at",
+    }
     assert call(s, "memory_list", tag="personal") == listed
     assert call(s, "memory_list", tag="work") == {"memories": [], "next_cursor": None}
 

@@ -109,6 +109,7 @@ def test_export_is_json_lines_with_filters(store):
         "session_id",
         "created_at",
         "updated_at",
+        "occurred_at",
     }
     assert records[0]["category"] == "daily" and records[0]["classification"] == "PUBLIC"
 

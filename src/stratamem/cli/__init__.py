@@ -8,14 +8,21 @@ codes: 0 ok, 1 not found, 2 usage or validation, 3 storage, 4 policy.
 The root group and its global options are in ``root``; the commands, grouped by
 what they act on, register themselves on it: ``memory_commands`` (a session's
 memories), ``store_commands`` (the operator's whole-store operations),
-``audit_commands``, ``session_commands`` and ``server_commands`` (serve, mcp,
-config). Importing this package registers them all.
+``audit_commands``, ``session_commands``, ``server_commands`` (serve, mcp,
+config) and ``docs_command`` (where the documentation is). Importing this package registers them all.
 """
 
 from __future__ import annotations
 
 # Each command module is imported for the commands it registers on ``cli``.
-from . import audit_commands, memory_commands, server_commands, session_commands, store_commands  # noqa: F401
+from . import (  # noqa: F401
+    audit_commands,
+    docs_command,
+    memory_commands,
+    server_commands,
+    session_commands,
+    store_commands,
+)
 from .root import UNEXPECTED, accept_globals, cli
 
 __all__ = ["UNEXPECTED", "cli", "main"]

@@ -11,7 +11,7 @@ from .. import shapes
 from ..errors import NotFound
 from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..policy.gate import gated_save
-from ..validation import MAX_RESULTS
+from ..validation import MAX_RESULTS, parse_time
 from .root import Context, cli, run
 
 
@@ -35,13 +35,35 @@ def _one_line(text: str, width: int = 100) -> str:
 @click.argument("content")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--category", default="core", show_default=True)
+@click.option("--occurred-at", help="When it happened (ISO 8601; without offset: UTC). Default: now.")
+@click.option(
+    "--context", help="Text that situates the memory (stored with it, used to find it, never shown)."
+)
 @click.pass_obj
-def save(ctx: Context, key: str, content: str, tags: tuple[str, ...], category: str) -> None:
+def save(
+    ctx: Context,
+    key: str,
+    content: str,
+    tags: tuple[str, ...],
+    category: str,
+    occurred_at: str | None,
+    context: str | None,
+) -> None:
     """Save CONTENT under KEY at the session's taint ("-" reads CONTENT from stdin)."""
 
     def action() -> None:
         text = _stdin_content() if content == "-" else content
-        memory = gated_save(ctx.session(), key, text, tags=tags, category=category, path="cli", origin="cli")
+        memory = gated_save(
+            ctx.session(),
+            key,
+            text,
+            tags=tags,
+            category=category,
+            path="cli",
+            origin="cli",
+            occurred_at=occurred_at,
+            context=context,
+        )
         ctx.emit(shapes.saved(memory), f"saved {memory.key} [{memory.level.name}]")
 
     run(ctx, action)
@@ -107,12 +129,25 @@ def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None
     help=f"Memories per page (1 to {MAX_PAGE_SIZE}).",
 )
 @click.option("--cursor", help="Continue after a previous page (its next_cursor).")
+@click.option("--occurred-since", help="Only memories that happened at or after this time (ISO 8601).")
+@click.option("--occurred-until", help="Only memories that happened at or before this time (ISO 8601).")
 @click.pass_obj
-def list_(ctx: Context, tag: str | None, limit: int, cursor: str | None) -> None:
+def list_(
+    ctx: Context,
+    tag: str | None,
+    limit: int,
+    cursor: str | None,
+    occurred_since: str | None,
+    occurred_until: str | None,
+) -> None:
     """List visible memories, one page at a time (ordered by agent, then key)."""
 
     def action() -> None:
-        page = ctx.session(existing=True).list(tag=tag, limit=limit, cursor=cursor)
+        since = None if occurred_since is None else parse_time(occurred_since, "--occurred-since")
+        until = None if occurred_until is None else parse_time(occurred_until, "--occurred-until")
+        page = ctx.session(existing=True).list(
+            tag=tag, limit=limit, cursor=cursor, occurred_since=since, occurred_until=until
+        )
         lines = [f"{m.key} [{m.level.name}]: {_one_line(m.content)}" for m in page]
         if page.next_cursor is not None:
             lines.append(f"more: use --cursor {page.next_cursor}")

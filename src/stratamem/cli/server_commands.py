@@ -45,16 +45,26 @@ def _given(first: str | None, second: str | None) -> str | None:
     help="Processes running the memory tool calls of REST and MCP (default 1: in the server's own process; "
     "[server] workers in --config).",
 )
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    help="Log lines as text (default) or one JSON object per line with a request id "
+    "([server] log_format in --config).",
+)
 @click.pass_obj
 def serve(
-    ctx: Context, host: str | None, port: int | None, config_path: str | None, workers: int | None
+    ctx: Context,
+    host: str | None,
+    port: int | None,
+    config_path: str | None,
+    workers: int | None,
+    log_format: str | None,
 ) -> None:
     """Serve memory over HTTP: MCP at /mcp, REST at /v1, docs at /docs."""
     from ..server import require_extra, run_serve
 
     def action() -> None:
         require_extra()
-        _say_location(ctx)
         run_serve(
             ctx.db or default_url(),
             host=host,
@@ -62,6 +72,8 @@ def serve(
             config_path=config_path,
             agent=ctx.agent,
             workers=workers,
+            log_format=log_format,
+            banner=f"stratamem: database {location(ctx.db)}",  # a JSON log line under --log-format json
         )
 
     run(ctx, action)

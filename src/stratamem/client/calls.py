@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -75,19 +76,36 @@ def reset(session_id: str) -> Call:
 
 
 # memories -----------------------------------------------------------------------------------
+def _when(moment: datetime | str | None) -> str | None:
+    """A time as the server reads it: ISO 8601 text (a datetime is sent with its offset)."""
+    return moment.isoformat() if isinstance(moment, datetime) else moment
+
+
 def save(
-    session_id: str, key: str, content: str, *, tags: Iterable[str] | None = None, category: str | None = None
+    session_id: str,
+    key: str,
+    content: str,
+    *,
+    tags: Iterable[str] | None = None,
+    category: str | None = None,
+    occurred_at: datetime | str | None = None,
+    context: str | None = None,
 ) -> Call:
-    """Save at the session's taint: ``{"saved": true, "key", "classification"}``."""
-    body = _given(key=key, content=content, category=category)
+    """Save at the session's taint: ``{"saved": true, "key", "classification"}``; ``occurred_at``: when it
+    happened (default: now), ``context``: text that situates it (stored, never returned)."""
+    body = _given(
+        key=key, content=content, category=category, occurred_at=_when(occurred_at), context=context
+    )
     if tags is not None:
         body["tags"] = list(tags)
     return Call("POST", f"{_session(session_id)}/memories", body=body)
 
 
 def save_many(session_id: str, items: Iterable[Mapping[str, Any]]) -> Call:
-    """Several memories in one transaction, all or nothing: ``{"saved": N, "memories": [...]}``."""
-    return Call("POST", f"{_session(session_id)}/memories:batch", body={"items": [dict(i) for i in items]})
+    """Several memories in one transaction, all or nothing: ``{"saved": N, "memories": [...]}``; an item
+    may carry ``occurred_at`` (a datetime or ISO 8601 text) and ``context`` as ``save`` does."""
+    body = [{**i, "occurred_at": _when(i["occurred_at"])} if "occurred_at" in i else dict(i) for i in items]
+    return Call("POST", f"{_session(session_id)}/memories:batch", body={"items": body})
 
 
 def get(session_id: str, key: str) -> Call:
@@ -96,10 +114,24 @@ def get(session_id: str, key: str) -> Call:
 
 
 def list_memories(
-    session_id: str, *, tag: str | None = None, limit: int | None = None, cursor: str | None = None
+    session_id: str,
+    *,
+    tag: str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+    occurred_since: datetime | str | None = None,
+    occurred_until: datetime | str | None = None,
 ) -> Call:
-    """One page: ``{"memories": [...], "next_cursor": ...}``; pass next_cursor back for the next page."""
-    return Call("GET", f"{_session(session_id)}/memories", _given(tag=tag, limit=limit, cursor=cursor))
+    """One page: ``{"memories": [...], "next_cursor": ...}``; pass next_cursor back for the next page.
+    ``occurred_since``/``occurred_until``: only memories that happened in that range (inclusive)."""
+    query = _given(
+        tag=tag,
+        limit=limit,
+        cursor=cursor,
+        occurred_since=_when(occurred_since),
+        occurred_until=_when(occurred_until),
+    )
+    return Call("GET", f"{_session(session_id)}/memories", query)
 
 
 def delete(session_id: str, key: str) -> Call:

@@ -4,7 +4,9 @@ Every ``*.md`` under the folder (hidden folders such as ``.obsidian`` and
 ``.git`` skipped) becomes a memory keyed by its path relative to the folder,
 without ``.md`` (``projects/lisbon``). YAML front matter (``---`` ... ``---``)
 gives ``tags`` (a list or a comma/space separated string), ``category`` /
-``type``, and ``created``/``date``; the content is the body. An empty note is
+``type``, ``created``/``date`` (the memory's created and occurred time) and
+``title`` (its context: stored with it and used to find it, never shown as
+content); the content is the body. An empty note is
 skipped (it has nothing to remember) and counted as skipped; anything else
 malformed refuses the import with the file and line.
 """
@@ -79,6 +81,11 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, int]:
     raise ValidationError("line 1: front matter is not closed by ---")
 
 
+def _title(value: object) -> str | None:
+    """A note's title as text (YAML may read ``title: 1984`` as a number); a list or mapping is no title."""
+    return None if value is None or isinstance(value, (list, dict)) else str(value)
+
+
 def read(path: Path, target: Target) -> list[Memory]:
     if not path.is_dir():
         raise ValidationError(f"{path}: the markdown-notes format reads a folder")
@@ -100,6 +107,7 @@ def read(path: Path, target: Target) -> list[Memory]:
                     tags=tag_list(front.get("tags")),
                     category=str(category),
                     created_at=str(created) if created else None,
+                    context=_title(front.get("title")),
                 )
             )
         except ValidationError as exc:

@@ -17,9 +17,17 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..levels import Level
-from ..models import Memory
+from ..models import Memory, situated
 from ..strict_json import JsonRefused, read_json
-from ..validation import check_agent_id, check_category, check_content, check_key, check_tags, parse_time
+from ..validation import (
+    check_agent_id,
+    check_category,
+    check_content,
+    check_context,
+    check_key,
+    check_tags,
+    parse_time,
+)
 
 MAX_FILE_BYTES = 64 * 1024 * 1024  # one source file
 MAX_FILES = 100_000  # files under one directory
@@ -91,22 +99,32 @@ def memory(
     category: str = "core",
     created_at: object = None,
     updated_at: object = None,
+    context: object = None,
 ) -> Memory:
-    """One memory for ``target``, every field validated as a save would (ValidationError otherwise)."""
+    """One memory for ``target``, every field validated as a save would (ValidationError otherwise).
+
+    The fact happened when the source created it: ``occurred_at`` is the source's creation time (its
+    update time when it has none; the import's time when it has neither). ``context``: text that
+    situates it (a note's title), checked as a save checks it."""
     created = parse_time(created_at, "created_at", naive_is_utc=True) if created_at else None
     updated = parse_time(updated_at, "updated_at", naive_is_utc=True) if updated_at else None
     created = created or updated or datetime.now(UTC)
-    return Memory(
-        key=check_key(key),
-        content=check_content(content, target.max_content_bytes),
-        level=target.level,
-        tags=check_tags(list(dict.fromkeys(tags))),
-        category=check_category(category),
-        agent_id=target.agent_id,
-        session_id=None,
-        created_at=created,
-        updated_at=updated or created,
-        lineage_id=str(uuid.uuid4()),
+    situation = check_context(context)
+    return situated(
+        Memory(
+            key=check_key(key),
+            content=check_content(content, target.max_content_bytes),
+            level=target.level,
+            tags=check_tags(list(dict.fromkeys(tags))),
+            category=check_category(category),
+            agent_id=target.agent_id,
+            session_id=None,
+            created_at=created,
+            updated_at=updated or created,
+            lineage_id=str(uuid.uuid4()),
+            occurred_at=created,
+        ),
+        situation,
     )
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import tracing
 from ..audit import AuditDraft
 from ..errors import ValidationError
 from ..levels import Level
@@ -208,8 +209,11 @@ class Policy:
         detail: Mapping[str, Any] | None = None,
     ) -> Decision:
         """The decision for one hook call, audited. A ``guard`` decision (built-in) skips evaluation."""
-        decision = guard or self.approve(hook, self.evaluate(hook, facts), facts)
-        self.record(store, record, hook, decision, lineage_ids=lineage_ids, detail=detail)
+        with tracing.span("stratamem.policy", {"stratamem.hook": hook.value}) as span:
+            decision = guard or self.approve(hook, self.evaluate(hook, facts), facts)
+            self.record(store, record, hook, decision, lineage_ids=lineage_ids, detail=detail)
+            if span is not None:
+                span.set_attribute("stratamem.action", decision.action.value)
         return decision
 
     @staticmethod

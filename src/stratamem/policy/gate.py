@@ -9,7 +9,8 @@ The order, first refusal wins:
 
 1. read-only: a read-only policy refuses every write;
 2. the poisoning scanner (``scanner.scan`` over every view of key, content,
-   category and tags): REJECT mode refuses, QUARANTINE mode lets the write
+   context, category and tags — a context is content: it is stored with the
+   memory and shapes its embedding): REJECT mode refuses, QUARANTINE mode lets the write
    through tagged ``stratamem:quarantine`` (no tool read returns it);
 3. the operator's PRE_TOOL_CALL hooks and rules, then the approver.
 
@@ -25,16 +26,23 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..audit import AuditDraft
 from ..errors import PolicyBlocked
 from ..levels import Level
-from ..models import Memory
+from ..models import Memory, context_of, situated
 from ..save_many import as_items, check_batch
 from ..storage.records import SessionRecord
-from ..validation import check_category, check_content, check_key, check_tags
+from ..validation import (
+    check_category,
+    check_content,
+    check_context,
+    check_key,
+    check_occurred_at,
+    check_tags,
+)
 from . import facts as facts_mod
 from .engine import DEFAULT_POLICY, Policy
 from .guards import read_only_guard, scanner_guard
@@ -72,12 +80,18 @@ class MemoryWrite:
     content: str
     tags: tuple[str, ...] = ()
     category: str = "core"
+    context: str | None = None
 
     def texts(self) -> tuple[object, ...]:
-        return (self.key, self.content, self.category, *self.tags)
+        situation = () if self.context is None else (self.context,)
+        return (self.key, self.content, *situation, self.category, *self.tags)
 
     def arguments(self) -> dict[str, Any]:
-        return {"key": self.key, "content": self.content, "tags": list(self.tags), "category": self.category}
+        """The write as a rule sees it (a tool call's argument names); ``context`` only when there is one."""
+        shown = {"key": self.key, "content": self.content, "tags": list(self.tags), "category": self.category}
+        if self.context is not None:
+            shown["context"] = self.context
+        return shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,14 +107,13 @@ class Verdict:
         return self.decision.action is Action.BLOCK
 
     def applied(self, write: MemoryWrite) -> MemoryWrite:
-        """The write as it may be stored: content redacted if a rule said so, quarantine tag added."""
-        content = (
-            redact_text(write.content, self.decision)
-            if self.decision.action is Action.REDACT
-            else write.content
-        )
+        """The write as it may be stored: content and context redacted if a rule said so, quarantine tag added."""
+        content, context = write.content, write.context
+        if self.decision.action is Action.REDACT:
+            content = redact_text(content, self.decision)
+            context = None if context is None else redact_text(context, self.decision)
         tags = with_quarantine(write.tags, self.quarantine)
-        return dataclasses.replace(write, content=content, tags=tags)
+        return dataclasses.replace(write, content=content, tags=tags, context=context)
 
 
 def with_quarantine(tags: Iterable[str], quarantine: bool) -> tuple[str, ...]:
@@ -224,23 +237,39 @@ def gated_save(
     path: str,
     origin: str | None = None,
     channel: str | None = None,
+    occurred_at: datetime | str | None = None,
+    context: str | None = None,
 ) -> Memory:
     """``session.save`` behind the gate: the way every non-tool path writes a memory.
 
     Arguments are validated first (a malformed write is a ValidationError,
-    not a policy decision); a blocked write raises ``PolicyBlocked``.
+    not a policy decision); a blocked write raises ``PolicyBlocked``. The
+    context is judged with the content: a refused context refuses the save.
     """
     policy = policy or DEFAULT_POLICY
     store, record = session.store, session.record
     max_bytes = store.max_content_bytes
+    occurred = check_occurred_at(occurred_at)
     write = MemoryWrite(
-        check_key(key), check_content(content, max_bytes), check_tags(tags), check_category(category)
+        check_key(key),
+        check_content(content, max_bytes),
+        check_tags(tags),
+        check_category(category),
+        check_context(context),
     )
     verdict = check_write(store, record, policy, write, path=path, origin=origin, channel=channel)
     if verdict.blocked:
         raise refusal(f"{path} write", verdict.decision)
     stored = verdict.applied(write)
-    return session.save(stored.key, stored.content, tags=stored.tags, category=stored.category, ttl=ttl)
+    return session.save(
+        stored.key,
+        stored.content,
+        tags=stored.tags,
+        category=stored.category,
+        ttl=ttl,
+        occurred_at=occurred,
+        context=stored.context,
+    )
 
 
 def gated_save_many(
@@ -265,7 +294,7 @@ def gated_save_many(
     checked = check_batch(items, store.max_batch, store.max_content_bytes)
     stored: list[MemoryWrite] = []
     for index, item in enumerate(checked):
-        write = MemoryWrite(item.key, item.content, item.tags, item.category)
+        write = MemoryWrite(item.key, item.content, item.tags, item.category, item.context)
         verdict = check_write(
             store,
             record,
@@ -281,7 +310,7 @@ def gated_save_many(
             raise PolicyBlocked(f"item {index}: {blocked.message}; nothing of the batch was written")
         stored.append(verdict.applied(write))
     applied = [
-        dataclasses.replace(item, content=w.content, tags=w.tags)
+        dataclasses.replace(item, content=w.content, tags=w.tags, context=w.context)
         for item, w in zip(checked, stored, strict=True)
     ]
     return session.save_many(as_items(applied))
@@ -316,7 +345,9 @@ def screen_import(
             Level(memory.level),
             memory.created_at,
         )
-        write = MemoryWrite(memory.key, memory.content, tuple(memory.tags), memory.category)
+        write = MemoryWrite(
+            memory.key, memory.content, tuple(memory.tags), memory.category, context_of(memory)
+        )
         verdict = judge(
             policy, write_facts(record, policy, write, path="import", origin="import"), write, name="import"
         )
@@ -326,7 +357,9 @@ def screen_import(
             continue
         quarantined += verdict.quarantine
         stored = verdict.applied(write)
-        kept.append(dataclasses.replace(memory, content=stored.content, tags=stored.tags))
+        kept.append(
+            situated(dataclasses.replace(memory, content=stored.content, tags=stored.tags), stored.context)
+        )
     top = max((Level(m.level) for m in memories), default=Level.PUBLIC)
     outcome = "blocked" if refused else "allowed"
     store.audit(

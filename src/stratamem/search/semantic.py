@@ -41,7 +41,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING
 
-from .. import embed
+from .. import embed, tracing
 from ..audit import AuditDraft
 from ..embed import Embedder, EmbedderError, resolve
 from ..errors import ValidationError
@@ -101,6 +101,11 @@ class SemanticIndex:
             self._embedder, self._loaded = embedder, True
         return self._embedder
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the embedder has been loaded (without loading it): the server's readiness."""
+        return self._loaded and self._embedder is not None
+
     def _require(self) -> Embedder:
         embedder = self.embedder
         if embedder is None:
@@ -154,7 +159,8 @@ class SemanticIndex:
         floor = float(getattr(embedder, "min_similarity", 0.0))
 
         def embed() -> DenseQuery:
-            vector = embedder.embed_query(text)
+            with tracing.span("stratamem.embedding", {"stratamem.texts": 1}):
+                vector = embedder.embed_query(text)
             if getattr(vector, "shape", None) != (embedder.dim,):
                 raise EmbedderError(
                     f"the embedder returned a query vector of shape {getattr(vector, 'shape', None)}, "
@@ -168,7 +174,7 @@ class SemanticIndex:
                     self._queries.popitem(last=False)
             return query
 
-        future: Future[DenseQuery] = threads.pool().submit(embed)
+        future: Future[DenseQuery] = threads.pool().submit(tracing.in_context(embed))
         return QueryEmbedding(embedder.identity, embedder.dim, future)
 
     def catch_up(
@@ -216,7 +222,8 @@ class SemanticIndex:
 
     @staticmethod
     def _vectors(embedder: Embedder, pending: list[Pending]) -> list[VectorItem]:
-        vectors = embedder.embed_documents([p.text for p in pending])
+        with tracing.span("stratamem.embedding", {"stratamem.texts": len(pending)}):
+            vectors = embedder.embed_documents([p.text for p in pending])
         if vectors.shape != (len(pending), embedder.dim):
             raise EmbedderError(
                 f"the embedder returned shape {vectors.shape}, expected ({len(pending)}, "

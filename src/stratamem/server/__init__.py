@@ -38,6 +38,8 @@ class ServeOptions(TypedDict, total=False):
     config_path: str | None
     agent: str | None
     workers: int | None
+    log_format: str | None
+    banner: str | None
 
 
 def run_serve(db: str, **options: Unpack[ServeOptions]) -> None:

@@ -27,12 +27,16 @@ from .auth import BearerAuth
 from .console import ConsoleApi
 from .console_openapi import console_paths
 from .devtoken import is_loopback
+from .health import Health
+from .http_observe import ObservedRequests
 from .idempotency import Idempotency
 from .idempotency import describe as describe_idempotency
 from .mcp_http import McpEndpoint, http_resolver
 from .mcp_strict import StrictBodies
 from .mcp_tools import build_mcp_server
 from .mcp_turns import TurnMcpEndpoint, build_turn_server
+from .metrics import ServerMetrics
+from .observability import DEFAULT_METRICS, MetricsSettings
 from .openapi import document
 from .responses import error_response, internal_error, json_text
 from .rest import RestApi
@@ -80,8 +84,16 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     return internal_error()
 
 
-def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Starlette:
-    """The server's ASGI app for ``state`` (``host`` picks the /mcp Host-header checks)."""
+def build_app(
+    state: ServerState,
+    *,
+    host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    metrics: MetricsSettings = DEFAULT_METRICS,
+) -> Starlette:
+    """The server's ASGI app for ``state`` (``host`` picks the /mcp Host-header checks and who may read
+    /metrics without a token)."""
+    observed = ServerMetrics(state, metrics, host)  # first: the store's backend is timed from here on
     manager = StreamableHTTPSessionManager(
         app=build_mcp_server(http_resolver(state), profile=state.profile, read_only=state.policy.read_only),
         json_response=True,
@@ -114,10 +126,13 @@ def build_app(state: ServerState, *, host: str = "127.0.0.1", allowed_hosts: Seq
         *ConsoleApi(state).routes(),
         Route("/openapi.json", openapi_json, methods=["GET"]),
         *ui.routes(doc),
+        *Health(state).routes(),
+        *observed.routes(),
     ]
     return Starlette(
         routes=routes,
         middleware=[
+            Middleware(ObservedRequests, routes=routes, metrics=observed),
             Middleware(ui.SecurityHeaders),
             Middleware(BearerAuth, principals=state.principals),
             Middleware(Idempotency, state=state),

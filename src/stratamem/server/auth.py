@@ -6,7 +6,7 @@ nowhere else. The scope also gets the MCP SDK's ``AuthenticatedUser`` so the
 SDK's own check — an ``mcp-session-id`` answers only the credential that
 created it — applies on ``/mcp`` as well.
 
-Only the health probe, the API description and docs, and the console's
+Only the health probes, the metrics (which check access themselves), the API description and docs, and the console's
 page and files (``/ui``: it asks for a token before it reads anything) are
 reachable without a token; they reveal nothing about any memory.
 """
@@ -24,7 +24,8 @@ from .principals import Principal, Principals
 from .responses import unauthenticated
 
 PRINCIPAL_KEY = "stratamem.principal"
-PUBLIC_PATHS = frozenset({"/v1/health", "/openapi.json", "/", "/favicon.ico"})
+# /metrics checks its own access (``metrics.MetricsSettings``: open on loopback, an operator token elsewhere)
+PUBLIC_PATHS = frozenset({"/v1/health", "/v1/health/ready", "/metrics", "/openapi.json", "/", "/favicon.ico"})
 PUBLIC_PREFIXES = ("/docs", "/ui")  # static pages and their files
 
 

@@ -14,6 +14,9 @@ default. Example::
     # workers = 2               # processes running the REST and MCP memory tool calls (server/tool_workers.py)
     # max_answer_chars = 50000  # the most characters one tool answer holds (budget.py; env STRATAMEM_MAX_ANSWER_CHARS)
     # idempotency_hours = 24    # how long a REST write's first answer is replayed for its Idempotency-Key
+    # metrics = "auto"          # /metrics: auto (open on loopback, else an operator token) | open | operator | off
+    # metrics_agents = false    # label metrics by agent name (env STRATAMEM_METRICS_AGENTS)
+    # log_format = "text"       # text | json (one object per line with a request id; serve --log-format)
 
     [policy]
     # rules = "rules.yaml"      # operator rules (relative to this file)
@@ -57,6 +60,7 @@ from ..policy.engine import DEFAULT_POLICY, Policy
 from ..policy.scanner import ScanMode
 from ..tools.specs import PROFILES, TRIGGERFISH
 from ..validation import check_agent_id
+from .observability import DEFAULT_METRICS, MetricsSettings, check_access, check_log_format
 from .principals import Principal, Principals, token_digest
 from .turn_config import TurnConfig, parse_turn_config
 
@@ -78,6 +82,9 @@ _SERVER_KEYS = {
     "workers",
     "max_answer_chars",
     "idempotency_hours",
+    "metrics",
+    "metrics_agents",
+    "log_format",
 }
 _POLICY_KEYS = {"rules", "scan_mode", "read_only"}
 _PRINCIPAL_KEYS = {"name", "token_sha256", "token", "agent", "clearance", "peers", "read_only", "operator"}
@@ -112,6 +119,8 @@ class ServerConfig:
     workers: int = 1
     max_answer_chars: int | None = None  # None: STRATAMEM_MAX_ANSWER_CHARS, else the default
     idempotency_hours: float = DEFAULT_IDEMPOTENCY_HOURS
+    metrics: MetricsSettings = DEFAULT_METRICS
+    log_format: str = "text"
     policy: PolicySettings = PolicySettings()
     principals: tuple[Principal, ...] = ()
     mcp: Mapping[str, Any] = field(default_factory=dict)
@@ -294,6 +303,12 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         raise _fail(
             source, f"server.idempotency_hours must be more than 0 and at most {MAX_IDEMPOTENCY_HOURS:g}"
         )
+    agents = _typed(source, "server.metrics_agents", server.get("metrics_agents", False), bool)
+    try:
+        metrics = MetricsSettings(check_access(server.get("metrics", "auto"), "server.metrics"), agents)
+        log_format = check_log_format(server.get("log_format", "text"), "server.log_format")
+    except ValidationError as exc:
+        raise _fail(source, exc.message) from None
     mcp = _mcp(source, _table(source, data.get("mcp"), "mcp", _MCP_KEYS))
     turns, retention = data.get("turns", {}), data.get("retention", {})
     if not isinstance(turns, dict) or not isinstance(retention, dict):
@@ -309,6 +324,8 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         workers=workers,
         max_answer_chars=answer_chars,
         idempotency_hours=float(idempotency),
+        metrics=metrics,
+        log_format=log_format,
         policy=_policy(source, _table(source, data.get("policy"), "policy", _POLICY_KEYS)),
         principals=principals,
         mcp=mcp,

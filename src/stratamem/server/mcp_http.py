@@ -18,6 +18,7 @@ only decides the session, in this order:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mcp.server.context import ServerRequestContext
@@ -35,7 +36,7 @@ from .mcp_tools import Caller, Resolver
 from .principals import Principal
 from .responses import from_exception
 from .state import ServerState, blocking
-from .tool_workers import ToolCall, run_call
+from .tool_workers import ToolCall, dispatch, observed
 
 SESSION_HEADER = "x-stratamem-session"  # request: act in this existing session
 SESSION_ID_HEADER = "x-stratamem-session-id"  # response: the session this MCP connection acts in
@@ -66,9 +67,12 @@ def http_resolver(state: ServerState) -> Resolver:
             return state.open_session(principal)
 
         def elsewhere(session_id: str, name: str, arguments: dict[str, Any]) -> str | None:
-            return run_call(
+            return dispatch(
                 state, ToolCall(principal, session_id, name, arguments, state.profile, "mcp-http")
             )
+
+        def around(name: str, run: Callable[[], str | None]) -> str | None:
+            return observed(state, name, principal.agent, run)
 
         return Caller(
             session=session,
@@ -76,6 +80,7 @@ def http_resolver(state: ServerState) -> Resolver:
             profile=state.profile,
             origin="mcp-http",
             elsewhere=elsewhere if state.workers is not None else None,
+            around=around,
         )
 
     return resolve

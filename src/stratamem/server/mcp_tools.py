@@ -48,7 +48,8 @@ class Caller:
     called for a tool that exists, so a bad tool name never creates anything.
     ``elsewhere`` (``serve --workers``) runs the call in the resolved session
     in a worker process: (session id, tool, arguments) -> the tool's text,
-    ``None`` for an unexpected error there.
+    ``None`` for an unexpected error there. ``around`` (the HTTP server) runs a
+    call of a known tool, ``around(name, run)`` calling ``run()``: its span and metrics.
     """
 
     session: Callable[[], Session]
@@ -56,6 +57,7 @@ class Caller:
     profile: str
     origin: str
     elsewhere: Callable[[str, str, dict[str, Any]], str | None] | None = None
+    around: Callable[[str, Callable[[], str | None]], str | None] | None = None
 
 
 Resolver = Callable[[ServerRequestContext[Any, Any]], Awaitable[Caller]]
@@ -100,6 +102,13 @@ def run_tool(caller: Caller, name: str, arguments: object) -> str | None:
     """Blocking: resolve the session and execute one call; ``None`` for a tool this profile lacks."""
     if not isinstance(name, str) or name not in {s.name for s in specs(caller.profile)}:
         return None
+    if caller.around is not None:
+        return caller.around(name, lambda: _run_known(caller, name, arguments))
+    return _run_known(caller, name, arguments)
+
+
+def _run_known(caller: Caller, name: str, arguments: object) -> str | None:
+    """A call of a tool the profile has: its session resolved, then here or in a worker."""
     try:
         session = caller.session()
     except StratamemError as exc:

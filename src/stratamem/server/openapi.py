@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..validation import MAX_CONTEXT_CHARS
 from . import openapi_turns
 from .mcp_tools import server_version
 from .openapi_parts import LEVEL, TAGS, TIME
@@ -28,6 +29,15 @@ CUT = {
 }
 
 # The fields every answer shows of a memory, in this order.
+# a save's optional time and context (tools/specs.py describes them to the model)
+WHEN_AND_CONTEXT: dict[str, Any] = {
+    "occurred_at": {**TIME, "description": "When it happened (ISO 8601; without offset: UTC). Default: now."},
+    "context": {
+        "type": "string",
+        "maxLength": MAX_CONTEXT_CHARS,
+        "description": "Text that situates the memory: stored with it and used for its embedding, never returned.",
+    },
+}
 MEMORY: dict[str, Any] = {
     "key": {"type": "string"},
     "content": {"type": "string"},
@@ -88,6 +98,7 @@ SCHEMAS: dict[str, Any] = {
         key={"type": "string", "minLength": 1, "maxLength": 256},
         content={"type": "string", "minLength": 1},
         tags=TAGS,
+        **WHEN_AND_CONTEXT,
     ),
     "MemoryBatch": _obj(
         ["items"],
@@ -98,7 +109,9 @@ SCHEMAS: dict[str, Any] = {
         saved={"type": "integer", "minimum": 1},
         memories=_array(_ref("Saved")),
     ),
-    "MemoryContent": _obj(["content"], content={"type": "string", "minLength": 1}, tags=TAGS),
+    "MemoryContent": _obj(
+        ["content"], content={"type": "string", "minLength": 1}, tags=TAGS, **WHEN_AND_CONTEXT
+    ),
     "Saved": _obj(
         ["saved", "key", "classification"],
         saved={"const": True},
@@ -110,6 +123,7 @@ SCHEMAS: dict[str, Any] = {
         found={"const": True},
         **MEMORY,
         updated_at=TIME,
+        occurred_at=TIME,
     ),
     "NotFound": _obj(["found", "key"], found={"const": False}, key={"type": "string"}),
     "SearchRequest": _obj(
@@ -125,6 +139,7 @@ SCHEMAS: dict[str, Any] = {
             _obj(
                 ["key", "content", "classification", "tags", "score"],
                 **MEMORY,
+                occurred_at=TIME,
                 score={"type": "number"},
             )
         ),
@@ -138,6 +153,7 @@ SCHEMAS: dict[str, Any] = {
                 ["key", "content", "classification", "tags", "updated_at"],
                 **MEMORY,
                 updated_at=TIME,
+                occurred_at=TIME,
             )
         ),
         next_cursor={
@@ -173,6 +189,26 @@ SCHEMAS: dict[str, Any] = {
     "Verify": _obj(["intact"], intact={"type": "boolean"}, first_bad_seq={"type": "integer"}),
     "Health": _obj(["status", "version"], status={"const": "ok"}, version={"type": "string"}),
     "Tools": _obj(["tools"], tools=_array({"type": "object"})),
+    "Readiness": _obj(
+        ["status", "checks"],
+        status={"enum": ["ready", "not ready"]},
+        checks=_obj(
+            ["database", "migrations", "model"],
+            **{name: _ref("ReadinessCheck") for name in ("database", "migrations", "model")},
+        ),
+    ),
+    "ReadinessCheck": _obj(
+        ["ok", "detail"],
+        ok={"type": "boolean"},
+        detail={"type": "string"},
+        recorded={"type": "integer", "description": "migrations: the schema version the store records"},
+        expected={"type": "integer", "description": "migrations: the version this code writes"},
+    ),
+}
+# Prometheus' text format: what a scrape of /metrics answers
+METRICS_TEXT = {
+    "description": "Counters, histograms and gauges (no content, keys or tokens; agent names only if enabled)",
+    "content": {"text/plain; version=0.0.4": {"schema": {"type": "string"}}},
 }
 
 SID = _path("session_id", "A session id from POST /v1/sessions.")
@@ -192,6 +228,26 @@ def document() -> dict[str, Any]:
                 errors=("503",),
                 public=True,
             )
+        },
+        "/v1/health/ready": {
+            "get": _op(
+                "Readiness: database reachable, migrations current, model loaded (no token needed)",
+                ("200", "Ready to serve", _ref("Readiness")),
+                errors=(),
+                public=True,
+                extra={"503": _json(_ref("Readiness"), "Not ready: the failing checks are named")},
+            )
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics (open on a loopback address, else an operator token; "
+                "[server] metrics)",
+                "responses": {
+                    "200": METRICS_TEXT,
+                    "401": _json(_ref("Error"), "UNAUTHENTICATED: off loopback, no operator token"),
+                    "403": _json(_ref("Error"), "POLICY_BLOCKED: the token is not an operator's"),
+                },
+            }
         },
         "/v1/tools": {
             "get": _op(
@@ -238,6 +294,8 @@ def document() -> dict[str, Any]:
                     _query("tag", {"type": "string"}, "Only memories with exactly this tag"),
                     _query("limit", LIST_QUERY["limit"].schema(), "Memories per page"),
                     _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
+                    _query("occurred_since", TIME, "Only memories that happened at or after this time"),
+                    _query("occurred_until", TIME, "Only memories that happened at or before this time"),
                 ],
             ),
             "post": _op(

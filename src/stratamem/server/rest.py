@@ -114,6 +114,8 @@ LIST_QUERY: Spec = {
     "tag": Text(),
     "limit": Count(1, MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE),
     "cursor": Text(),
+    "occurred_since": Text(),
+    "occurred_until": Text(),
 }
 SEARCH_QUERY: Spec = {
     "query": Text(MAX_QUERY_CHARS, default=""),
@@ -140,6 +142,7 @@ QUERIES: dict[str, Spec] = {
     "/v1/audit": AUDIT_QUERY,
     "/v1/tools": TOOLS_QUERY,
     "/v1/health": NO_QUERY,
+    "/v1/health/ready": NO_QUERY,
     S: NO_QUERY,
     f"{S}/memories/{{key}}": NO_QUERY,
     "/v1/mcp-sessions/{mcp_session_id}": NO_QUERY,

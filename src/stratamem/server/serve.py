@@ -31,16 +31,21 @@ from typing import Any
 import uvicorn
 
 from ..errors import ValidationError
+from ..policy.redact import scrubbed_logger
 from ..search.idle import IdleEmbedder
 from ..store import Store
 from .app import build_app
 from .config import DEFAULT_HOST, DEFAULT_PORT, ServerConfig, load_config
 from .devtoken import dev_principal, ensure_token, is_loopback, token_path
 from .http_protocol import CorkedHttpToolsProtocol
+from .json_logs import use_json_logs
+from .observability import check_log_format
 from .principals import Principals
 from .state import ServerState
 from .tool_workers import ToolWorkers, WorkerSettings, check_workers
 from .warm import warm_up
+
+logger = scrubbed_logger("stratamem.server")
 
 
 def _url(host: str, port: int) -> str:
@@ -48,21 +53,31 @@ def _url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-def dev_principals(agent: str, host: str, port: int, home: Path | None = None) -> Principals:
+def announce(text: str, as_json: bool = False) -> None:
+    """Tell the operator something on stderr: as it is, or as a log line when the logs are JSON (so every
+    line of stderr parses)."""
+    if as_json:
+        logger.info("%s", text)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
+def dev_principals(
+    agent: str, host: str, port: int, home: Path | None = None, *, as_json: bool = False
+) -> Principals:
     """The development token's principal, after telling the user where the token is and how to use it."""
     path = token_path(home)
     token, created = ensure_token(path)
     url = _url(host, port)
     state = "created" if created else "using"
-    print(
+    announce(
         f"stratamem serve: no --config given; {state} the local development token in {path} (mode 0600)\n"
         f"  it acts as agent {agent!r} with clearance RESTRICTED; for other agents or remote access use --config\n"
         f'  REST: curl -X POST -H "Authorization: Bearer $(cat {path})" {url}/v1/sessions\n'
         f"  console: {url}/ui (sign in with that token)\n"
         f"  MCP:  {url}/mcp with the header 'Authorization: Bearer <the token in that file>'\n"
         f"  docs: {url}/docs",
-        file=sys.stderr,
-        flush=True,
+        as_json,
     )
     return Principals([dev_principal(token, agent)])
 
@@ -138,18 +153,29 @@ def serve(
     config_path: str | None = None,
     agent: str | None = None,
     workers: int | None = None,
+    log_format: str | None = None,
+    banner: str | None = None,
 ) -> None:
-    """Serve ``db`` over HTTP until SIGTERM/SIGINT (memory tool calls in ``workers`` processes when > 1)."""
+    """Serve ``db`` over HTTP until SIGTERM/SIGINT (memory tool calls in ``workers`` processes when > 1).
+
+    ``banner``: the caller's first line for the operator (the CLI names the database), said like every
+    other line: as text, or as a log line under ``log_format="json"``.
+    """
     config = load_config(config_path) if config_path else ServerConfig()
     host = host or config.host or DEFAULT_HOST
     port = port if port is not None else (config.port if config.port is not None else DEFAULT_PORT)
+    as_json = check_log_format(log_format or config.log_format, "--log-format") == "json"
+    if as_json:
+        use_json_logs(config.log_level)
+    if banner:
+        announce(banner, as_json)
     if config.source is None:
         if not is_loopback(host):
             raise ValidationError(
                 f"refusing to listen on {host} without a config file: the development token is for "
                 "loopback only; give --config with [[principals]] to serve other hosts"
             )
-        principals = dev_principals(agent or "main", host, port)
+        principals = dev_principals(agent or "main", host, port, as_json=as_json)
     elif not config.principals:
         raise ValidationError(f"{config.source}: no [[principals]]; the server would accept no token")
     else:
@@ -158,6 +184,7 @@ def serve(
     policy = config.policy.build()
     turns = config.turn_config(os.environ)  # a bad price or retention stops here, before listening
     count = check_workers(config.workers if workers is None else workers, db)
+    metrics = config.metrics.with_env(os.environ)
     store_options: dict[str, Any] = {
         "retention": turns.retention,
         "max_answer_chars": config.answer_chars(os.environ),
@@ -179,13 +206,14 @@ def serve(
             workers=pool,
             idempotency_ttl=timedelta(hours=config.idempotency_hours),
         )
-        app = touching(build_app(state, host=host, allowed_hosts=config.allowed_hosts), idle)
+        app = touching(build_app(state, host=host, allowed_hosts=config.allowed_hosts, metrics=metrics), idle)
         server = uvicorn.Server(
             uvicorn.Config(
                 app,
                 host=host,
                 port=port,
                 log_level=config.log_level,
+                log_config=None if as_json else uvicorn.config.LOGGING_CONFIG,
                 access_log=False,
                 server_header=False,
                 lifespan="on",
@@ -194,11 +222,10 @@ def serve(
             )
         )
         shown = f", memory tool calls in {count} worker processes" if pool else ""
-        print(
+        announce(
             f"stratamem serve: {_url(host, port)} (MCP at /mcp, REST at /v1, console at /ui, docs at /docs"
             f"{shown})",
-            file=sys.stderr,
-            flush=True,
+            as_json,
         )
         idle.start()
         try:

@@ -47,6 +47,12 @@ class Workers(Protocol):
     def call(self, message: bytes) -> str | None: ...
 
 
+class ToolMetrics(Protocol):
+    """Where a served tool call's latency and outcome are counted (``metrics.ServerMetrics``)."""
+
+    def tool_call(self, tool: str, agent: str, seconds: float, answer: str | None) -> None: ...
+
+
 class ServerState:
     """The store and the operator's settings, shared by every request of one server."""
 
@@ -71,6 +77,7 @@ class ServerState:
         self.workers = workers  # memory tool calls run there when set (``serve --workers``)
         # how long a write's first answer is replayed (``idempotency``, ``[server] idempotency_hours``)
         self.idempotency_ttl = idempotency_ttl
+        self.metrics: ToolMetrics | None = None  # set by the app that counts this server's calls
 
     def policy_for(self, principal: Principal) -> Policy:
         """The operator policy, read-only for read-only principals."""

@@ -15,6 +15,9 @@ Nothing is cached in a worker between calls: the session, its taint and the
 principal's rights are read from the store on every call, so a session the
 server escalates is escalated for the next call on any worker.
 
+A worker's reply carries, beside the tool's answer, the name and duration of each store operation the
+call ran, so ``/metrics`` times the workers' store operations like the server's own.
+
 A worker ignores SIGINT and SIGTERM (a terminal's Ctrl-C or a service
 manager signals the whole process group): it stops when the server closes
 its pipes, after the calls it has started are finished and its store is
@@ -30,17 +33,21 @@ import pickle
 import queue
 import signal
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from .. import shapes
+from .. import shapes, tracing
 from ..errors import StratamemError, ValidationError
 from ..policy.redact import scrubbed_logger
+from ..storage.timed import Observer as TimingObserver
+from ..storage.timed import timed_backend
 from ..store import Store
 from ..tools import execute
-from ..tools.specs import TRIGGERFISH
+from ..tools.specs import PROFILES, TRIGGERFISH, specs
 from .config import MAX_WORKERS, PolicySettings
 from .principals import Principal, Principals
 from .state import ServerState
@@ -51,6 +58,11 @@ logger = scrubbed_logger("stratamem.server")
 SLOTS_PER_WORKER = 8  # calls one worker runs at once (its threads; SQLite releases the lock in queries)
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 60.0
+#: every tool name of every profile: the only names metrics and spans show (any other is ``other``)
+KNOWN_TOOLS = frozenset(spec.name for profile in PROFILES for spec in specs(profile))
+# a worker's reply: the tool's text (None: an unexpected error there) and its store operations' timings
+Timing = tuple[str, float, bool]  # (operation, seconds, failed), as ``storage.timed`` reports them
+_call_timings = threading.local()  # the timings of the call a worker thread is running
 LOST = "the worker process running this call stopped; the call may or may not have been applied"
 UNAVAILABLE = "no worker process could take this call; it was not applied"
 
@@ -65,6 +77,11 @@ class ToolCall:
     arguments: Any
     profile: str = TRIGGERFISH
     origin: str = "rest"
+
+
+def tool_label(name: object) -> str:
+    """``name`` if it is a known tool's, else ``other``: a name a client sent is not a label."""
+    return name if isinstance(name, str) and name in KNOWN_TOOLS else "other"
 
 
 def run_tool_call(state: ServerState, call: ToolCall) -> str:
@@ -110,6 +127,7 @@ def _worker_main(conns: list[Connection], settings: WorkerSettings) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     store = Store(settings.db, **settings.store_options)
+    store.backend = timed_backend(store.backend, _note_timing)  # each reply carries its call's timings
     try:
         warm_up(store)
         principals = Principals(settings.principals)
@@ -125,6 +143,25 @@ def _worker_main(conns: list[Connection], settings: WorkerSettings) -> None:
 
 
 def run_call(state: ServerState, call: ToolCall) -> str | None:
+    """Blocking: :func:`dispatch`, observed (a REST call: its tool span and metrics)."""
+    return observed(state, call.name, call.principal.agent, lambda: dispatch(state, call))
+
+
+def observed(state: ServerState, tool: str, agent: str, run: Callable[[], str | None]) -> str | None:
+    """Blocking: ``run()``, one served tool call, in a ``stratamem.tool`` span and counted in the server's
+    metrics (REST through :func:`run_call`, MCP over HTTP through its resolver)."""
+    started = time.perf_counter()
+    answer: str | None = None
+    try:
+        with tracing.span("stratamem.tool", {"stratamem.tool": tool_label(tool)}):
+            answer = run()
+        return answer
+    finally:
+        if state.metrics is not None:
+            state.metrics.tool_call(tool, agent, time.perf_counter() - started, answer)
+
+
+def dispatch(state: ServerState, call: ToolCall) -> str | None:
     """Blocking: the call in a worker process when the server has them, else in this process.
 
     ``None`` stands for an unexpected error in a worker (logged there). A call
@@ -141,6 +178,12 @@ def run_call(state: ServerState, call: ToolCall) -> str | None:
     return run_tool_call(state, call)
 
 
+def _note_timing(operation: str, seconds: float, failed: bool) -> None:
+    noted: list[Timing] | None = getattr(_call_timings, "noted", None)
+    if noted is not None:
+        noted.append((operation, seconds, failed))
+
+
 def _answer(state: ServerState, conn: Connection) -> None:
     while True:
         try:
@@ -148,12 +191,14 @@ def _answer(state: ServerState, conn: Connection) -> None:
         except (EOFError, OSError):
             return
         reply: str | None = None
+        _call_timings.noted = []
         try:
             reply = run_tool_call(state, pickle.loads(message))
         except Exception:  # logged here; the caller gets the CONTRACT's internal error
             logger.exception("unexpected error in a worker")
+        timings, _call_timings.noted = tuple(_call_timings.noted), None
         try:
-            conn.send(reply)
+            conn.send((reply, timings))
         except OSError:
             return
 
@@ -191,6 +236,8 @@ class ToolWorkers:
         self._workers: list[_Worker] = []
         self._generations: list[int] = []
         self._closed = False
+        # told of each store operation a worker ran for a call (the server's latency histogram)
+        self.store_observers: list[TimingObserver] = []
         try:
             for _ in range(count):
                 self._workers.append(_Worker(settings))
@@ -207,6 +254,11 @@ class ToolWorkers:
 
     def __len__(self) -> int:
         return len(self._workers)
+
+    @property
+    def restarts(self) -> int:
+        """How many worker processes have been replaced since the server started (``/metrics``)."""
+        return sum(self._generations)
 
     def call(self, message: bytes) -> str | None:
         """Blocking: a pickled :class:`ToolCall` run in a worker; ``None`` for an unexpected error there.
@@ -227,14 +279,17 @@ class ToolWorkers:
                 self._replace(index, generation)
                 continue
             try:
-                reply: str | None = conn.recv()
+                reply, timings = conn.recv()
             except BaseException as exc:
                 self._replace(index, generation)  # never reuse a pipe that may still owe an answer
                 if isinstance(exc, (EOFError, OSError)):
                     return shapes.dumps(shapes.error("STORAGE_ERROR", LOST))
                 raise
             self._free.put((index, generation, conn))
-            return reply
+            for timing in timings:
+                for observe in self.store_observers:
+                    observe(*timing)
+            return reply if isinstance(reply, str) else None
         return shapes.dumps(shapes.error("STORAGE_ERROR", UNAVAILABLE))
 
     def _offer(self, index: int) -> None:

@@ -5,14 +5,14 @@ above share them)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..audit import AuditDraft, operator_draft
 from ..levels import Level
-from ..models import Hit, Memory
+from ..models import Hit, Memory, SituatedMemory
 from ..scope import OWN, Conversations
 
 if TYPE_CHECKING:
@@ -61,11 +61,16 @@ class SessionRequest:
 
 @dataclass(frozen=True, slots=True)
 class MemoryDraft:
+    """A save as validated: ``occurred_at`` None means the save's own time (a new version happens now),
+    ``context`` None means none (an update without one clears the old)."""
+
     key: str
     content: str
     tags: tuple[str, ...]
     category: str
     expires_at: datetime | None
+    occurred_at: datetime | None = None
+    context: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +80,8 @@ class SearchRequest:
     ``terms``: the analysed query; None asks for the most recently updated memories, an empty
     sequence (a query of punctuation only) matches nothing. ``query``: the query's vector for
     ``semantic``/``hybrid`` (None: lexical). ``conversations``: the read's conversation scope
-    (``stratamem.scope``), part of the visible view.
+    (``stratamem.scope``), part of the visible view. ``weights``: each term's weight in the
+    query (query expansion's terms weigh less than the question's own); None: every term 1.
     """
 
     terms: Sequence[str] | None
@@ -83,6 +89,7 @@ class SearchRequest:
     mode: str = "lexical"
     query: QueryVector | None = None
     conversations: Conversations = OWN
+    weights: Mapping[str, float] | None = None
 
     def detail(self, hits: Sequence[Hit]) -> dict[str, Any]:
         """The ``search`` audit event's detail: counts and the mode, never the query."""
@@ -92,9 +99,9 @@ class SearchRequest:
         return detail
 
 
-def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Memory:
+def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> SituatedMemory:
     """What a save asks to store: the draft at the session's live taint, for its agent, with a fresh lineage."""
-    return Memory(
+    return SituatedMemory(
         key=draft.key,
         content=draft.content,
         level=record.taint,
@@ -106,6 +113,8 @@ def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Me
         updated_at=now,
         lineage_id=str(uuid.uuid4()),
         expires_at=draft.expires_at,
+        occurred_at=draft.occurred_at or now,
+        context=draft.context,
     )
 
 

@@ -117,9 +117,14 @@ class Pending:
 VectorItem = tuple[Pending, "np.ndarray", float]
 
 
-def embed_text(key: str, content: str) -> str:
-    """What a memory's vector is made from: its content (keys are often identifiers, not prose)."""
-    return content
+#: what both SQL backends read of a pending record (rows aliased ``d``): ``Pending``'s fields and the text
+PENDING_COLUMNS = "d.id, d.updated_us, d.key, d.content, d.context"
+
+
+def embed_text(key: str, content: str, context: str | None = None) -> str:
+    """What a memory's vector is made from: its context, when it has one, then its content (keys are
+    often identifiers, not prose). The query side embeds the query alone."""
+    return content if context is None else f"{context}\n{content}"
 
 
 @dataclass(frozen=True, slots=True)

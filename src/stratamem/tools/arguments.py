@@ -20,6 +20,7 @@ from ..save_many import DEFAULT_MAX_BATCH
 from ..validation import (
     check_category,
     check_content,
+    check_context,
     check_key,
     check_tags,
     check_text,
@@ -86,6 +87,7 @@ CHECKS: dict[str, Callable[[Param, object], Any]] = {
     "cursor": _cursor,
     "offset": _offset,
     "time": _time,
+    "context": lambda p, v: check_context(v),
     "json": lambda p, v: v,  # shaped data (graph tools): the handler checks it with the graph's own checks
 }
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from ..session import Session
 
 HANDLERS = {**triggerfish.HANDLERS, **zeroclaw.HANDLERS, **knowledge.HANDLERS, **mcp_memory.HANDLERS}
-REDACTABLE_ARGUMENTS = ("content", "query")
+REDACTABLE_ARGUMENTS = ("content", "context", "query")
 INTERNAL_ERROR = "the memory tool failed unexpectedly; nothing more is known to the agent"
 
 
@@ -140,6 +140,7 @@ class _Call:
             cleaned["content"],
             tuple(cleaned.get("tags") or ()),
             cleaned.get("category") or "core",
+            cleaned.get("context"),
         )
 
     def _after(self, record: SessionRecord, facts: dict[str, Any], payload: Any) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
-from ..validation import MAX_CATEGORY_CHARS, MAX_KEY_CHARS, MAX_TAGS
+from ..validation import MAX_CATEGORY_CHARS, MAX_CONTEXT_CHARS, MAX_KEY_CHARS, MAX_TAGS
 from .graph_specs import KNOWLEDGE, MCP_MEMORY_TOOLS
 from .toolspec import MAX_TEXT_CHARS as MAX_TEXT_CHARS
 from .toolspec import MCP_MEMORY as MCP_MEMORY
@@ -72,6 +72,21 @@ def batch_items(fields: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 _KEY_SCHEMA = {"type": "string", "minLength": 1, "maxLength": MAX_KEY_CHARS}
 _CONTENT_SCHEMA = {"type": "string", "minLength": 1}
+_OCCURRED = (
+    "When the thing this memory tells of happened (ISO 8601 with offset, e.g. 2025-03-01T18:30:00+01:00; "
+    "a time without offset is UTC). Omit: now."
+)
+_CONTEXT = (
+    f"Optional short text that situates the memory (at most {MAX_CONTEXT_CHARS} characters), e.g. the "
+    "conversation turn it came from or a document's title: stored with it and used to find it, never shown as "
+    "its content."
+)
+# A save's optional time and context, as tool parameters and as fields of a batch's items.
+_WHEN_AND_CONTEXT = (Param("occurred_at", "time", _OCCURRED), Param("context", "context", _CONTEXT))
+_WHEN_AND_CONTEXT_FIELDS: dict[str, dict[str, Any]] = {
+    "occurred_at": {"type": "string", "format": "date-time", "description": _OCCURRED},
+    "context": {"type": "string", "maxLength": MAX_CONTEXT_CHARS, "description": _CONTEXT},
+}
 
 TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -89,6 +104,7 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
             Param(
                 "tags", "tags", 'Optional labels for grouping and filtering, e.g. ["personal", "preference"].'
             ),
+            *_WHEN_AND_CONTEXT,
         ),
         writes=True,
     ),
@@ -103,13 +119,14 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
             Param(
                 "items",
                 "items",
-                "The memories to save: objects with key, content and optional tags.",
+                "The memories to save: objects with key, content and optional tags, occurred_at and context.",
                 required=True,
                 schema=batch_items(
                     {
                         "key": _KEY_SCHEMA,
                         "content": _CONTENT_SCHEMA,
                         "tags": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_TAGS},
+                        **_WHEN_AND_CONTEXT_FIELDS,
                     }
                 ),
             ),
@@ -152,6 +169,8 @@ TRIGGERFISH_TOOLS: tuple[ToolSpec, ...] = (
         (
             Param("tag", "text", "Only list memories with exactly this tag."),
             *_PAGING,
+            Param("occurred_since", "time", "Only memories that happened at or after this time (ISO 8601)."),
+            Param("occurred_until", "time", "Only memories that happened at or before this time (ISO 8601)."),
         ),
     ),
     ToolSpec(
@@ -188,6 +207,7 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
                 "'conversation' (chat), or a custom name.",
                 default="core",
             ),
+            *_WHEN_AND_CONTEXT,
         ),
         writes=True,
     ),
@@ -201,13 +221,14 @@ ZEROCLAW_TOOLS: tuple[ToolSpec, ...] = (
             Param(
                 "items",
                 "items",
-                "The memories to store: objects with key, content and optional category.",
+                "The memories to store: objects with key, content and optional category, occurred_at and context.",
                 required=True,
                 schema=batch_items(
                     {
                         "key": _KEY_SCHEMA,
                         "content": _CONTENT_SCHEMA,
                         "category": {"type": "string", "minLength": 1, "maxLength": MAX_CATEGORY_CHARS},
+                        **_WHEN_AND_CONTEXT_FIELDS,
                     }
                 ),
             ),

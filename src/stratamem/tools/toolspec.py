@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..paging import MAX_CURSOR_CHARS, MAX_PAGE_SIZE
-from ..validation import MAX_CATEGORY_CHARS, MAX_KEY_CHARS, MAX_TAG_CHARS, MAX_TAGS
+from ..validation import MAX_CATEGORY_CHARS, MAX_CONTEXT_CHARS, MAX_KEY_CHARS, MAX_TAG_CHARS, MAX_TAGS
 
 TRIGGERFISH = "triggerfish"
 ZEROCLAW = "zeroclaw"
@@ -76,6 +76,8 @@ def _kind_schema(param: Param) -> dict[str, Any]:
         return {"type": "string", "minLength": 1, "maxLength": MAX_CURSOR_CHARS}
     if kind == "time":
         return {"type": "string", "format": "date-time"}
+    if kind == "context":
+        return {"type": "string", "maxLength": MAX_CONTEXT_CHARS}
     if kind in ("json", "items") and param.schema is not None:
         return dict(param.schema)
     raise ValueError(f"unknown parameter kind {kind!r}")

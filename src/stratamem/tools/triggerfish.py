@@ -24,7 +24,13 @@ Handler = Callable[["Session", dict[str, Any], bool], Any]
 
 
 def memory_save(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
-    memory = session.save(args["key"], args["content"], tags=with_quarantine(args["tags"] or (), quarantine))
+    memory = session.save(
+        args["key"],
+        args["content"],
+        tags=with_quarantine(args["tags"] or (), quarantine),
+        occurred_at=args.get("occurred_at"),
+        context=args.get("context"),
+    )
     return shapes.saved(memory)
 
 
@@ -41,7 +47,12 @@ def memory_search(session: Session, args: dict[str, Any], quarantine: bool) -> d
 
 def memory_list(session: Session, args: dict[str, Any], quarantine: bool) -> dict[str, Any]:
     page = session.list(
-        tag=args["tag"], limit=args["limit"], cursor=args["cursor"], without_tag=QUARANTINE_TAG
+        tag=args["tag"],
+        limit=args["limit"],
+        cursor=args["cursor"],
+        without_tag=QUARANTINE_TAG,
+        occurred_since=args.get("occurred_since"),
+        occurred_until=args.get("occurred_until"),
     )
     return fit.listing(page, page.next_cursor, session.store.max_answer_chars)
 

@@ -112,7 +112,12 @@ def _check_range(since: datetime | None, until: datetime | None) -> None:
 
 def memory_store(session: Session, args: dict[str, Any], quarantine: bool) -> str:
     memory = session.save(
-        args["key"], args["content"], tags=with_quarantine((), quarantine), category=args["category"]
+        args["key"],
+        args["content"],
+        tags=with_quarantine((), quarantine),
+        category=args["category"],
+        occurred_at=args.get("occurred_at"),
+        context=args.get("context"),
     )
     return f"Stored memory: {memory.key}"
 

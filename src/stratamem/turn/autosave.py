@@ -12,15 +12,18 @@ exfiltration command is refused (or quarantined), not remembered.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol, cast
 
 from .. import errors as core
+from ..levels import Level
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..policy.gate import MemoryWrite, judge, refusal
-from ..validation import check_category
+from ..validation import check_category, cut_context
 from .errors import ValidationError
+from .messages import Message
 from .noise import AUTOSAVE_KEY_PREFIXES, is_noise_content
 from .observe import EventBus, MemoryStore, emit, error_summary
 from .origins import AUTOSAVED_BY_DEFAULT, Origin
@@ -28,9 +31,43 @@ from .origins import AUTOSAVED_BY_DEFAULT, Origin
 if TYPE_CHECKING:
     from ..session import Session
 
-__all__ = ["AutosavePolicy", "autosave_key", "autosave_user_message", "should_autosave"]
+__all__ = [
+    "AutosavePolicy",
+    "Situation",
+    "autosave_key",
+    "autosave_user_message",
+    "previous_text",
+    "should_autosave",
+]
 
 CONVERSATION = "conversation"
+
+
+@dataclass(frozen=True, slots=True)
+class Situation:
+    """The text that situates an autosaved message (the previous message of its transcript) and the
+    highest level that text may have been written at.
+
+    A context is content and is stored at the level of the memory it situates, so it is used only
+    when ``level`` is at or below that level: ``text_at`` is given the session's taint read before
+    the save, and the save writes at the live taint read inside its transaction, which is never lower
+    (taint only rises). Anything above is dropped, never written down.
+    """
+
+    text: str
+    level: Level
+
+    def text_at(self, level: Level) -> str | None:
+        """The context cut to the limit (control characters dropped) when it may be stored at ``level``."""
+        return cut_context(self.text) if self.level <= level else None
+
+
+def previous_text(messages: Sequence[Message]) -> str | None:
+    """The text of the last user or assistant message with content in ``messages`` (None: there is none)."""
+    for message in reversed(messages):
+        if message.role in ("user", "assistant") and message.content.strip():
+            return message.content
+    return None
 
 
 class SavingSession(Protocol):
@@ -92,8 +129,14 @@ def autosave_user_message(
     events: EventBus | None = None,
     policy: Policy | AutosavePolicy | None = None,
     ttl: timedelta | None = None,
+    occurred_at: datetime | None = None,
+    context: Situation | None = None,
 ) -> str | None:
     """Save ``message`` if the settings say so and the policy gate allows it; return the key saved under.
+
+    ``occurred_at``: when the message was said (the memory's ``occurred_at``); ``context``: the previous
+    message of the transcript with an upper bound of its level, kept as the memory's context only when
+    that level is at or below the level the memory is written at (see :class:`Situation`).
 
     ``policy`` is the operator's :class:`~stratamem.policy.Policy` (default:
     the default policy). An :class:`AutosavePolicy` passed as ``policy=`` is
@@ -107,7 +150,17 @@ def autosave_user_message(
         return None
     key, category = autosave_key(message), settings.category
     try:
-        _write(session, key, message.strip(), str(origin), policy or DEFAULT_POLICY, ttl, category)
+        _write(
+            session,
+            key,
+            message.strip(),
+            str(origin),
+            policy or DEFAULT_POLICY,
+            ttl,
+            category,
+            occurred_at=occurred_at,
+            context=context,
+        )
     except Exception as exc:  # noqa: BLE001 - any failure becomes an event; autosave never breaks the turn
         emit(
             events,
@@ -126,15 +179,21 @@ def _write(
     policy: Policy,
     ttl: timedelta | None = None,
     category: str = CONVERSATION,
+    *,
+    occurred_at: datetime | None = None,
+    context: Situation | None = None,
 ) -> None:
     """One gated write. A store session gets the whole gate (audited); any other session
     object (a runtime's own store) still gets read-only, the scanner and the rules.
-    ``ttl`` is the store's autosave retention: the copy expires and purge then removes it."""
+    ``ttl`` is the store's autosave retention: the copy expires and purge then removes it.
+    The context is judged with the message (a refused context refuses the save); a foreign
+    session's ``save`` takes neither time nor context."""
     if hasattr(session, "record") and hasattr(session, "store"):
         from ..policy.gate import gated_save
 
+        store_session = cast("Session", session)  # a store session: it has the record and store checked above
         gated_save(
-            cast("Session", session),  # a store session: it has the record and store checked above
+            store_session,
             key,
             content,
             category=category,
@@ -142,6 +201,8 @@ def _write(
             policy=policy,
             path="autosave",
             origin=origin,
+            occurred_at=occurred_at,
+            context=None if context is None else context.text_at(store_session.taint),
         )
         return
     write = MemoryWrite(key, content, (), category)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..policy.engine import Policy
 from ..storage.sql.transcripts import UsageRecord
-from .autosave import AutosavePolicy, autosave_key, autosave_user_message
+from .autosave import AutosavePolicy, Situation, autosave_key, autosave_user_message, previous_text
 from .context import ContextConfig, Origin, inject_memory_context, parse_origin
 from .costs import Budget, BudgetReport, CostLedger, ModelPrice
 from .errors import LimitExceededError, NotFoundError, TurnStateError, ValidationError
@@ -141,6 +141,9 @@ class Turn:
         self._state = "open"
         # Recall before autosaving, so the context reflects memory as the turn found it.
         context = self._recall(user_message)
+        # The message before this one situates it. The tail was read at the taint the message was stored
+        # at (``stored.level``), so no message in it is above that level: the bound autosave checks.
+        before = previous_text(tail[:-1]) if tail and tail[-1].role == "user" else previous_text(tail)
         autosave_user_message(
             self.session,
             user_message,
@@ -149,6 +152,8 @@ class Turn:
             events=self.events,
             policy=self.policy,
             ttl=self.session.store.retention.autosave_ttl,
+            occurred_at=stored.created_at,
+            context=None if before is None else Situation(before, stored.level),
         )
         return self._prompt(offset, tail, context)
 

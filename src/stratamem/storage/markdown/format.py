@@ -25,8 +25,15 @@ Each memory is one section::
     - lineage: 5f0c...
     - session: 9d1e...
     - expires: 2026-02-01T00:00:00.000000+00:00
+    - occurred: 1969-07-20T20:17:40.000000+00:00
+    - context: the previous turn of the conversation
 
     The content, exactly as saved.
+
+``occurred`` (when the thing happened) is written only when it differs from
+``created`` (a section without it happened when it was created); ``context``
+(the text that situates the memory, part of its embedding) only when there is
+one, and a section without it has none.
 
 A key, category or session that is not plain text (edge spaces, a leading
 ``"`` or ``[``, a trailing ``#``, control characters) is written as a JSON
@@ -43,14 +50,15 @@ import json
 import re
 import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
 from ...errors import ValidationError
 from ...levels import Level
-from ...models import Memory
-from ...validation import check_category, check_content, check_key, check_tags
+from ...models import Memory, context_of, situated
+from ...validation import check_category, check_content, check_context, check_key, check_tags
 
 CORE_FILE = "MEMORY.md"
 DAILY_DIR = "memory"
@@ -59,7 +67,7 @@ LONG_PREFIX = "~"
 AGENT_FILE = ".agent"
 SIDECAR_DIR = ".stratamem"
 MAX_SEGMENT_BYTES = 200
-FIELDS = ("category", "tags", "created", "updated", "lineage", "session", "expires")
+FIELDS = ("category", "tags", "created", "updated", "lineage", "session", "expires", "occurred", "context")
 _SAFE = re.compile(r"[A-Za-z0-9_-]")
 _DATE_FILE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md")
 _META = re.compile(r"- ([a-z]+):(?: (.*))?")
@@ -228,7 +236,10 @@ def _parse_time(text: str, line: int, what: str) -> datetime:
         raise FormatError(line, f"{what} is not an ISO 8601 time: {text[:40]!r}") from None
     if moment.tzinfo is None:
         raise FormatError(line, f"{what} must carry a timezone (e.g. +00:00)")
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise FormatError(line, f"{what} is outside the representable range of times") from None
 
 
 # --------------------------------------------------------------------------- render
@@ -255,6 +266,10 @@ def render_section(memory: Memory) -> str:
         meta.append(f"- session: {encode_value(memory.session_id)}")
     if memory.expires_at is not None:
         meta.append(f"- expires: {_time(memory.expires_at)}")
+    if memory.occurred_at != memory.created_at:
+        meta.append(f"- occurred: {_time(memory.occurred_at)}")
+    if (context := context_of(memory)) is not None:
+        meta.append(f"- context: {encode_value(context)}")
     body = "\n".join("\\" + ln if _ESCAPED.match(ln) else ln for ln in memory.content.split("\n"))
     return f"## {encode_value(memory.key)}\n\n" + "\n".join(meta) + "\n\n" + body + "\n\n"
 
@@ -287,21 +302,27 @@ class Section:
     lineage_id: str | None
     session_id: str | None
     expires_at: datetime | None
+    occurred_at: datetime | None = None
+    context: str | None = None
 
     def memory(self, agent: str, level: Level, default_category: str, now: datetime) -> Memory:
         created = self.created_at or self.updated_at or now
-        return Memory(
-            key=self.key,
-            content=self.content,
-            level=level,
-            tags=self.tags,
-            category=self.category or default_category,
-            agent_id=agent,
-            session_id=self.session_id,
-            created_at=created,
-            updated_at=self.updated_at or created,
-            lineage_id=self.lineage_id or str(uuid.uuid4()),
-            expires_at=self.expires_at,
+        return situated(
+            Memory(
+                key=self.key,
+                content=self.content,
+                level=level,
+                tags=self.tags,
+                category=self.category or default_category,
+                agent_id=agent,
+                session_id=self.session_id,
+                created_at=created,
+                updated_at=self.updated_at or created,
+                lineage_id=self.lineage_id or str(uuid.uuid4()),
+                expires_at=self.expires_at,
+                occurred_at=self.occurred_at or created,
+            ),
+            self.context,
         )
 
 
@@ -380,21 +401,25 @@ def _section(key: str, content: str, line_no: int, fields: dict[str, tuple[str, 
         value = fields.get(name)
         return value if value and value[0].strip() else None
 
-    category = None
-    if (raw := get("category")) is not None:
+    def checked(name: str, check: Callable[[str], str | None]) -> str | None:
+        """A text field through its save check; a refusal is a ``FormatError`` at the field's line."""
+        if (raw := get(name)) is None:
+            return None
+        value = decode_value(raw[0], raw[1], name)
         try:
-            category = check_category(decode_value(raw[0], raw[1], "category"))
-        except FormatError:
-            raise
+            return check(value)
         except ValidationError as exc:
             raise FormatError(raw[1], exc.message) from None
+
+    category = checked("category", check_category)
     times = {
         name: _parse_time(v[0], v[1], name) if (v := get(name)) else None
-        for name in ("created", "updated", "expires")
+        for name in ("created", "updated", "expires", "occurred")
     }
     lineage = decode_value(v[0], v[1], "lineage") if (v := get("lineage")) else None
     session = decode_value(v[0], v[1], "session") if (v := get("session")) else None
     tags = _decode_tags(t[0], t[1]) if (t := get("tags")) else ()
+    context = checked("context", check_context)
     return Section(
         key,
         content,
@@ -406,4 +431,6 @@ def _section(key: str, content: str, line_no: int, fields: dict[str, tuple[str, 
         lineage,
         session,
         times["expires"],
+        times["occurred"],
+        context,
     )

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ...audit import AuditDraft, operator_draft
 from ...levels import Level
 from ...models import Memory
-from ..sql.rows import MEMORY_COLUMNS, row_to_memory, to_us
+from ..sql.rows import MEMORY_COLUMNS, MEMORY_WIDTH, row_to_memory, row_with_context, to_us
 from ..sqlite import versions as sqlite_versions
 from . import format as fmt
 from .files import FileProblem
@@ -45,7 +45,8 @@ if TYPE_CHECKING:
     from ..sqlite.backend import SQLiteBackend
 
 LIVE_SQL = (
-    f"SELECT {MEMORY_COLUMNS}, length FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL"
+    f"SELECT {MEMORY_COLUMNS}, length, context FROM memories "
+    "WHERE agent_id = ? AND level = ? AND deleted_us IS NULL"
 )
 
 
@@ -119,7 +120,7 @@ def apply(
     for (agent, level, key), (p, s) in sorted(claims.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         existing = live[(agent, level)].get(key)
         memory = _desired(p, s, existing, now)
-        if existing is not None and row_to_memory(existing[:12]) == memory:
+        if existing is not None and _stored(existing) == memory:
             continue
         terms, length = backend.analyzer.document_terms(memory.key, memory.content, memory.tags)
         sqlite_versions.write_version(
@@ -128,14 +129,17 @@ def apply(
         note(p.rel, memory, "saved")
     for (agent, level), versions in live.items():
         for key, row in versions.items():
-            memory = row_to_memory(row[:12])
+            memory = row_to_memory(row[:MEMORY_WIDTH])
             holder = file_of(memory)
             if (agent, level, key) in claims or (agent, level, key) in keep:
                 continue
             moved = lineages.get((agent, memory.lineage_id))
             if holder in good or (holder in removed and moved):
                 sqlite_versions.remove_live(
-                    conn, backend.analyzer, (row[0], row[1], row[2], row[3], row[4], row[5], row[12]), now_us
+                    conn,
+                    backend.analyzer,
+                    (row[0], row[1], row[2], row[3], row[4], row[5], row[MEMORY_WIDTH]),
+                    now_us,
                 )
                 note(holder, memory, "deleted")
                 if moved and moved[0] != level:
@@ -190,13 +194,13 @@ def _without_kept(
             sections.append(s)
             continue
         candidates = [row for row in (keep[slot], live.get(s.key)) if row is not None]
-        if not any(_desired(p, s, row, now) == row_to_memory(row[:12]) for row in candidates):
+        if not any(_desired(p, s, row, now) == _stored(row) for row in candidates):
             out.conflicts.add(p.rel)
     shown = {s.key for s in p.sections}
     for (agent, level, key), before in keep.items():
         if (agent, level) != (p.agent, p.place.level) or key in shown or before is None:
             continue
-        if key in live and file_of(row_to_memory(before[:12])) == p.rel:
+        if key in live and file_of(row_to_memory(before[:MEMORY_WIDTH])) == p.rel:
             out.conflicts.add(p.rel)  # a section this write changed was removed by hand meanwhile
     return dataclasses.replace(p, sections=sections)
 
@@ -218,7 +222,7 @@ def _conflict(
             )
         row = live.get(s.key)
         if row is not None:
-            holder = file_of(row_to_memory(row[:12]))
+            holder = file_of(row_to_memory(row[:MEMORY_WIDTH]))
             if holder != p.rel and holder not in touched:
                 return FileProblem(
                     p.rel, f"key {s.key!r} is also in {holder}; a level holds each key once", s.line
@@ -230,9 +234,14 @@ def _conflict(
     return None
 
 
+def _stored(row: tuple[Any, ...]) -> Memory:
+    """A ``LIVE_SQL`` row as the record it stores, context included (what a section is compared with)."""
+    return row_with_context(row, MEMORY_WIDTH + 1)
+
+
 def _desired(p: Parsed, s: fmt.Section, existing: tuple[Any, ...] | None, now: datetime) -> Memory:
     """The version a section asks for, filling what the file leaves out from the stored version."""
-    old = row_to_memory(existing[:12]) if existing is not None else None
+    old = row_to_memory(existing[:MEMORY_WIDTH]) if existing is not None else None
     memory = s.memory(p.agent, p.place.level, p.place.default_category or "core", now)
     if old is None:
         return memory
@@ -240,6 +249,7 @@ def _desired(p: Parsed, s: fmt.Section, existing: tuple[Any, ...] | None, now: d
         lineage_id=s.lineage_id or old.lineage_id,
         created_at=s.created_at or old.created_at,
         session_id=s.session_id if s.session_id is not None else old.session_id,
+        occurred_at=s.occurred_at or (old.occurred_at if s.created_at is None else s.created_at),
     )
     same_body = (memory.content, memory.tags, memory.category, memory.expires_at) == (
         old.content,

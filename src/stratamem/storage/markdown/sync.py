@@ -28,7 +28,7 @@ from typing import Any
 from ...audit import AuditDraft, operator_draft
 from ...errors import StorageError
 from ...levels import Level
-from ..sql.rows import row_to_memory
+from ..sql.rows import row_with_context
 from ..sqlite.backend import SQLiteBackend
 from ..transaction import Tx
 from . import files, reconcile, replace, sidecar, tables
@@ -248,7 +248,7 @@ class FileSync:
         for row in sorted(rows, key=lambda r: (r[8] if r[6] in fmt.DAILY_CATEGORIES else 0, r[2])):
             text = self._sections.get(row)
             if text is None:
-                text = fmt.render_section(row_to_memory(row))
+                text = fmt.render_section(row_with_context(row))
                 self._cached += len(text)
                 if self._cached > SECTION_CACHE_CHARS:
                     self._sections.clear()

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...levels import Level
-from ..sql.rows import MEMORY_COLUMNS, from_us, row_to_memory
+from ..sql.rows import MEMORY_COLUMNS, MEMORY_WIDTH, from_us, row_to_memory
 from ..transaction import Tx
 from . import format as fmt
 from . import reconcile
@@ -56,15 +56,17 @@ SCHEMA = [
 
 _BEFORE = (
     "CASE WHEN OLD.deleted_us IS NULL THEN json_array(OLD.id, OLD.agent_id, OLD.key, OLD.level, OLD.content, "
-    "OLD.tags, OLD.category, OLD.session_id, OLD.created_us, OLD.updated_us, OLD.lineage_id, OLD.expires_us) END"
-)
+    "OLD.tags, OLD.category, OLD.session_id, OLD.created_us, OLD.updated_us, OLD.lineage_id, OLD.expires_us, "
+    "OLD.occurred_us, OLD.length, OLD.context) END"
+)  # a row as ``reconcile.LIVE_SQL`` reads it
 CHANGES = [
     "CREATE TEMP TABLE IF NOT EXISTS md_changed (agent_id TEXT NOT NULL, level INTEGER NOT NULL, "
     "key TEXT NOT NULL, before TEXT, PRIMARY KEY (agent_id, level, key)) WITHOUT ROWID",
     "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_insert AFTER INSERT ON main.memories BEGIN "
     "INSERT OR IGNORE INTO md_changed VALUES (NEW.agent_id, NEW.level, NEW.key, NULL); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_update AFTER UPDATE OF agent_id, key, level, content, tags, "
-    "category, session_id, created_us, updated_us, lineage_id, expires_us, deleted_us ON main.memories BEGIN "
+    "category, session_id, created_us, updated_us, lineage_id, expires_us, deleted_us, occurred_us, context "
+    "ON main.memories BEGIN "
     f"INSERT OR IGNORE INTO md_changed VALUES (OLD.agent_id, OLD.level, OLD.key, {_BEFORE}); "
     "INSERT OR IGNORE INTO md_changed VALUES (NEW.agent_id, NEW.level, NEW.key, NULL); END",
     "CREATE TEMP TRIGGER IF NOT EXISTS md_changed_delete AFTER DELETE ON main.memories BEGIN "
@@ -142,7 +144,7 @@ def clear_marks(tx: Tx[sqlite3.Connection], done: list[tuple[Any, ...]]) -> None
 def _group(
     conn: sqlite3.Connection, agent: str, level: int, category: str, day: int
 ) -> list[tuple[Any, ...]]:
-    sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
+    sql = f"SELECT {MEMORY_COLUMNS}, context FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL "
     if category in fmt.DAILY_CATEGORIES:
         rows = conn.execute(
             sql + "AND category IN ('daily', 'conversation') AND created_us >= ? AND created_us < ?",
@@ -156,7 +158,7 @@ def _group(
 
 def _group_of_file(conn: sqlite3.Connection, rel: str, agent: str, level: Level) -> list[tuple[Any, ...]]:
     rows = conn.execute(
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL",
+        f"SELECT {MEMORY_COLUMNS}, context FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL",
         (agent, int(level)),
     )
-    return [r for r in rows if reconcile.file_of(row_to_memory(r)) == rel]
+    return [r for r in rows if reconcile.file_of(row_to_memory(r[:MEMORY_WIDTH])) == rel]

@@ -91,6 +91,7 @@ class PostgresBackend:
             with psycopg.connect(self.config.conninfo, autocommit=True) as conn:
                 migrate_schema(conn, self.config.schema, self.config.app_role)
                 self._save_one = schema.has_migration("sm_save_one")
+                self._situated = schema.has_migration("occurred times and contexts")
                 configure(conn, self.config)  # refuse a role that would bypass the policies, now and clearly
                 self._vtype = vectors.vector_type(conn)
                 run_on(conn, self._check_languages)
@@ -339,7 +340,14 @@ class PostgresBackend:
             return run_autocommit(
                 self._pool,
                 lambda conn: pg_save.save_many(
-                    conn, self.analyzer, locks, session_id, drafts, now, one=self._save_one
+                    conn,
+                    self.analyzer,
+                    locks,
+                    session_id,
+                    drafts,
+                    now,
+                    one=self._save_one,
+                    situated=self._situated,
                 ),
             )
 
@@ -398,8 +406,10 @@ class PostgresBackend:
             if terms is None:
                 return pg_search.recent(conn, scope, limit)
             if request.mode != "lexical" and request.query is not None:
-                return vectors.search(conn, scope, self._vtype, terms, limit, request.mode, request.query)
-            return pg_search.ranked(conn, scope, terms, limit) if terms else []
+                return vectors.search(
+                    conn, scope, self._vtype, terms, limit, request.mode, request.query, request.weights
+                )
+            return pg_search.ranked(conn, scope, terms, limit, request.weights) if terms else []
 
         return self._observed(
             session_id,

@@ -33,7 +33,7 @@ COPIED_TABLES: dict[str, tuple[str, str]] = {
     "memories": (
         (
             "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
-            "lineage_id, expires_us, deleted_us"
+            "lineage_id, expires_us, deleted_us, occurred_us, context"
         ),
         "id",
     ),
@@ -42,7 +42,7 @@ COPIED_TABLES: dict[str, tuple[str, str]] = {
     **{table: (columns, "id") for table, columns in graph_read.COPIED_TABLES.items()},
 }
 # Columns a dump from an older version may lack (restored as NULL).
-OPTIONAL: frozenset[str] = frozenset({"owner"})
+OPTIONAL: frozenset[str] = frozenset({"owner", "occurred_us", "context"})
 # Columns that may hold NUL and are stored escaped (``rows.enc``).
 ESCAPED: dict[str, set[str]] = {
     "sessions": {"id"},

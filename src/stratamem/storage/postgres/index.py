@@ -18,7 +18,7 @@ from typing import Any
 
 import psycopg
 
-from ...models import Memory
+from ...models import Memory, context_of
 from ...text import Analyzer
 from ..sql.rows import to_us
 from . import vectors
@@ -273,6 +273,8 @@ def _write_chunk(
                     expires,
                     length,
                     " ".join(analysed[key][0]),
+                    to_us(m.occurred_at),
+                    context_of(m),
                 )
             )
         else:
@@ -292,6 +294,8 @@ def _write_chunk(
                     expires,
                     length,
                     " ".join(analysed[key][0]),
+                    to_us(m.occurred_at),
+                    context_of(m),
                 )
             )
     rows: list[Sequence[Any]] = []
@@ -299,21 +303,23 @@ def _write_chunk(
         rows += conn.execute(
             "UPDATE memories m SET content = u.content, tags = u.tags, category = u.category, "
             "session_id = u.session_id, created_us = u.created_us, updated_us = u.updated_us, "
-            "lineage_id = u.lineage_id, expires_us = u.expires_us, length = u.length, terms = u.terms "
+            "lineage_id = u.lineage_id, expires_us = u.expires_us, length = u.length, terms = u.terms, "
+            "occurred_us = u.occurred_us, context = u.context "
             "FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::bigint[], "
-            "%s::text[], %s::bigint[], %s::int[], %s::text[]) AS u(id, content, tags, category, session_id, "
-            "created_us, updated_us, lineage_id, expires_us, length, terms) "
+            "%s::text[], %s::bigint[], %s::int[], %s::text[], %s::bigint[], %s::text[]) AS u(id, content, tags, "
+            "category, session_id, created_us, updated_us, lineage_id, expires_us, length, terms, occurred_us, context) "
             f"WHERE m.id = u.id RETURNING {', '.join('m.' + c for c in MEMORY_COLUMNS.split(', '))}",
-            _columns(updates, 11),
+            _columns(updates, 13),
         ).fetchall()
     if inserts:
         rows += conn.execute(
             "INSERT INTO memories (agent_id, key, level, content, tags, category, session_id, created_us, "
-            "updated_us, lineage_id, expires_us, length, terms) "
+            "updated_us, lineage_id, expires_us, length, terms, occurred_us, context) "
             "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::text[], %s::text[], %s::text[], "
-            "%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::int[], %s::text[]) "
+            "%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::int[], %s::text[], "
+            "%s::bigint[], %s::text[]) "
             f"RETURNING {MEMORY_COLUMNS}",
-            _columns(inserts, 13),
+            _columns(inserts, 15),
         ).fetchall()
     out: dict[tuple[str, str, int], Memory] = {}
     entries = []

@@ -13,9 +13,9 @@ Where the live definitions are:
   order (``memories`` gains ``terms`` in version 8; ``sessions`` gains
   ``owner`` in version 3);
 - ``sm_save``, ``sm_save_one`` and ``sm_refresh_shadowable``: ``save.py``
-  (versions 9 and 10 install its text). To change one, add a version that
+  (versions 9 and 12 install its text). To change one, add a version that
   installs the new text and freeze the current text into the version that
-  installed it, as version 8's ``sm_save`` is frozen below.
+  installed it, as versions 8, 9 and 10's are frozen in ``frozen_saves.py``.
 
 Statements run with ``search_path = <schema>, pg_temp``; ``{app}`` is the quoted
 application role, ``{app_literal}`` its name as a literal, ``{schema}`` the
@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...audit import GENESIS
-from . import save
+from . import frozen_saves, save
 
 
 class Migration(NamedTuple):
@@ -400,164 +400,31 @@ V7 = ["CREATE INDEX IF NOT EXISTS memories_console ON memories (agent_id, key, l
 
 # Version 8: each version records its terms (NULL: unknown, recovered from the postings when needed), and a
 # save in one statement, the server-side ``sm_save``. Live versions get their terms from the postings they
-# already have. Frozen: version 9 replaced this ``sm_save`` (same parameters and result, no per-row work
-# left); its text stays as shipped because stores upgrading from version 7 still run it before version 9.
-_V8_SM_SAVE = r"""
-CREATE OR REPLACE FUNCTION sm_save(
-    p_session text, p_session_json text, p_now bigint, p_time text, p_store_lock bigint, p_key_space integer,
-    p_keys text[], p_contents text[], p_tags text[], p_categories text[], p_expires bigint[],
-    p_lineages text[], p_lengths integer[], p_terms text[], p_tfs text[], p_event_keys text[])
-RETURNS SETOF memories LANGUAGE plpgsql SECURITY INVOKER AS $fn$
-DECLARE
-  v_agent text; v_taint smallint; v_peers text; v_level text;
-  o_id bigint[]; o_key text[]; o_len integer[]; o_terms text[]; o_expired boolean[];
-  w memories[]; v_n bigint; v_len bigint;
-  v_seq bigint; v_first bigint; v_prev text; e_lineage text[]; a_prev text[] := '{}'; a_hash text[] := '{}';
-BEGIN
-  -- The session, read inside the transaction (a concurrent escalation waits or is seen), binds it.
-  SELECT s.agent_id, s.taint, s.peers INTO v_agent, v_taint, v_peers FROM sessions s WHERE s.id = p_session FOR SHARE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'stratamem: no session' USING ERRCODE = 'SM001';
-  END IF;
-  PERFORM set_config('stratamem.taint', v_taint::text, true),
-          set_config('stratamem.agents',
-                     (ARRAY[v_agent] || ARRAY(SELECT jsonb_array_elements_text(v_peers::jsonb)))::text, true),
-          set_config('stratamem.agent', v_agent, true),
-          set_config('stratamem.operator', '', true);
-  v_level := (ARRAY['PUBLIC', 'INTERNAL', 'CONFIDENTIAL', 'RESTRICTED'])[v_taint + 1];
-
-  -- Writers of one (agent, key) queue; bulk operator actions exclude every writer (PostgresBackend).
-  PERFORM pg_advisory_xact_lock_shared(p_store_lock);
-  PERFORM count(pg_advisory_xact_lock(p_key_space, hashtext(o.k)))
-     FROM (SELECT v_agent || chr(31) || u.k AS k FROM unnest(p_keys) AS u(k)
-           ORDER BY (v_agent || chr(31) || u.k) COLLATE "C") AS o;
-
-  -- The live versions these keys replace (an expired one is retired, as if deleted when it expired).
-  SELECT coalesce(array_agg(m.id), '{}'), coalesce(array_agg(m.key), '{}'), coalesce(array_agg(m.length), '{}'),
-         coalesce(array_agg(m.terms), '{}'),
-         coalesce(array_agg(m.expires_us IS NOT NULL AND m.expires_us <= p_now), '{}')
-    INTO o_id, o_key, o_len, o_terms, o_expired
-    FROM memories m
-   WHERE m.agent_id = v_agent AND m.key = ANY (p_keys) AND m.level = v_taint AND m.deleted_us IS NULL;
-  IF cardinality(o_id) > 0 THEN
-    IF array_position(o_terms, NULL) IS NOT NULL THEN
-      -- Written before the terms were recorded: recover them from the postings (slow, once per version).
-      SELECT array_agg(coalesce(u.t, (SELECT coalesce(string_agg(p.term, ' '), '') FROM postings p
-                                       WHERE p.agent_id = v_agent AND p.level = v_taint AND p.memory_id = u.i))
-                       ORDER BY u.n)
-        INTO o_terms FROM unnest(o_id, o_terms) WITH ORDINALITY AS u(i, t, n);
-    END IF;
-    DELETE FROM postings p
-     USING (SELECT u.i, unnest(string_to_array(u.t, ' ')) AS term FROM unnest(o_id, o_terms) AS u(i, t)) AS d
-     WHERE p.term = d.term AND p.agent_id = v_agent AND p.level = v_taint AND p.memory_id = d.i;
-    UPDATE memories m SET deleted_us = m.expires_us, shadowable = false, terms = NULL
-      FROM unnest(o_id, o_expired) AS u(i, x) WHERE m.id = u.i AND u.x;
-  END IF;
-
-  -- The versions: a live one at this level is updated in place (created time and lineage kept).
-  WITH inp AS (
-         SELECT * FROM unnest(p_keys, p_contents, p_tags, p_categories, p_expires, p_lineages, p_lengths, p_terms)
-                    AS u(key, content, tags, category, expires_us, lineage_id, length, terms)),
-       live AS (SELECT * FROM unnest(o_id, o_key, o_expired) AS o(id, key, expired) WHERE NOT o.expired),
-       up AS (
-         UPDATE memories m SET content = i.content, tags = i.tags, category = i.category, session_id = p_session,
-                updated_us = p_now, expires_us = i.expires_us, length = i.length, terms = i.terms
-           FROM inp i JOIN live l ON l.key = i.key
-          WHERE m.id = l.id RETURNING m),
-       ins AS (
-         INSERT INTO memories AS n (agent_id, key, level, content, tags, category, session_id, created_us,
-                                    updated_us, lineage_id, expires_us, length, terms)
-         SELECT v_agent, i.key, v_taint, i.content, i.tags, i.category, p_session, p_now, p_now, i.lineage_id,
-                i.expires_us, i.length, i.terms
-           FROM inp i WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.key = i.key)
-         RETURNING n)
-  SELECT coalesce(array_agg(x.r), '{}') INTO w FROM (SELECT up.m AS r FROM up UNION ALL SELECT ins.n FROM ins) AS x;
-
-  INSERT INTO postings (term, agent_id, level, memory_id, tf, length)
-  SELECT t.term, v_agent, v_taint, r.id, t.tf::integer, r.length
-    FROM unnest(w) AS r JOIN unnest(p_keys, p_tfs) AS f(key, tfs) ON f.key = r.key,
-         unnest(string_to_array(r.terms, ' '), string_to_array(f.tfs, ' ')) AS t(term, tf)
-   ORDER BY t.term COLLATE "C";
-
-  -- Document frequencies, netted over old and new versions, rows locked in one order; zeros removed.
-  INSERT INTO term_stats AS ts (term, agent_id, level, df)
-  SELECT d.term, v_agent, v_taint, d.df FROM (
-      SELECT x.term, sum(x.d) AS df FROM (
-          SELECT unnest(string_to_array(t, ' ')) AS term, -1 AS d FROM unnest(o_terms) AS t
-          UNION ALL SELECT unnest(string_to_array(r.terms, ' ')), 1 FROM unnest(w) AS r) AS x
-      GROUP BY x.term) AS d
-   WHERE d.df <> 0 ORDER BY d.term COLLATE "C"
-  ON CONFLICT (term, agent_id, level) DO UPDATE SET df = ts.df + excluded.df;
-  IF cardinality(o_id) > 0 THEN
-    DELETE FROM term_stats ts
-     WHERE ts.agent_id = v_agent AND ts.level = v_taint AND ts.df <= 0
-       AND ts.term IN (SELECT unnest(string_to_array(t, ' ')) FROM unnest(o_terms) AS t);
-  END IF;
-
-  SELECT count(*) - cardinality(o_id), coalesce(sum(r.length), 0) - (SELECT coalesce(sum(l), 0) FROM unnest(o_len) AS l)
-    INTO v_n, v_len FROM unnest(w) AS r;
-  IF v_n <> 0 OR v_len <> 0 THEN
-    INSERT INTO part_stats AS ps (agent_id, level, n, total_len) VALUES (v_agent, v_taint, v_n, v_len)
-    ON CONFLICT (agent_id, level) DO UPDATE SET n = ps.n + excluded.n, total_len = ps.total_len + excluded.total_len;
-  END IF;
-
-  PERFORM sm_refresh_shadowable(array_fill(v_agent, ARRAY[cardinality(p_keys)]), p_keys);
-  INSERT INTO memory_vectors (memory_id, agent_id, level, live)
-  SELECT r.id, v_agent, v_taint, true FROM unnest(w) AS r
-  ON CONFLICT (memory_id) DO UPDATE SET live = true, model = NULL, scale = NULL, vec = NULL;
-
-  -- One event per item, in order, chained from the head (locked: appends from every process queue here).
-  SELECT h.seq, h.hash INTO v_seq, v_prev FROM audit_head h FOR UPDATE;
-  IF NOT FOUND THEN
-    RAISE EXCEPTION 'stratamem: the audit head is missing' USING ERRCODE = 'SM002';
-  END IF;
-  v_first := v_seq;
-  SELECT coalesce(array_agg(r.lineage_id ORDER BY e.n), '{}') INTO e_lineage
-    FROM unnest(p_event_keys) WITH ORDINALITY AS e(key, n) JOIN unnest(w) AS r ON r.key = e.key;
-  FOR i IN 1 .. cardinality(p_event_keys) LOOP
-    v_seq := v_seq + 1;
-    a_prev := a_prev || v_prev;
-    v_prev := encode(sha256(convert_to(
-        '{"agent":' || to_json(v_agent)::text || ',"detail":{},"keys":[' || to_json(p_event_keys[i])::text
-        || '],"levels":["' || v_level || '"],"lineage":[' || to_json(e_lineage[i])::text
-        || '],"op":"save","outcome":"ok","prev":"' || v_prev || '","seq":' || v_seq || ',"session":'
-        || p_session_json || ',"taint":"' || v_level || '","time":' || p_time || '}', 'UTF8')), 'hex');
-    a_hash := a_hash || v_prev;
-  END LOOP;
-  INSERT INTO audit (seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail,
-                     prev_hash, hash)
-  SELECT v_first + e.n, p_now, p_session, v_agent, v_taint, 'save', json_build_array(e.key)::text,
-         '["' || v_level || '"]', json_build_array(e.lineage)::text, 'ok', '{}', e.prev, e.hash
-    FROM unnest(p_event_keys, e_lineage, a_prev, a_hash) WITH ORDINALITY AS e(key, lineage, prev, hash, n);
-  UPDATE audit_head SET seq = v_seq, hash = v_prev;
-
-  RETURN QUERY SELECT * FROM unnest(w);
-END
-$fn$"""
-_V8_TYPES = (
-    "text, text, bigint, text, bigint, integer, text[], text[], text[], text[], bigint[], text[], integer[], "
-    "text[], text[], text[]"
-)
+# already have. Frozen (``frozen_saves``): version 9 replaced this ``sm_save`` (same parameters and result, no
+# per-row work left); its text stays as shipped because stores upgrading from version 7 still run it before 9.
 V8 = [
     'ALTER TABLE memories ADD COLUMN IF NOT EXISTS terms text COLLATE "C"',
     """UPDATE memories m SET terms = p.terms
          FROM (SELECT memory_id, string_agg(term, ' ') AS terms FROM postings GROUP BY memory_id) AS p
         WHERE m.id = p.memory_id AND m.deleted_us IS NULL""",
     "UPDATE memories SET terms = '' WHERE terms IS NULL AND deleted_us IS NULL",
-    _V8_SM_SAVE,
-    "GRANT EXECUTE ON FUNCTION sm_save(" + _V8_TYPES + ") TO {app}",
+    frozen_saves.V8_SM_SAVE,
+    "GRANT EXECUTE ON FUNCTION sm_save(" + frozen_saves.V8_SM_SAVE_TYPES + ") TO {app}",
 ]
 
 # Version 9: the live ``sm_save`` and ``sm_refresh_shadowable`` (``save.py``), and room on ``term_stats``
 # pages so the increments a batch makes are HOT updates.
 V9 = [
     save.REFRESH_SHADOWABLE,
-    save.SM_SAVE,
+    frozen_saves.V9_SM_SAVE,
     "ALTER TABLE term_stats SET (fillfactor = 70)",
 ]
 
 # Version 10: the live ``sm_save_one`` (``save.py``), a single save from one record's scalars.
-V10 = [save.SM_SAVE_ONE, "GRANT EXECUTE ON FUNCTION sm_save_one(" + save.SM_SAVE_ONE_TYPES + ") TO {app}"]
+V10 = [
+    frozen_saves.V10_SM_SAVE_ONE,
+    "GRANT EXECUTE ON FUNCTION sm_save_one(" + frozen_saves.V10_SM_SAVE_ONE_TYPES + ") TO {app}",
+]
 
 # Version 11: a search finds the conversation memories its conversation scope hides (``stratamem.scope``)
 # without reading the rest of its partitions.
@@ -566,9 +433,24 @@ V11 = [
     "WHERE category = 'conversation' AND deleted_us IS NULL"
 ]
 
-# Version 12: what servers share between requests (``sql/server_state.py``), for operator transactions only;
-# every statement may run again (a store set back to an earlier version re-runs the later ones).
+# Version 12: when a memory's event happened (``occurred_us``; NULL on older rows reads as ``created_us``) and
+# the text that situates it (``context``); the live ``sm_save`` and ``sm_save_one`` (``save.py``) write both.
+# The earlier signatures are dropped: a client from before this version would otherwise keep a replaced
+# version's context on an update.
 V12 = [
+    "ALTER TABLE memories ADD COLUMN IF NOT EXISTS occurred_us bigint",
+    "ALTER TABLE memories ADD COLUMN IF NOT EXISTS context text",
+    "DROP FUNCTION IF EXISTS sm_save(" + frozen_saves.V9_SM_SAVE_TYPES + ")",
+    "DROP FUNCTION IF EXISTS sm_save_one(" + frozen_saves.V10_SM_SAVE_ONE_TYPES + ")",
+    save.SM_SAVE,
+    "GRANT EXECUTE ON FUNCTION sm_save(" + save.SM_SAVE_TYPES + ") TO {app}",
+    save.SM_SAVE_ONE,
+    "GRANT EXECUTE ON FUNCTION sm_save_one(" + save.SM_SAVE_ONE_TYPES + ") TO {app}",
+]
+
+# Version 13: what servers share between requests (``sql/server_state.py``), for operator transactions only;
+# every statement may run again (a store set back to an earlier version re-runs the later ones).
+V13 = [
     """CREATE TABLE IF NOT EXISTS server_state (
         kind text COLLATE "C" NOT NULL,
         key text COLLATE "C" NOT NULL,
@@ -595,6 +477,7 @@ MIGRATIONS: list[Migration] = [
     Migration(9, "set-based sm_save and shadowing refresh", V9),
     Migration(10, "sm_save_one", V10),
     Migration(11, "conversation index", V11),
-    Migration(12, "server state", V12),
+    Migration(12, "occurred times and contexts", V12),
+    Migration(13, "server state", V13),
 ]
 LATEST = MIGRATIONS[-1].version

@@ -24,7 +24,7 @@ MEMORY_COLUMNS = rows.MEMORY_COLUMNS
 
 def row_to_memory(row: Sequence[Any]) -> Memory:
     """``MEMORY_COLUMNS`` as stored here to a Memory (content and source session decoded)."""
-    row = list(row[:12])
+    row = list(row[: rows.MEMORY_WIDTH])
     row[4], row[7] = dec(row[4]), dec(row[7])
     return rows.row_to_memory(row)
 

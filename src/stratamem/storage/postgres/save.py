@@ -53,8 +53,9 @@ unchanged); the partition's size is changed with a plain ``UPDATE`` and
 inserted only when the partition is new. ``sm_save`` stays the path of a batch
 and of a batch that names a key twice.
 
-The text of these functions is what migrations 9 and 10 install: changing it
-means a new migration (see ``migrations.py``).
+The text of these functions is what migration 12 installs (9 and 10 installed the
+versions without occurred times and contexts): changing it means a new migration
+(see ``migrations.py``).
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from ...models import Memory
 from ...text import Analyzer
 from ..records import MemoryDraft
 from ..sql.rows import from_us, to_us
-from .rows import enc, row_to_memory
+from .rows import MEMORY_COLUMNS, enc, row_to_memory
 
 NO_SESSION = "SM001"
 NO_AUDIT_HEAD = "SM002"
@@ -110,13 +111,15 @@ BEGIN
 END
 $fn$"""
 
-# The batch save (installed by migration 9).
+# The batch save (installed by migration 12; migration 9's, without occurred times and contexts, is frozen in
+# ``frozen_saves``).
 SM_SAVE = (
     r"""
 CREATE OR REPLACE FUNCTION sm_save(
     p_session text, p_session_json text, p_now bigint, p_time text, p_store_lock bigint, p_key_space integer,
     p_keys text[], p_contents text[], p_tags text[], p_categories text[], p_expires bigint[],
-    p_lineages text[], p_lengths integer[], p_terms text[], p_tfs text[], p_event_keys text[])
+    p_lineages text[], p_lengths integer[], p_terms text[], p_tfs text[], p_event_keys text[],
+    p_occurred bigint[], p_contexts text[])
 RETURNS SETOF memories LANGUAGE plpgsql SECURITY INVOKER AS $fn$
 DECLARE
   v_agent text; v_taint smallint; v_peers text; v_level text;
@@ -158,19 +161,21 @@ BEGIN
 
   -- The versions: a live one at this level is updated in place (created time and lineage kept).
   WITH inp AS (
-         SELECT * FROM unnest(p_keys, p_contents, p_tags, p_categories, p_expires, p_lineages, p_lengths, p_terms)
-                    AS u(key, content, tags, category, expires_us, lineage_id, length, terms)),
+         SELECT * FROM unnest(p_keys, p_contents, p_tags, p_categories, p_expires, p_lineages, p_lengths, p_terms,
+                              p_occurred, p_contexts)
+                    AS u(key, content, tags, category, expires_us, lineage_id, length, terms, occurred_us, context)),
        live AS (SELECT * FROM unnest(o_id, o_key, o_expired) AS o(id, key, expired) WHERE NOT o.expired),
        up AS (
          UPDATE memories m SET content = i.content, tags = i.tags, category = i.category, session_id = p_session,
-                updated_us = p_now, expires_us = i.expires_us, length = i.length, terms = i.terms
+                updated_us = p_now, expires_us = i.expires_us, length = i.length, terms = i.terms,
+                occurred_us = i.occurred_us, context = i.context
            FROM inp i JOIN live l ON l.key = i.key
           WHERE m.id = l.id RETURNING m),
        ins AS (
          INSERT INTO memories AS n (agent_id, key, level, content, tags, category, session_id, created_us,
-                                    updated_us, lineage_id, expires_us, length, terms)
+                                    updated_us, lineage_id, expires_us, length, terms, occurred_us, context)
          SELECT v_agent, i.key, v_taint, i.content, i.tags, i.category, p_session, p_now, p_now, i.lineage_id,
-                i.expires_us, i.length, i.terms
+                i.expires_us, i.length, i.terms, i.occurred_us, i.context
            FROM inp i WHERE NOT EXISTS (SELECT 1 FROM live l WHERE l.key = i.key)
          RETURNING n)
   SELECT coalesce(array_agg(x.r), '{}') INTO w FROM (SELECT up.m AS r FROM up UNION ALL SELECT ins.n FROM ins) AS x;
@@ -250,16 +255,16 @@ $fn$"""
 
 SM_SAVE_TYPES = (
     "text, text, bigint, text, bigint, integer, text[], text[], text[], text[], bigint[], text[], integer[], "
-    "text[], text[], text[]"
+    "text[], text[], text[], bigint[], text[]"
 )
 
-# The single save from scalars (installed by migration 10).
+# The single save from scalars (installed by migration 12; migration 10's is frozen in ``frozen_saves``).
 SM_SAVE_ONE = (
     r"""
 CREATE OR REPLACE FUNCTION sm_save_one(
     p_session text, p_session_json text, p_now bigint, p_time text, p_store_lock bigint, p_key_space integer,
     p_key text, p_content text, p_tags text, p_category text, p_expires bigint, p_lineage text, p_length integer,
-    p_terms text, p_tfs text)
+    p_terms text, p_tfs text, p_occurred bigint, p_context text)
 RETURNS SETOF memories LANGUAGE plpgsql SECURITY INVOKER AS $fn$
 DECLARE
   v_agent text; v_taint smallint; v_peers text; v_level text;
@@ -294,16 +299,17 @@ BEGIN
     ELSE
       -- Updated in place (created time and lineage kept).
       UPDATE memories m SET content = p_content, tags = p_tags, category = p_category, session_id = p_session,
-             updated_us = p_now, expires_us = p_expires, length = p_length, terms = p_terms
+             updated_us = p_now, expires_us = p_expires, length = p_length, terms = p_terms,
+             occurred_us = p_occurred, context = p_context
        WHERE m.id = o.id RETURNING * INTO w;
       v_inserted := false;
     END IF;
   END IF;
   IF v_inserted THEN
     INSERT INTO memories (agent_id, key, level, content, tags, category, session_id, created_us, updated_us,
-                          lineage_id, expires_us, length, terms)
+                          lineage_id, expires_us, length, terms, occurred_us, context)
     VALUES (v_agent, p_key, v_taint, p_content, p_tags, p_category, p_session, p_now, p_now, p_lineage, p_expires,
-            p_length, p_terms)
+            p_length, p_terms, p_occurred, p_context)
     RETURNING * INTO w;
   END IF;
 
@@ -372,15 +378,18 @@ END
 $fn$"""
 )
 
-SM_SAVE_ONE_TYPES = (
-    "text, text, bigint, text, bigint, integer, text, text, text, text, bigint, text, integer, text, text"
-)
+SM_SAVE_ONE_TYPES = "text, text, bigint, text, bigint, integer, text, text, text, text, bigint, text, integer, text, text, bigint, text"
 
 # Parameters travel in binary (no quoting and escaping of every array element: a batch's arrays encode
 # several times faster), each cast to the function's parameter type.
 _CALL = "SELECT * FROM sm_save(" + ", ".join(f"%b::{t}" for t in SM_SAVE_TYPES.split(", ")) + ")"
 # One record: scalars, which the client encodes far faster than arrays.
 _CALL_ONE = "SELECT * FROM sm_save_one(" + ", ".join(f"%b::{t}" for t in SM_SAVE_ONE_TYPES.split(", ")) + ")"
+# The calls of the functions before migration 12 (a store held at an older version by the tests).
+_OLD_CALL = "SELECT * FROM sm_save(" + ", ".join(f"%b::{t}" for t in SM_SAVE_TYPES.split(", ")[:-2]) + ")"
+_OLD_CALL_ONE = (
+    "SELECT * FROM sm_save_one(" + ", ".join(f"%b::{t}" for t in SM_SAVE_ONE_TYPES.split(", ")[:-2]) + ")"
+)
 
 
 def terms_text(terms: dict[str, int]) -> tuple[str, str]:
@@ -397,11 +406,14 @@ def save_many(
     now: datetime,
     *,
     one: bool = True,
+    situated: bool = True,
 ) -> list[Memory]:
     """One ``sm_save`` statement (on an autocommit connection: its own transaction); stored versions in input order.
 
     A single draft goes to ``sm_save_one`` instead, when the
-    store has it (``one``).
+    store has it (``one``). ``situated``: the store has migration 12's columns and
+    functions (occurred times and contexts); tests hold some stores older, and
+    those get the earlier functions' calls, without either.
 
     A key given twice ends as the later draft, as if saved one by one, with one
     audit event per draft. ``locks`` is the store lock and the key lock space.
@@ -424,6 +436,11 @@ def save_many(
         [tfs for _, tfs in texts],
     ]
     now_us = to_us(now)
+    if situated:
+        columns += [
+            [to_us(d.occurred_at) if d.occurred_at is not None else now_us for d in latest],
+            [d.context for d in latest],
+        ]
     head = (
         enc(session_id),
         json.dumps(session_id, ensure_ascii=False),
@@ -433,11 +450,14 @@ def save_many(
         *locks,
     )
     if one and len(drafts) == 1:  # one key, one event: the same save as sm_save's, from scalars
-        call, params = _CALL_ONE, (*head, *(column[0] for column in columns))
+        call = _CALL_ONE if situated else _OLD_CALL_ONE
+        params = (*head, *(column[0] for column in columns))
     else:
-        call, params = _CALL, (*head, *columns, [d.key for d in drafts])
+        call = _CALL if situated else _OLD_CALL
+        params = (*head, *columns[:9], [d.key for d in drafts], *columns[9:])
     try:
-        rows = conn.execute(call, params).fetchall()
+        cursor = conn.execute(call, params)
+        rows = cursor.fetchall()
     except psycopg.DatabaseError as exc:
         if exc.sqlstate == NO_SESSION:
             raise NotFound(f"no session {session_id!r}") from None
@@ -447,5 +467,8 @@ def save_many(
                 "--anchor FILE', then restore the row (seq, hash of the newest event)"
             ) from None
         raise
-    stored = {row[2]: row_to_memory(row) for row in rows}
+    # the functions return whole ``memories`` rows, in the table's column order: picked by name
+    names = [column.name for column in cursor.description or ()]
+    picks = [names.index(column) if column in names else None for column in MEMORY_COLUMNS.split(", ")]
+    stored = {row[2]: row_to_memory([None if i is None else row[i] for i in picks]) for row in rows}
     return [stored[d.key] for d in drafts]

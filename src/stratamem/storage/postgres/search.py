@@ -12,7 +12,7 @@ backends return the same keys, order and scores for the same store."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import psycopg
 
@@ -99,7 +99,13 @@ def recent(conn: psycopg.Connection, scope: Scope, limit: int) -> list[Hit]:
     return [Hit(row_to_memory(r), 0.0) for r in rows]
 
 
-def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: int) -> list[Hit]:
+def ranked(
+    conn: psycopg.Connection,
+    scope: Scope,
+    terms: Sequence[str],
+    limit: int,
+    weights: Mapping[str, float] | None = None,
+) -> list[Hit]:
     """Exact BM25 top-k over the visible view, as ``sqlite_rank.ranked`` computes it.
 
     One statement gathers the view's statistics: ``hidden`` (live versions in
@@ -150,14 +156,14 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
         return []
     freqs = dict.fromkeys(unique, 0)
     freqs.update(zip(found, counts, strict=True))
-    weights, order = pruning.weigh(n_docs, freqs)
-    if not weights:
+    term_weights, order = pruning.weigh(n_docs, freqs, weights)
+    if not term_weights:
         return []
     params = {
         **scope.params,
         "hidden": hidden,
         "order": order,
-        "weights": [weights[t] for t in order],
+        "weights": [term_weights[t] for t in order],
         "avgdl": total_len / n_docs if total_len > 0 else 1.0,
         "scale": float(ranking.SCORE_SCALE),
         "k1": ranking.K1,
@@ -198,7 +204,7 @@ def ranked(conn: psycopg.Connection, scope: Scope, terms: Sequence[str], limit: 
             ).fetchall()
         return [(r[0], int(r[1])) for r in rows]
 
-    top = pruning.top_scores(order, freqs, weights, limit, run)
+    top = pruning.top_scores(order, freqs, term_weights, limit, run)
     if not top:
         return []
     scores = dict(top)

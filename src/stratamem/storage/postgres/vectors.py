@@ -18,7 +18,7 @@ SQLite and PostgreSQL return the same dense scores for the same store.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -27,6 +27,7 @@ from ...models import Hit
 from ...search.fusion import CANDIDATES, DENSE_CANDIDATES
 from ..sql.rows import one_row
 from ..vectors import (
+    PENDING_COLUMNS,
     Candidate,
     Pending,
     QueryVector,
@@ -110,13 +111,13 @@ def use_model(conn: psycopg.Connection, identity: str, reset: bool) -> None:
 
 
 def _pending(rows: Sequence[Sequence[Any]]) -> list[Pending]:
-    return [Pending(r[0], r[1], embed_text(r[2], dec(r[3]))) for r in rows]
+    return [Pending(r[0], r[1], embed_text(r[2], dec(r[3]), r[4])) for r in rows]
 
 
 def pending(conn: psycopg.Connection, scope: Scope, limit: int) -> list[Pending]:
     return _pending(
         conn.execute(
-            "SELECT d.id, d.updated_us, d.key, d.content FROM memory_vectors v JOIN memories d ON d.id = v.memory_id "
+            f"SELECT {PENDING_COLUMNS} FROM memory_vectors v JOIN memories d ON d.id = v.memory_id "
             f"WHERE v.live AND v.model IS NULL AND {scope.visible} ORDER BY d.id LIMIT %(limit)s",
             {**scope.params, "limit": limit},
         ).fetchall()
@@ -125,7 +126,7 @@ def pending(conn: psycopg.Connection, scope: Scope, limit: int) -> list[Pending]
 
 def all_pending(conn: psycopg.Connection, limit: int) -> tuple[list[Pending], int]:
     rows = conn.execute(
-        "SELECT d.id, d.updated_us, d.key, d.content FROM memory_vectors v JOIN memories d ON d.id = v.memory_id "
+        f"SELECT {PENDING_COLUMNS} FROM memory_vectors v JOIN memories d ON d.id = v.memory_id "
         "WHERE v.live AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT %s",
         (limit,),
     ).fetchall()
@@ -171,6 +172,7 @@ def search(
     limit: int,
     mode: str,
     query: QueryVector,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Hit]:
     """Semantic or hybrid ranking over the session's visible view, in the reader's snapshot.
 
@@ -188,7 +190,9 @@ def search(
     ):
         mode = "hybrid"  # visible records still wait for vectors: the lexical side covers them
     lexical = (
-        from_hits(pg_search.ranked(conn, scope, terms, CANDIDATES)) if (mode == "hybrid" and terms) else []
+        from_hits(pg_search.ranked(conn, scope, terms, CANDIDATES, weights))
+        if (mode == "hybrid" and terms)
+        else []
     )
     vector = resolve(query)
     if vtype:

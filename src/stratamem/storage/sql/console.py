@@ -25,7 +25,7 @@ from ...models import AuditEvent, Memory, TaintEvent
 from ..records import ONE_SHOT_PREFIX, SessionRecord
 from .audit_pages import AuditQuery, audit_sql, descending
 from .dialect import Dialect
-from .rows import MEMORY_COLUMNS, from_us, row_to_event, row_to_memory, to_us
+from .rows import MEMORY_COLUMNS, MEMORY_WIDTH, from_us, row_to_event, row_to_memory, to_us
 
 if TYPE_CHECKING:
     from ..transaction import Body, Tx
@@ -132,7 +132,7 @@ def _like_pattern(text: str) -> str:
 
 
 def _memory(dialect: Dialect, row: Sequence[Any]) -> Memory:
-    row = list(row[:12])
+    row = list(row[:MEMORY_WIDTH])
     row[4], row[7] = dialect.decode(row[4]), dialect.decode(row[7])
     return row_to_memory(row)
 
@@ -161,7 +161,7 @@ def _records(
     out = []
     for row in rows:
         memory = _memory(dialect, row)
-        deleted_us = row[12]
+        deleted_us = row[MEMORY_WIDTH]
         if deleted_us is not None:
             state = "deleted"
         elif row[11] is not None and row[11] <= now_us:

@@ -20,7 +20,7 @@ from ...errors import NotFound, ValidationError
 from ...levels import Level
 from ...models import Memory
 from ..records import SessionRecord
-from .rows import MEMORY_COLUMNS, stored_memory, to_us
+from .rows import MEMORY_COLUMNS, MEMORY_WIDTH, stored_memory, to_us
 
 if TYPE_CHECKING:
     from ..protocol import TransactionSeam as Seam
@@ -61,7 +61,7 @@ def delete_body(tx: Tx[Any], versions: Versions, key: str) -> tuple[SessionRecor
         tx.append(replace(event, outcome="not_found"))
         return record, None
     memory = stored_memory(row, tx.dialect.decode)
-    versions.retire(tx.conn, [(*row[:6], row[12])], to_us(tx.now))
+    versions.retire(tx.conn, [(*row[:6], row[MEMORY_WIDTH])], to_us(tx.now))
     tx.append(replace(event, levels=(memory.level,), lineage_ids=(memory.lineage_id,)))
     return record, memory
 

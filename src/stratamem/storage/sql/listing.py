@@ -21,10 +21,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ...audit import operator_draft
-from ...models import Memory
+from ...models import Memory, situated
 from ...paging import ListQuery, after_position
 from .dialect import Dialect
-from .rows import MEMORY_COLUMNS, stored_memory, to_us
+from .rows import MEMORY_COLUMNS, MEMORY_WIDTH, stored_memory, to_us
 
 if TYPE_CHECKING:
     from ..protocol import TransactionSeam as Seam
@@ -45,6 +45,9 @@ def _filters(dialect: Dialect, query: ListQuery) -> tuple[list[str], dict[str, o
         ("f_saved_by", query.saved_by, "d.session_id = {p}"),
         ("f_since", query.since_us, "d.created_us >= {p}"),
         ("f_until", query.until_us, "d.created_us <= {p}"),
+        # a row from before the field has no occurred time: it happened when it was created
+        ("f_occurred_since", query.occurred_since_us, "coalesce(d.occurred_us, d.created_us) >= {p}"),
+        ("f_occurred_until", query.occurred_until_us, "coalesce(d.occurred_us, d.created_us) <= {p}"),
     ):
         if value is not None:
             params[name] = value
@@ -88,10 +91,12 @@ def listing_sql(
 
 
 def export_body(tx: Tx[Any], agent_id: str | None) -> list[Memory]:
-    """Every live, unexpired memory (of one agent, or all) in (agent, key, level) order: an operator read."""
+    """Every live, unexpired memory (of one agent, or all) in (agent, key, level) order: an operator read.
+
+    Each comes with the context stored beside it (``SituatedMemory``), so an export loses nothing."""
     ph = tx.dialect.positional
     sql = (
-        f"SELECT {MEMORY_COLUMNS} FROM memories WHERE deleted_us IS NULL "
+        f"SELECT {MEMORY_COLUMNS}, context FROM memories WHERE deleted_us IS NULL "
         f"AND (expires_us IS NULL OR expires_us > {ph})"
     )
     params: list[object] = [to_us(tx.now)]
@@ -99,7 +104,7 @@ def export_body(tx: Tx[Any], agent_id: str | None) -> list[Memory]:
         sql += f" AND agent_id = {ph}"
         params.append(agent_id)
     rows = tx.conn.execute(sql + " ORDER BY agent_id, key, level", params).fetchall()
-    return [stored_memory(r, tx.dialect.decode) for r in rows]
+    return [situated(stored_memory(r, tx.dialect.decode), r[MEMORY_WIDTH]) for r in rows]
 
 
 def exported(seam: Seam, agent_id: str | None, now: datetime) -> Iterator[Memory]:

@@ -51,9 +51,16 @@ def essential_terms(doc_freqs: Sequence[int], weights: Sequence[float]) -> int:
     return len(doc_freqs)
 
 
-def weigh(n_docs: int, doc_freqs: Mapping[str, int]) -> tuple[dict[str, float], list[str]]:
-    """idf weights of the terms some visible document holds, and those terms rarest first (ties by term)."""
-    weights = {t: ranking.idf(n_docs, df) for t, df in doc_freqs.items() if df > 0}
+def weigh(
+    n_docs: int, doc_freqs: Mapping[str, int], query_weights: Mapping[str, float] | None = None
+) -> tuple[dict[str, float], list[str]]:
+    """Weights of the terms some visible document holds — idf times the term's weight in the query
+    (``query_weights``; 1 when None) —, and those terms heaviest first (ties by term)."""
+    weights = {
+        t: ranking.idf(n_docs, df) * (1.0 if query_weights is None else query_weights.get(t, 1.0))
+        for t, df in doc_freqs.items()
+        if df > 0
+    }
     return weights, sorted(weights, key=lambda t: (-weights[t], t))
 
 

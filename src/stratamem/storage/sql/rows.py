@@ -10,21 +10,23 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from json.encoder import encode_basestring_ascii
 from typing import Any, TypeVar
 
 from ...errors import StorageError
 from ...levels import Level
-from ...models import AuditEvent, Memory
+from ...models import AuditEvent, Memory, situated
 
 R = TypeVar("R")
 
 MEMORY_COLUMNS = (
     "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
-    "lineage_id, expires_us"
+    "lineage_id, expires_us, occurred_us"
 )
+#: how many columns ``MEMORY_COLUMNS`` names: a query's further columns start at this index
+MEMORY_WIDTH = 13
 AUDIT_COLUMNS = (
     "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
     "prev_hash, hash"
@@ -52,17 +54,38 @@ def one_row(row: R | None) -> R:
     return row
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def to_us(moment: datetime) -> int:
-    return round(moment.timestamp() * 1_000_000)
+    """Exact epoch microseconds (integer arithmetic: a float timestamp loses microseconds far from 1970)."""
+    if moment.tzinfo is None:  # a naive time is local, as ``datetime.timestamp`` reads it
+        return round(moment.timestamp() * 1_000_000)
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 @lru_cache(maxsize=4096)  # rows written by one call share one timestamp; datetimes are immutable
 def from_us(micros: int) -> datetime:
-    return datetime.fromtimestamp(micros / 1_000_000, UTC)
+    return _EPOCH + timedelta(microseconds=micros)
 
 
 def row_to_memory(row: Sequence[Any]) -> Memory:
-    (_id, agent, key, level, content, tags, category, session, created, updated, lineage, expires) = row
+    (
+        _id,
+        agent,
+        key,
+        level,
+        content,
+        tags,
+        category,
+        session,
+        created,
+        updated,
+        lineage,
+        expires,
+        occurred,
+    ) = row
     return Memory(
         key=key,
         content=content,
@@ -75,7 +98,15 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
         updated_at=from_us(updated),
         lineage_id=lineage,
         expires_at=from_us(expires) if expires is not None else None,
+        occurred_at=from_us(
+            occurred if occurred is not None else created
+        ),  # NULL: a row from before the field
     )
+
+
+def row_with_context(row: Sequence[Any], at: int = MEMORY_WIDTH) -> Memory:
+    """A ``MEMORY_COLUMNS`` row whose stored context is column ``at``, as the record it stores."""
+    return situated(row_to_memory(row[:MEMORY_WIDTH]), row[at])
 
 
 def row_to_event(row: Sequence[Any]) -> AuditEvent:
@@ -100,7 +131,7 @@ def row_to_event(row: Sequence[Any]) -> AuditEvent:
 def stored_memory(row: Sequence[Any], decode: Callable[[str | None], str | None]) -> Memory:
     """A ``MEMORY_COLUMNS`` row (possibly followed by others) as an engine stored it: content and source
     session through its dialect's ``decode``."""
-    fields = list(row[:12])
+    fields = list(row[:MEMORY_WIDTH])
     fields[4], fields[7] = decode(fields[4]), decode(fields[7])
     return row_to_memory(fields)
 

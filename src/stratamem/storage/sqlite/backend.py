@@ -338,8 +338,10 @@ class SQLiteBackend:
             if terms is None:
                 return rank.recent(tx.conn, scope, request.limit)
             if request.mode != "lexical" and request.query is not None:
-                return vectors.search(self, tx.conn, scope, terms, request.limit, request.mode, request.query)
-            return rank.ranked(tx.conn, scope, terms, request.limit) if terms else []
+                return vectors.search(
+                    self, tx.conn, scope, terms, request.limit, request.mode, request.query, request.weights
+                )
+            return rank.ranked(tx.conn, scope, terms, request.limit, request.weights) if terms else []
 
         return observed_read(
             self, session_id, now, "search", reader, lambda hits: [h.memory for h in hits], request.detail

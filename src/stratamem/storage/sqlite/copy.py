@@ -21,7 +21,7 @@ COPIED_TABLES: dict[str, str] = {
     "sessions": "id, agent_id, clearance, peers, taint, created_us, owner",
     "taint_events": "session_id, at_us, previous, new, reason, source",
     "memories": "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
-    "lineage_id, expires_us, deleted_us",
+    "lineage_id, expires_us, deleted_us, occurred_us, context",
     "audit": "seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail, "
     "prev_hash, hash",
     **TURN_TABLES,

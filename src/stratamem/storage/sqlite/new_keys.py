@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from ...models import Memory
+from ...models import Memory, context_of
 from ..sql.rows import from_us, json_strings, to_us
 from .deferred_index import PendingIndex
 
@@ -26,7 +26,7 @@ CHUNK = 500  # keys per lookup, well under SQLite's bound on parameters
 
 INSERT = (
     "INSERT INTO memories(id, agent_id, key, level, content, tags, category, session_id, created_us, "
-    "updated_us, lineage_id, expires_us, length) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    "updated_us, lineage_id, expires_us, length, occurred_us, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 
@@ -70,6 +70,8 @@ def insert_new(
             m.lineage_id,
             to_us(m.expires_at) if m.expires_at else None,
             length,
+            to_us(m.occurred_at),
+            context_of(m),
         )
         for mem_id, m, (_, length) in zip(
             range(first, first + len(memories)), memories, analysed, strict=True
@@ -94,6 +96,7 @@ def insert_new(
             updated_at=from_us(row[9]),
             lineage_id=m.lineage_id,
             expires_at=from_us(row[11]) if row[11] is not None else None,
+            occurred_at=from_us(row[13]),
         )
         for m, row in zip(memories, rows, strict=True)
     ]

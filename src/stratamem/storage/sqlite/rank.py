@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...models import Hit
@@ -102,9 +102,16 @@ def visible_stats(conn: sqlite3.Connection, scope: Scope) -> tuple[int, int, lis
     return n - len(hidden), total - sum(length for _, length in hidden), [mem_id for mem_id, _ in hidden]
 
 
-def ranked(conn: sqlite3.Connection, scope: Scope, terms: Sequence[str], limit: int) -> list[Hit]:
+def ranked(
+    conn: sqlite3.Connection,
+    scope: Scope,
+    terms: Sequence[str],
+    limit: int,
+    weights: Mapping[str, float] | None = None,
+) -> list[Hit]:
     """Exact BM25 top-k over the visible view (``ranked_rows``), as hits."""
-    return [Hit(row_to_memory(row), score) for row, score in ranked_rows(conn, scope, terms, limit)]
+    rows = ranked_rows(conn, scope, terms, limit, weights=weights)
+    return [Hit(row_to_memory(row), score) for row, score in rows]
 
 
 def ranked_rows(
@@ -113,6 +120,7 @@ def ranked_rows(
     terms: Sequence[str],
     limit: int,
     stats: tuple[int, int, list[int]] | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[tuple[Any, float]]:
     """Exact BM25 top-k over the visible view: (memory row, score), best first.
 
@@ -123,7 +131,8 @@ def ranked_rows(
     fixed-point integers (order-independent) and ties are broken by key
     and agent order, never row ids: two stores that differ only by
     invisible records return bit-identical results. ``stats``: the view's
-    ``visible_stats`` when the caller already read them in this transaction.
+    ``visible_stats`` when the caller already read them in this transaction;
+    ``weights``: the query's term weights (``SearchRequest.weights``).
     """
     n_docs, total_len, hidden = stats if stats is not None else visible_stats(conn, scope)
     if n_docs <= 0:
@@ -132,8 +141,8 @@ def ranked_rows(
     if hidden:
         filters += " AND p.memory_id NOT IN (SELECT value FROM json_each(:hidden))"
     freqs = visible_doc_freqs(conn, scope, terms, hidden)
-    weights, order = pruning.weigh(n_docs, freqs)
-    if not weights:
+    term_weights, order = pruning.weigh(n_docs, freqs, weights)
+    if not term_weights:
         return []
     params: dict[str, object] = {
         **scope.params,
@@ -146,7 +155,7 @@ def ranked_rows(
         "omb": 1.0 - ranking.B,
     }
     for i, term in enumerate(order):
-        params[f"t{i}"], params[f"w{i}"] = term, weights[term]
+        params[f"t{i}"], params[f"w{i}"] = term, term_weights[term]
     weight = "CASE p.term " + " ".join(f"WHEN :t{i} THEN :w{i}" for i in range(len(order))) + " END"
     contribution = (
         f"CAST({weight} * p.tf * :k1p / (p.tf + :k1 * (:omb + :b * p.length / :avgdl)) * :scale AS INTEGER)"
@@ -178,7 +187,7 @@ def ranked_rows(
             head + "SELECT id, s FROM g WHERE s >= :floor", {**params, "floor": floor}
         ).fetchall()
 
-    ranked = pruning.top_scores(order, freqs, weights, limit, run)
+    ranked = pruning.top_scores(order, freqs, term_weights, limit, run)
     if not ranked:
         return []
     by_id = {r[0]: r for r in memory_rows(conn, [r[0] for r in ranked])}

@@ -327,6 +327,16 @@ def _conversation_index(conn: sqlite3.Connection) -> None:
     )
 
 
+def _occurred_and_context(conn: sqlite3.Connection) -> None:
+    """When a memory's event happened (``occurred_us``; NULL on older rows reads as ``created_us``, so
+    the upgrade rewrites nothing) and the text that situates it (``context``, part of its embedding)."""
+    have = {row[1] for row in conn.execute("PRAGMA table_info(memories)")}
+    if "occurred_us" not in have:
+        conn.execute("ALTER TABLE memories ADD COLUMN occurred_us INTEGER")
+    if "context" not in have:
+        conn.execute("ALTER TABLE memories ADD COLUMN context TEXT")
+
+
 def _server_state(conn: sqlite3.Connection) -> None:
     """What a server keeps between requests (``storage/sql/server_state.py``)."""
     conn.execute(
@@ -344,7 +354,8 @@ MIGRATIONS: Sequence[tuple[int, Step]] = (
     (5, _graph_lengths),
     (6, _tail_counts),
     (7, _conversation_index),
-    (8, _server_state),
+    (8, _occurred_and_context),
+    (9, _server_state),
 )
 LATEST = MIGRATIONS[-1][0]
 

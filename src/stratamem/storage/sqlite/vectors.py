@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...embed import EmbedderError
@@ -30,6 +30,7 @@ from ...search import fusion
 from ...search.fusion import CANDIDATES
 from ..sql.rows import memory_rows, row_to_memory
 from ..vectors import (
+    PENDING_COLUMNS,
     Candidate,
     DenseQuery,
     Pending,
@@ -146,22 +147,22 @@ def pending(conn: sqlite3.Connection, scope: Scope, limit: int | None) -> list[P
     whose vectors are caught up answers without touching ``memories``.
     """
     sql = (
-        f"SELECT d.id, d.updated_us, d.key, d.content FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
+        f"SELECT {PENDING_COLUMNS} FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
         f"WHERE v.live = 1 AND v.model IS NULL AND v.agent_id IN ({scope.agent_list}) AND v.level <= :lvl "
         f"AND {scope.visible} ORDER BY v.memory_id"
     )
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in conn.execute(sql, scope.params)]
+    return [Pending(r[0], r[1], embed_text(r[2], r[3], r[4])) for r in conn.execute(sql, scope.params)]
 
 
 def all_pending(conn: sqlite3.Connection, limit: int) -> list[Pending]:
     rows = conn.execute(
-        "SELECT d.id, d.updated_us, d.key, d.content FROM vectors v JOIN memories d ON d.id = v.memory_id "
+        f"SELECT {PENDING_COLUMNS} FROM vectors v JOIN memories d ON d.id = v.memory_id "
         "WHERE v.live = 1 AND v.model IS NULL AND d.deleted_us IS NULL ORDER BY d.id LIMIT ?",
         (limit,),
     ).fetchall()
-    return [Pending(r[0], r[1], embed_text(r[2], r[3])) for r in rows]
+    return [Pending(r[0], r[1], embed_text(r[2], r[3], r[4])) for r in rows]
 
 
 def count_pending(conn: sqlite3.Connection) -> int:
@@ -193,6 +194,7 @@ def search(
     limit: int,
     mode: str,
     query: QueryVector,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Hit]:
     """Semantic or hybrid ranking for one session inside its read transaction.
 
@@ -229,7 +231,11 @@ def search(
             return cache.top(scope.agents, taint, hidden, dense_query, depth), cache.version == synced
 
     top_future = when_ready(query, dense_top)
-    ranked = rank.ranked_rows(conn, scope, terms, CANDIDATES, stats) if (mode == "hybrid" and terms) else []
+    ranked = (
+        rank.ranked_rows(conn, scope, terms, CANDIDATES, stats, weights)
+        if (mode == "hybrid" and terms)
+        else []
+    )
     top, exact = top_future.result()
     if exact and len(top) <= depth:
         return _answer(conn, mode, ranked, top, scope.agents, limit)

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from ...levels import Level
-from ...models import Memory
+from ...models import Memory, context_of
 from ...progress import tracked
 from ...text import Analyzer
 from ..sql import graph_write
@@ -43,6 +43,8 @@ _UPDATED = " = ?, ".join(
         "lineage_id",
         "expires_us",
         "length",
+        "occurred_us",
+        "context",
     )
 )
 
@@ -211,13 +213,17 @@ def write_version(
     else:
         mem_id, created_us, lineage = None, to_us(memory.created_at), memory.lineage_id
     fields = (memory.content, tags_json, memory.category, memory.session_id, created_us, updated_us, lineage)
+    occurred_us, context = to_us(memory.occurred_at), context_of(memory)
     if mem_id is not None:
-        conn.execute(f"UPDATE memories SET {_UPDATED} = ? WHERE id = ?", (*fields, expires, length, mem_id))
+        conn.execute(
+            f"UPDATE memories SET {_UPDATED} = ? WHERE id = ?",
+            (*fields, expires, length, occurred_us, context, mem_id),
+        )
     else:
         mem_id = conn.execute(
             "INSERT INTO memories(agent_id, key, level, content, tags, category, session_id, created_us, "
-            "updated_us, lineage_id, expires_us, length) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (memory.agent_id, memory.key, int(memory.level), *fields, expires, length),
+            "updated_us, lineage_id, expires_us, length, occurred_us, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (memory.agent_id, memory.key, int(memory.level), *fields, expires, length, occurred_us, context),
         ).lastrowid
         _stats(conn, pending, memory.agent_id, memory.level, 1, length)
     assert mem_id is not None  # an INSERT's rowid
@@ -241,6 +247,7 @@ def write_version(
         updated_at=from_us(updated_us),
         lineage_id=lineage,
         expires_at=from_us(expires) if expires is not None else None,
+        occurred_at=from_us(occurred_us),
     )
 
 
