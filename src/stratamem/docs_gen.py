@@ -249,9 +249,11 @@ def errors_reference() -> str:
 
 def pages() -> dict[str, str]:
     """File name -> content of every generated reference file."""
+    from .server.idempotency import describe
     from .server.openapi import document
 
     doc = document()
+    describe(doc)  # as the running server publishes it: every write takes an Idempotency-Key
     builders: dict[str, Callable[[], str]] = {
         "configuration.md": configuration,
         "cli.md": cli_reference,

@@ -26,7 +26,7 @@ from .private import make_private_dirs
 from .save_many import DEFAULT_MAX_BATCH, check_max_batch
 from .search.semantic import SemanticIndex
 from .session import Session
-from .storage import audit_store, graph_store, session_store, turn_store
+from .storage import audit_store, graph_store, server_state, session_store, turn_store
 from .storage.protocol import Backend
 from .storage.records import SessionRecord, SessionRequest
 from .storage.sql.audit_pages import AuditQuery
@@ -284,6 +284,7 @@ class Store:
         now = self.now()
         messages_before, usage_before = self.retention.cutoffs(before, now)
         messages, usage = turn_store.purge_turns(self.backend, messages_before, usage_before, agent_id, now)
+        server_state.purge(self.backend, now)  # expired server bookkeeping (no memory content, not counted)
         memories = self.backend.purge(before, agent_id, now)  # its file erasure covers the turn rows too
         result = PurgeResult(int(memories) + messages + usage, memories.erased, memories.remaining)
         if not result.erased:

@@ -29,6 +29,8 @@ from .console_openapi import console_paths
 from .devtoken import is_loopback
 from .health import Health
 from .http_observe import ObservedRequests
+from .idempotency import Idempotency
+from .idempotency import describe as describe_idempotency
 from .mcp_http import McpEndpoint, http_resolver
 from .mcp_strict import StrictBodies
 from .mcp_tools import build_mcp_server
@@ -105,6 +107,7 @@ def build_app(
     )
     doc = document()
     doc["paths"].update(console_paths())
+    describe_idempotency(doc)
     openapi_text = json.dumps(doc, ensure_ascii=False)
 
     async def openapi_json(request: Request) -> Response:
@@ -132,6 +135,7 @@ def build_app(
             Middleware(ObservedRequests, routes=routes, metrics=observed),
             Middleware(ui.SecurityHeaders),
             Middleware(BearerAuth, principals=state.principals),
+            Middleware(Idempotency, state=state),
         ],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,

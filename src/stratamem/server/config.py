@@ -13,6 +13,7 @@ default. Example::
     # graceful_timeout = 10     # seconds to finish in-flight requests on SIGTERM
     # workers = 2               # processes running the REST and MCP memory tool calls (server/tool_workers.py)
     # max_answer_chars = 50000  # the most characters one tool answer holds (budget.py; env STRATAMEM_MAX_ANSWER_CHARS)
+    # idempotency_hours = 24    # how long a REST write's first answer is replayed for its Idempotency-Key
     # metrics = "auto"          # /metrics: auto (open on loopback, else an operator token) | open | operator | off
     # metrics_agents = false    # label metrics by agent name (env STRATAMEM_METRICS_AGENTS)
     # log_format = "text"       # text | json (one object per line with a request id; serve --log-format)
@@ -67,6 +68,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_GRACEFUL_TIMEOUT_S = 10.0
 MAX_WORKERS = 64
+DEFAULT_IDEMPOTENCY_HOURS = 24.0
+MAX_IDEMPOTENCY_HOURS = 24.0 * 365
 
 _SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention"}
 _SERVER_KEYS = {
@@ -78,6 +81,7 @@ _SERVER_KEYS = {
     "log_level",
     "workers",
     "max_answer_chars",
+    "idempotency_hours",
     "metrics",
     "metrics_agents",
     "log_format",
@@ -114,6 +118,7 @@ class ServerConfig:
     log_level: str = "info"
     workers: int = 1
     max_answer_chars: int | None = None  # None: STRATAMEM_MAX_ANSWER_CHARS, else the default
+    idempotency_hours: float = DEFAULT_IDEMPOTENCY_HOURS
     metrics: MetricsSettings = DEFAULT_METRICS
     log_format: str = "text"
     policy: PolicySettings = PolicySettings()
@@ -288,6 +293,16 @@ def parse_config(text: str, source: Path) -> ServerConfig:
             check_max_answer_chars(answer_chars, "server.max_answer_chars")
         except ValidationError as exc:
             raise _fail(source, exc.message) from None
+    idempotency = _typed(
+        source,
+        "server.idempotency_hours",
+        server.get("idempotency_hours", DEFAULT_IDEMPOTENCY_HOURS),
+        (int, float),
+    )
+    if not 0 < idempotency <= MAX_IDEMPOTENCY_HOURS:
+        raise _fail(
+            source, f"server.idempotency_hours must be more than 0 and at most {MAX_IDEMPOTENCY_HOURS:g}"
+        )
     agents = _typed(source, "server.metrics_agents", server.get("metrics_agents", False), bool)
     try:
         metrics = MetricsSettings(check_access(server.get("metrics", "auto"), "server.metrics"), agents)
@@ -308,6 +323,7 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         log_level=_typed(source, "server.log_level", server.get("log_level", "info"), str),
         workers=workers,
         max_answer_chars=answer_chars,
+        idempotency_hours=float(idempotency),
         metrics=metrics,
         log_format=log_format,
         policy=_policy(source, _table(source, data.get("policy"), "policy", _POLICY_KEYS)),

@@ -5,7 +5,8 @@ local development token is one) opens a console at a clearance it holds with
 ``POST /v1/console/open``, which is audited and answers a console id. Every
 other call sends both the bearer token and ``X-Stratamem-Console: <id>``; the
 id is bound to the principal that opened it and expires (``CONSOLE_TTL``),
-after which the page asks to sign in again. Nothing rides in a URL or a
+after which the page asks to sign in again. The sign-in is kept in the store,
+hashed (``storage/server_state.py``), so every server of one database honours it. Nothing rides in a URL or a
 cookie, so a cross-site page can neither read nor act (no CSRF surface).
 
 Every view is an :class:`stratamem.operator.OperatorView` call: bounded,
@@ -15,11 +16,12 @@ the body, on top of the page's own confirmation step.
 
 from __future__ import annotations
 
+import json
 import secrets
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from starlette.requests import Request
@@ -29,6 +31,8 @@ from starlette.routing import Route
 from ..errors import NotFound, PolicyBlocked, StratamemError, ValidationError
 from ..levels import Level
 from ..operator import OperatorView
+from ..storage import server_state
+from ..storage.sql.rows import to_us
 from ..tools import execute
 from ..tools.specs import TRIGGERFISH
 from ..transfer import dump_lines
@@ -44,7 +48,8 @@ from .state import ServerState, blocking
 
 CONSOLE_HEADER = "x-stratamem-console"
 CONSOLE_TTL = timedelta(hours=8)
-MAX_CONSOLES = 256
+MAX_CONSOLES = 256  # views kept per process; the sign-ins themselves are in the store
+KIND = "console"
 MAX_BODY_BYTES = 64 * 1024
 MAX_FILTER_CHARS = 1000
 # how a record's lineage shows the console's own reads of it: one counted row, or every event
@@ -56,13 +61,6 @@ class SignInExpired(StratamemError):
     """The console id is unknown, another principal's, or expired (answered 401)."""
 
     code = "UNAUTHENTICATED"
-
-
-@dataclass
-class Console:
-    principal: str
-    view: OperatorView
-    expires: datetime
 
 
 _FILTER = Text(MAX_FILTER_CHARS)
@@ -110,12 +108,13 @@ def _confirmed(body: dict[str, Any]) -> None:
 
 
 class ConsoleApi:
-    """The ``/v1/console`` endpoints of one server; consoles live in memory until they expire."""
+    """The ``/v1/console`` endpoints of one server; sign-ins live in the store until they expire."""
 
     def __init__(self, state: ServerState, ttl: timedelta = CONSOLE_TTL) -> None:
         self.state = state
         self.ttl = ttl
-        self._consoles: OrderedDict[str, Console] = OrderedDict()
+        self._views: OrderedDict[str, OperatorView] = OrderedDict()  # by the sign-in's digest
+        self._views_lock = threading.Lock()  # sign-ins are checked in worker threads
 
     def routes(self) -> list[Route]:
         c = "/v1/console"
@@ -147,19 +146,41 @@ class ConsoleApi:
             raise PolicyBlocked("the console needs an operator token (operator = true in the server config)")
         return principal
 
-    def _console(self, request: Request) -> Console:
-        principal = self._operator(request)
-        console = self._consoles.get(request.headers.get(CONSOLE_HEADER, ""))
-        if (
-            console is None
-            or console.principal != principal.name
-            or console.expires <= self.state.store.now()
-        ):
-            raise SignInExpired("the console sign-in has expired or is unknown; sign in again")
-        return console
+    def _signed_in(self, request: Request) -> OperatorView:
+        """The view of the caller's console sign-in, read from the store (any server may have opened it).
 
-    def view(self, request: Request) -> OperatorView:
-        return self._console(request).view
+        Blocking. The view object is kept per process by the id's digest; the
+        sign-in itself — principal, clearance, expiry — is the store's, so a
+        console opened on one server answers on every other, and one closed or
+        expired anywhere is refused everywhere.
+        """
+        principal = self._operator(request)
+        key = server_state.digest(KIND, request.headers.get(CONSOLE_HEADER, ""))
+        entry = server_state.get(self.state.store.backend, KIND, key, self.state.store.now())
+        if entry is None or entry.principal != principal.name:
+            self._forget(key)
+            raise SignInExpired("the console sign-in has expired or is unknown; sign in again")
+        with self._views_lock:
+            view = self._views.get(key)
+        if view is None:
+            clearance = Level.parse(json.loads(entry.payload)["clearance"])
+            view = OperatorView(self.state.store, clearance, principal.name)
+        self._keep(key, view)
+        return view
+
+    def _keep(self, key: str, view: OperatorView) -> None:
+        with self._views_lock:
+            self._views[key] = view
+            self._views.move_to_end(key)
+            while len(self._views) > MAX_CONSOLES:
+                self._views.popitem(last=False)
+
+    def _forget(self, key: str) -> None:
+        with self._views_lock:
+            self._views.pop(key, None)
+
+    async def view(self, request: Request) -> OperatorView:
+        return await blocking(self._signed_in, request)
 
     @endpoint
     async def open(self, request: Request) -> Response:
@@ -172,10 +193,12 @@ class ConsoleApi:
             )
         view = await blocking(OperatorView.open, self.state.store, clearance, principal.name)
         console_id = secrets.token_urlsafe(24)
-        expires = self.state.store.now() + self.ttl
-        self._consoles[console_id] = Console(principal.name, view, expires)
-        while len(self._consoles) > MAX_CONSOLES:
-            self._consoles.popitem(last=False)
+        now = self.state.store.now()
+        expires = now + self.ttl
+        key = server_state.digest(KIND, console_id)
+        entry = server_state.Entry(principal.name, json.dumps({"clearance": clearance.name}), to_us(expires))
+        await blocking(server_state.put, self.state.store.backend, KIND, key, entry, now)
+        self._keep(key, view)
         return json_response(
             {
                 "console": console_id,
@@ -190,14 +213,16 @@ class ConsoleApi:
 
     @endpoint
     async def close(self, request: Request) -> Response:
-        self._console(request)
-        self._consoles.pop(request.headers.get(CONSOLE_HEADER, ""), None)
+        await self.view(request)
+        key = server_state.digest(KIND, request.headers.get(CONSOLE_HEADER, ""))
+        self._forget(key)
+        await blocking(server_state.drop, self.state.store.backend, KIND, key, self.state.store.now())
         return json_response({"closed": True})
 
     # views ----------------------------------------------------------------------------------
     @endpoint
     async def agents(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         q = _query(request, f"{C}/agents")
         limit = q["limit"]
         found = await blocking(view.agents, q["after"], limit)
@@ -206,7 +231,7 @@ class ConsoleApi:
 
     @endpoint
     async def memories(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         q = _query(request, f"{C}/agents/{{agent}}/memories")
         limit = q["limit"]
         query = view.query(
@@ -224,7 +249,7 @@ class ConsoleApi:
 
     @endpoint
     async def versions(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         key = read_query(request.query_params, QUERIES[f"{C}/agents/{{agent}}/versions"])["key"]
         if key is None:
             raise ValidationError("key is required")
@@ -233,7 +258,7 @@ class ConsoleApi:
 
     @endpoint
     async def record(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         q = _query(request, f"{C}/records/{{ref}}")
         limit = q["limit"]
         reads = q["console_reads"] or "collapse"
@@ -249,7 +274,7 @@ class ConsoleApi:
 
     @endpoint
     async def search(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         body = await read_json(request, MAX_BODY_BYTES)
         query = body.get("query", "")
         max_results = body.get("max_results", 10)
@@ -258,7 +283,7 @@ class ConsoleApi:
 
     @endpoint
     async def sessions(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         q = _query(request, f"{C}/sessions")
         limit = q["limit"]
         after = shapes.decode_cursor(q["after"], (int, str))
@@ -267,7 +292,7 @@ class ConsoleApi:
 
     @endpoint
     async def audit(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         q = _query(request, f"{C}/audit")
         limit = q["limit"]
         rows = await blocking(view.audit_log, q["before"] or None, limit)
@@ -275,14 +300,14 @@ class ConsoleApi:
 
     @endpoint
     async def verify(self, request: Request) -> Response:
-        bad = await blocking(self.view(request).verify)
+        bad = await blocking((await self.view(request)).verify)
         return json_response({"intact": True} if bad is None else {"intact": False, "first_bad_seq": bad})
 
     # actions ----------------------------------------------------------------------------------
     @endpoint
     async def delete(self, request: Request) -> Response:
         """Soft-delete one version through the agent's own delete (policy gate and audit included)."""
-        view = self.view(request)
+        view = await self.view(request)
         _confirmed(await read_json(request, MAX_BODY_BYTES))
         principal = principal_of(request)
 
@@ -306,14 +331,14 @@ class ConsoleApi:
 
     @endpoint
     async def restore(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         _confirmed(await read_json(request, MAX_BODY_BYTES))
         restored = await blocking(view.restore, request.path_params["ref"])
         return json_response({"restored": True, **shapes.memory(restored, full=False)})
 
     @endpoint
     async def purge(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         body = await read_json(request, MAX_BODY_BYTES)
         _confirmed(body)
         before = parse_time(body.get("before"), "before", naive_is_utc=False)
@@ -331,7 +356,7 @@ class ConsoleApi:
     @endpoint
     async def export(self, request: Request) -> Response:
         """Every live version of one agent within the clearance, streamed as JSON Lines."""
-        view = self.view(request)
+        view = await self.view(request)
         read_query(request.query_params, QUERIES[f"{C}/agents/{{agent}}/export"])
         agent = request.path_params["agent"]
         view.query(agent)  # checks the agent id before the stream starts
@@ -353,18 +378,18 @@ class ConsoleApi:
     # optional parts of a store -----------------------------------------------------------------
     @endpoint
     async def usage(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         read_query(request.query_params, QUERIES[f"{C}/usage"])
         return json_response(await blocking(extensions.usage, view, request.query_params))
 
     @endpoint
     async def graph(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         read_query(request.query_params, QUERIES[f"{C}/graph"])
         return json_response(await blocking(extensions.graph, view, request.query_params))
 
     @endpoint
     async def graph_node(self, request: Request) -> Response:
-        view = self.view(request)
+        view = await self.view(request)
         read_query(request.query_params, QUERIES[f"{C}/graph/node"])
         return json_response(await blocking(extensions.graph_node, view, request.query_params))

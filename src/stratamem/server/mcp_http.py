@@ -52,12 +52,12 @@ def http_resolver(state: ServerState) -> Resolver:
             raise MCPError(INVALID_REQUEST, "unauthenticated")
         chosen = request.headers.get(SESSION_HEADER)
         mcp_session = request.headers.get(MCP_SESSION_ID_HEADER)
-        binding = state.bindings.get(mcp_session, principal.name) if mcp_session else None
-        evicted = mcp_session and not chosen and binding is None
-        if evicted and not state.bindings.owned_by_other(mcp_session, principal.name):
-            # a stateful connection whose binding was evicted: give it one again
+        found = await blocking(state.bindings.find, mcp_session) if mcp_session else None
+        binding = found if found is not None and found.principal == principal.name else None
+        if mcp_session and not chosen and found is None:
+            # a stateful connection whose binding expired: give it one again
             opened = await blocking(state.open_session, principal)
-            binding = state.bindings.bind(mcp_session, principal.name, opened.id)
+            binding = await blocking(state.bindings.bind, mcp_session, principal.name, opened.id)
 
         def session() -> Session:
             if chosen:
@@ -115,7 +115,7 @@ class McpEndpoint:
 
         await self.manager.handle_request(scope, receive, send_with_session)
         if scope["method"] == "DELETE" and request_mcp_session and status and status[0] < 400:
-            self.state.bindings.drop(request_mcp_session)
+            await blocking(self.state.bindings.drop, request_mcp_session)
 
     async def _expose(
         self, message: Message, principal: Principal, chosen: str | None, request_mcp_session: str | None
@@ -125,10 +125,10 @@ class McpEndpoint:
         mcp_session = response_headers.get(MCP_SESSION_ID_HEADER) or request_mcp_session
         if not mcp_session:
             return
-        binding = self.state.bindings.get(mcp_session, principal.name)
+        binding = await blocking(self.state.bindings.find, mcp_session)
+        if binding is not None and binding.principal != principal.name:
+            return
         if binding is None:
-            if self.state.bindings.owned_by_other(mcp_session, principal.name):
-                return
             session_id = chosen or (await blocking(self.state.open_session, principal)).id
-            binding = self.state.bindings.bind(mcp_session, principal.name, session_id)
+            binding = await blocking(self.state.bindings.bind, mcp_session, principal.name, session_id)
         response_headers[SESSION_ID_HEADER] = chosen or binding.session_id

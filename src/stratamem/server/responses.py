@@ -24,11 +24,14 @@ from ..errors import StratamemError
 from ..tools.executor import INTERNAL_ERROR
 
 UNAUTHENTICATED = "UNAUTHENTICATED"
+IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"  # an Idempotency-Key sent again with another request
+HTTP_ONLY = frozenset({UNAUTHENTICATED, IDEMPOTENCY_KEY_REUSED})
 STATUS = {
     "VALIDATION_ERROR": 400,
     UNAUTHENTICATED: 401,
     "POLICY_BLOCKED": 403,
     "NOT_FOUND": 404,
+    IDEMPOTENCY_KEY_REUSED: 422,
     "STORAGE_ERROR": 503,
 }
 JSON = "application/json"
@@ -44,8 +47,8 @@ def json_response(shape: Any, status: int = 200, headers: dict[str, str] | None 
 
 
 def error_body(code: str, message: str) -> dict[str, Any]:
-    """Like ``shapes.error`` but keeps the HTTP-only ``UNAUTHENTICATED`` code."""
-    if code == UNAUTHENTICATED:
+    """Like ``shapes.error`` but keeps the HTTP-only codes (``UNAUTHENTICATED``, ``IDEMPOTENCY_KEY_REUSED``)."""
+    if code in HTTP_ONLY:
         return {"error": {"code": code, "message": message}}
     return shapes.error(code, message)
 

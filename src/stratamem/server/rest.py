@@ -311,7 +311,9 @@ class RestApi:
         """The stratamem session an MCP-over-HTTP connection (``mcp-session-id``) acts in."""
         read_query(request.query_params, NO_QUERY)
         principal = principal_of(request)
-        binding = self.state.bindings.get(request.path_params["mcp_session_id"], principal.name)
+        binding = await blocking(
+            self.state.bindings.get, request.path_params["mcp_session_id"], principal.name
+        )
         if binding is None:
             raise NotFound("no such MCP session")
         return json_response(await blocking(self._session_shape, principal, binding.session_id))

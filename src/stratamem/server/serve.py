@@ -24,6 +24,7 @@ import socket
 import sys
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,7 @@ def serve(
             policy=policy,
             turn_settings=turns.settings,
             workers=pool,
+            idempotency_ttl=timedelta(hours=config.idempotency_hours),
         )
         app = touching(build_app(state, host=host, allowed_hosts=config.allowed_hosts, metrics=metrics), idle)
         server = uvicorn.Server(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import timedelta
 from typing import ParamSpec, Protocol, TypeVar
 
 import anyio.to_thread
@@ -64,15 +65,18 @@ class ServerState:
         policy: Policy = DEFAULT_POLICY,
         turn_settings: TurnSettings | None = None,
         workers: Workers | None = None,
+        idempotency_ttl: timedelta = timedelta(hours=24),
     ) -> None:
         self.store = store
         self.principals = principals
         self.profile = profile
         self.policy = policy
         self._read_only_policy = policy if policy.read_only else policy.replace(read_only=True)
-        self.bindings = McpBindings()
+        self.bindings = McpBindings(store)
         self.turn_settings = turn_settings or TurnSettings()  # the operator's; requests may only narrow them
         self.workers = workers  # memory tool calls run there when set (``serve --workers``)
+        # how long a write's first answer is replayed (``idempotency``, ``[server] idempotency_hours``)
+        self.idempotency_ttl = idempotency_ttl
         self.metrics: ToolMetrics | None = None  # set by the app that counts this server's calls
 
     def policy_for(self, principal: Principal) -> Policy:

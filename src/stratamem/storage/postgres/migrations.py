@@ -448,6 +448,23 @@ V12 = [
     "GRANT EXECUTE ON FUNCTION sm_save_one(" + save.SM_SAVE_ONE_TYPES + ") TO {app}",
 ]
 
+# Version 13: what servers share between requests (``sql/server_state.py``), for operator transactions only;
+# every statement may run again (a store set back to an earlier version re-runs the later ones).
+V13 = [
+    """CREATE TABLE IF NOT EXISTS server_state (
+        kind text COLLATE "C" NOT NULL,
+        key text COLLATE "C" NOT NULL,
+        principal text NOT NULL,
+        payload text NOT NULL,
+        expires_us bigint NOT NULL,
+        PRIMARY KEY (kind, key))""",
+    "CREATE INDEX IF NOT EXISTS server_state_expires ON server_state (expires_us)",
+    "ALTER TABLE server_state ENABLE ROW LEVEL SECURITY",
+    "DROP POLICY IF EXISTS server_state_operator ON server_state",
+    f"CREATE POLICY server_state_operator ON server_state USING ({_OPERATOR}) WITH CHECK ({_OPERATOR})",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON server_state TO {app}",
+]
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, memories, index, audit, row-level security", V1),
     Migration(2, "term_stats: document frequencies", V2),
@@ -461,5 +478,6 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "sm_save_one", V10),
     Migration(11, "conversation index", V11),
     Migration(12, "occurred times and contexts", V12),
+    Migration(13, "server state", V13),
 ]
 LATEST = MIGRATIONS[-1].version

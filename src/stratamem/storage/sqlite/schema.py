@@ -337,6 +337,15 @@ def _occurred_and_context(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE memories ADD COLUMN context TEXT")
 
 
+def _server_state(conn: sqlite3.Connection) -> None:
+    """What a server keeps between requests (``storage/sql/server_state.py``)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS server_state (kind TEXT NOT NULL, key TEXT NOT NULL, "
+        "principal TEXT NOT NULL, payload TEXT NOT NULL, expires_us INTEGER NOT NULL, PRIMARY KEY (kind, key))"
+    )
+    conn.execute("CREATE INDEX IF NOT EXISTS server_state_expires ON server_state(expires_us)")
+
+
 MIGRATIONS: Sequence[tuple[int, Step]] = (
     (1, _release_schema),
     (2, _release_schema),  # completes a store a development build before 0.1.0 recorded as version 1
@@ -346,6 +355,7 @@ MIGRATIONS: Sequence[tuple[int, Step]] = (
     (6, _tail_counts),
     (7, _conversation_index),
     (8, _occurred_and_context),
+    (9, _server_state),
 )
 LATEST = MIGRATIONS[-1][0]
 
