@@ -196,3 +196,11 @@ def test_docs_command_points_at_the_site(tmp_path: Path) -> None:
     assert locate(tmp_path)["site"] == str(tmp_path / "site" / "index.html")
     result = CliRunner().invoke(cli, ["docs"])
     assert result.exit_code == 0 and ("mkdocs" in result.output or "site" in result.output)
+
+
+def test_every_http_error_code_is_in_the_error_reference() -> None:
+    from stratamem.docs_gen import errors_reference
+    from stratamem.server.responses import STATUS
+
+    page = errors_reference()
+    assert [code for code in STATUS if f"`{code}`" not in page] == []

@@ -204,7 +204,7 @@ def rest_reference(document: dict[str, Any]) -> str:
 def errors_reference() -> str:
     """Each stable error code with its CLI exit code and HTTP status."""
     from . import errors
-    from .server.responses import STATUS, UNAUTHENTICATED
+    from .server.responses import IDEMPOTENCY_KEY_REUSED, STATUS, UNAUTHENTICATED
     from .server.rest_turns import TURN_STATUS
     from .turn.errors import LimitExceededError, TurnStateError
 
@@ -233,6 +233,10 @@ def errors_reference() -> str:
         )
     lines.append(
         f"| (HTTP only: a missing or wrong token) | `{UNAUTHENTICATED}` | - | {STATUS[UNAUTHENTICATED]} |"
+    )
+    lines.append(
+        "| (HTTP only: an `Idempotency-Key` sent again with another request) "
+        f"| `{IDEMPOTENCY_KEY_REUSED}` | - | {STATUS[IDEMPOTENCY_KEY_REUSED]} |"
     )
     for turn_cls in (LimitExceededError, TurnStateError):
         code = turn_cls.default_code
