@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from server_support import auth, write_config
+from server_support import auth, free_port, write_config
 from starlette.testclient import TestClient
 
 import stratamem as sm
@@ -124,7 +124,9 @@ def test_serve_refuses_to_start_with_a_bad_price_or_retention(tmp_path, monkeypa
     monkeypatch.setattr(serve_module.uvicorn.Server, "run", lambda self: started.append(self))
     monkeypatch.setenv(name, value)
     config = write_config(tmp_path)
-    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--config", str(config)])
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "m.db"), "serve", "--port", str(free_port()), "--config", str(config)]
+    )
     assert result.exit_code == 2, result.output
     assert name in result.output and not started
 
@@ -140,7 +142,9 @@ def test_serve_runs_turns_with_the_operator_settings(tmp_path, monkeypatch):
     monkeypatch.setattr(serve_module.uvicorn.Server, "run", lambda self: None)
     monkeypatch.setattr(serve_module, "ServerState", capture)
     config = write_config(tmp_path, TURNS)
-    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--config", str(config)])
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "m.db"), "serve", "--port", str(free_port()), "--config", str(config)]
+    )
     assert result.exit_code == 0, result.output
     settings = built["options"]["turn_settings"]
     assert settings.prices["gpt-4o"].output_per_million == Decimal(10)
@@ -283,7 +287,9 @@ def test_the_served_turn_api_runs_with_the_files_settings(tmp_path, monkeypatch)
         serve_module.uvicorn.Server, "run", lambda self: turns.append(_one_turn(self.config.app))
     )
     config = write_config(tmp_path, SERVED)
-    result = CliRunner().invoke(cli, ["--db", str(db), "serve", "--config", str(config)])
+    result = CliRunner().invoke(
+        cli, ["--db", str(db), "serve", "--port", str(free_port()), "--config", str(config)]
+    )
     assert result.exit_code == 0, result.output
     ((prompt, stored),) = turns
     assert prompt.count("\n- lisbon_") == 1  # [turns.context] max_entries = 1

@@ -371,7 +371,9 @@ def test_config_workers_must_be_a_count(tmp_path, value):
 
 def test_serve_refuses_a_bad_workers_option(tmp_path, monkeypatch):
     monkeypatch.setenv("STRATAMEM_HOME", str(tmp_path))
-    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--workers", "0"])
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "m.db"), "serve", "--port", str(free_port()), "--workers", "0"]
+    )
     assert result.exit_code == 2 and "workers must be" in result.output
 
 
@@ -405,7 +407,18 @@ def test_serve_loads_the_model_where_the_searches_run(tmp_path, monkeypatch, wor
     monkeypatch.setattr(serve_module.uvicorn.Server, "run", lambda self: None)
     config = write_config(tmp_path)
     result = CliRunner().invoke(
-        cli, ["--db", str(tmp_path / "m.db"), "serve", "--config", str(config), "--workers", workers]
+        cli,
+        [
+            "--db",
+            str(tmp_path / "m.db"),
+            "serve",
+            "--port",
+            str(free_port()),
+            "--config",
+            str(config),
+            "--workers",
+            workers,
+        ],
     )
     assert result.exit_code == 0, result.output
     assert warmed == [model]
@@ -421,7 +434,9 @@ def test_serve_warms_up_before_it_listens(tmp_path, monkeypatch):
         lambda self: loaded_when_listening.append(credentials._plugin_patterns.cache_info().currsize),
     )
     config = write_config(tmp_path)
-    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "m.db"), "serve", "--config", str(config)])
+    result = CliRunner().invoke(
+        cli, ["--db", str(tmp_path / "m.db"), "serve", "--port", str(free_port()), "--config", str(config)]
+    )
     assert result.exit_code == 0, result.output
     assert loaded_when_listening == [1]
 
