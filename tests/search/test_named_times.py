@@ -89,3 +89,10 @@ def test_any_text_parses_without_error_and_phrases_lie_inside_it(query: str) -> 
         start, end = named.phrase
         assert 0 <= start < end <= len(query)
     assert len(without_phrases(query, found)) == len(query)
+
+
+def test_a_query_of_thousands_of_dates_yields_a_bounded_few() -> None:
+    from stratamem.search.when import MAX_NAMED_TIMES
+
+    for query in ("in may " * 14_000, "8th of May, 2023 " * 5_000, "last week " * 9_000):
+        assert len(named_times(query, NOW)) == MAX_NAMED_TIMES

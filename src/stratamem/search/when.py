@@ -44,6 +44,9 @@ _MONTH_ABBREVIATIONS = {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"sept": 9
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 # How much a hit of a named time is lifted: its score times this (hybrid and semantic scores capped at 1).
 TIME_BOOST = 1.5
+# At most this many named times are read from one query: a question names one or two, and a hostile query
+# of thousands of dates must cost one linear scan, not a check of each against all the others.
+MAX_NAMED_TIMES = 8
 # A search naming a time ranks at least this many candidates before the boost, then keeps its limit.
 TIME_CANDIDATES = 30
 
@@ -92,11 +95,14 @@ class NamedTime:
 
 
 def named_times(query: str, now: datetime) -> list[NamedTime]:
-    """Every time ``query`` names, relative to ``now``; a character belongs to one named time at most."""
+    """The times ``query`` names (the first ``MAX_NAMED_TIMES`` found), relative to ``now``; a character
+    belongs to one named time at most."""
     taken: list[tuple[int, int]] = []
     found: list[NamedTime] = []
     for name, pattern in _PATTERNS:
         for match in pattern.finditer(query):
+            if len(found) == MAX_NAMED_TIMES:
+                return sorted(found, key=lambda n: n.phrase)
             span = match.span()
             if any(span[0] < end and start < span[1] for start, end in taken):
                 continue
