@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .labels import level_of
 from .levels import Level
 from .models import AuditEvent
 
@@ -26,7 +27,7 @@ class AuditDraft:
     operation: str
     session_id: str | None = None
     agent_id: str | None = None
-    taint: Level = Level.PUBLIC
+    taint: int = Level.PUBLIC  # a label as stored (stratamem.labels); a plain Level is its own label
     keys: tuple[str, ...] = ()
     levels: tuple[Level, ...] = ()
     lineage_ids: tuple[str, ...] = ()
@@ -83,7 +84,7 @@ def _hash(seq: int, time_iso: str, draft_like: AuditEvent | AuditDraft, prev_has
         + ',"session":'
         + _string(draft_like.session_id)
         + ',"taint":'
-        + _encode_str(_NAMES[draft_like.taint])
+        + _encode_str(_taint_name(draft_like))
         + ',"time":'
         + _encode_str(time_iso)
         + "}"
@@ -93,6 +94,12 @@ def _hash(seq: int, time_iso: str, draft_like: AuditEvent | AuditDraft, prev_has
 
 _encode_str = json.encoder.encode_basestring  # what the encoder uses for strings with ensure_ascii=False
 _NAMES: dict[int, str] = {int(level): level.name for level in Level}  # Level is an IntEnum: it keys too
+
+
+def _taint_name(draft_like: AuditEvent | AuditDraft) -> str:
+    """The taint as hashed: the level's name, ``LEVEL+0x..`` (the compartment bits) for a label with any."""
+    code = draft_like.taint_code if isinstance(draft_like, AuditEvent) else int(draft_like.taint)
+    return _NAMES[code] if code in _NAMES else f"{_NAMES[code & 3]}+{code >> 2:#x}"
 
 
 def _string(value: str | None) -> str:
@@ -110,7 +117,7 @@ def _canonical_body(seq: int, time_iso: str, draft_like: AuditEvent | AuditDraft
         "time": time_iso,
         "session": draft_like.session_id,
         "agent": draft_like.agent_id,
-        "taint": Level(draft_like.taint).name,
+        "taint": _taint_name(draft_like),
         "op": draft_like.operation,
         "keys": list(draft_like.keys),
         "levels": [Level(lv).name for lv in draft_like.levels],
@@ -140,7 +147,8 @@ def seal_many(
                 time=time,
                 session_id=draft.session_id,
                 agent_id=draft.agent_id,
-                taint=Level(draft.taint),
+                taint=level_of(draft.taint),
+                taint_code=int(draft.taint),
                 operation=draft.operation,
                 keys=tuple(draft.keys),
                 levels=tuple(Level(lv) for lv in draft.levels),

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .labels import Label
 from .levels import Level
 
 
@@ -28,10 +29,20 @@ class Memory:
     expires_at: datetime | None = None
     #: when the thing the memory tells of happened (aware UTC); None given: ``created_at``
     occurred_at: datetime = None  # type: ignore[assignment]  # filled in by __post_init__
+    #: the compartments of the record's label (``stratamem.labels``); empty in a store without any
+    compartments: frozenset[str] = frozenset()
+    #: the label as stored (level | compartment bits << 2); -1 given: the level alone
+    label_code: int = -1
 
     def __post_init__(self) -> None:
         if self.occurred_at is None:
             object.__setattr__(self, "occurred_at", self.created_at)
+        if self.label_code < 0:
+            object.__setattr__(self, "label_code", int(self.level))
+
+    @property
+    def label(self) -> Label:
+        return Label(self.level, self.compartments)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, levels by name and times in ISO 8601 — the export line format."""
@@ -48,7 +59,7 @@ class Memory:
             "lineage_id": self.lineage_id,
             "expires_at": self.expires_at.isoformat() if self.expires_at else None,
             "occurred_at": self.occurred_at.isoformat(),
-        }
+        } | ({"compartments": sorted(self.compartments)} if self.compartments else {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +107,9 @@ class TaintEvent:
     new: Level
     reason: str
     source: str | None
+    #: the labels as stored (``stratamem.labels``); -1 given: the levels alone
+    previous_code: int = -1
+    new_code: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +127,12 @@ class AuditEvent:
     detail: dict[str, Any] = field(default_factory=dict)
     prev_hash: str = ""
     hash: str = ""
+    #: the taint's label as stored (``stratamem.labels``); -1 given: the level alone
+    taint_code: int = -1
+
+    def __post_init__(self) -> None:
+        if self.taint_code < 0:
+            object.__setattr__(self, "taint_code", int(self.taint))
 
 
 class PurgeResult(int):

@@ -11,10 +11,11 @@ import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .embed import EmbedderError
 from .errors import ValidationError
+from .labels import Label, compartment_name, outside_clearance
 from .levels import Level
 from .models import Hit, Memory, TaintEvent
 from .paging import ListQuery, Page, decode_cursor
@@ -55,6 +56,9 @@ def _micros(moment: object, what: str) -> int | None:
     return None if moment is None else to_us(check_time(moment, what))
 
 
+M = TypeVar("M", bound=Memory)
+
+
 class Session:
     def __init__(self, store: Store, session_id: str) -> None:
         self._store = store
@@ -87,6 +91,23 @@ class Session:
         return self.record.clearance
 
     @property
+    def compartments(self) -> frozenset[str]:
+        """The compartments of the live taint: what every save is stored under, besides the level."""
+        return self._store.compartments.names_of(self.record.taint_code)
+
+    @property
+    def label(self) -> Label:
+        """The live taint as a label (level and compartments)."""
+        record = self.record
+        return Label(record.taint, self._store.compartments.names_of(record.taint_code))
+
+    @property
+    def clearance_label(self) -> Label:
+        """The most the session may rise to: its clearance's level and the compartments it may enter."""
+        record = self.record
+        return Label(record.clearance, self._store.compartments.names_of(record.clearance_code))
+
+    @property
     def peers(self) -> tuple[str, ...]:
         return self.record.peers
 
@@ -113,10 +134,34 @@ class Session:
         source = None if source is None else check_text(source, "source")
         return self._backend.escalate(self.id, Level.parse(level), reason, source, self._store.now()).taint
 
-    def reset(self) -> Session:
-        """The only way down: a new session (new id) at PUBLIC, same agent, limits and owner."""
+    def enter(self, compartment: str, reason: str, source: str | None = None) -> frozenset[str]:
+        """Add a compartment to the taint (audited like an escalation; it never leaves it): from now on every
+        save is stored under it too, and records under it become readable. A compartment the clearance
+        does not include is refused with the same ``ClearanceError`` as a level above the clearance,
+        whether or not the store defines it. Returns the taint's compartments."""
+        name = compartment_name(compartment)
+        reason = check_text(reason, "reason")
+        source = None if source is None else check_text(source, "source")
         record = self.record
-        return self._store.session(record.agent_id, None, record.clearance, record.peers, owner=record.owner)
+        cleared = self._store.compartments.names_of(record.clearance_code)
+        if name not in cleared:
+            raise outside_clearance()
+        bits = self._store.compartments.mask([name]) << 2
+        after = self._backend.escalate(self.id, Level.PUBLIC | bits, reason, source, self._store.now())
+        return self._store.compartments.names_of(after.taint_code)
+
+    def reset(self) -> Session:
+        """The only way down: a new session (new id) at PUBLIC with no compartments, same agent, limits and
+        owner."""
+        record = self.record
+        return self._store.session(
+            record.agent_id,
+            None,
+            record.clearance,
+            record.peers,
+            owner=record.owner,
+            compartments=self._store.compartments.names_of(record.clearance_code),
+        )
 
     # memories ------------------------------------------------------------------
     def save(
@@ -143,7 +188,7 @@ class Session:
         now = self._store.now()
         expires = now + timedelta(seconds=seconds) if seconds is not None else None
         draft = MemoryDraft(key, content, draft_tags, category, expires, occurred, situation)
-        return self._backend.save_many(self.id, [draft], now)[0]
+        return self._named(self._backend.save_many(self.id, [draft], now)[0])
 
     def save_many(self, items: Sequence[Mapping[str, Any]]) -> list[Memory]:
         """Save a batch in one transaction: all of it or nothing, one audit event per record.
@@ -160,13 +205,17 @@ class Session:
         if not checked:
             return []
         now = self._store.now()
-        return self._backend.save_many(self.id, [item.draft(now) for item in checked], now)
+        return [
+            self._named(m)
+            for m in self._backend.save_many(self.id, [item.draft(now) for item in checked], now)
+        ]
 
     def get(self, key: str, *, conversations: Conversations = OWN) -> Memory | None:
         """The highest visible version of ``key``; ``conversations``: the conversation scope (``scope.py``)."""
-        return self._backend.get(
+        found = self._backend.get(
             self.id, check_key(key), self._store.now(), conversations=check(conversations)
         )
+        return None if found is None else self._named(found)
 
     def list(
         self,
@@ -215,7 +264,8 @@ class Session:
             limit=limit,
             after=cursor,
         )
-        return self._backend.list(self.id, query, self._store.now(), conversations=check(conversations))
+        page = self._backend.list(self.id, query, self._store.now(), conversations=check(conversations))
+        return Page([self._named(m) for m in page], page.next_cursor)
 
     def recent(
         self,
@@ -236,7 +286,10 @@ class Session:
             limit=clamp_max_results(limit),
             newest_first=True,
         )
-        return list(self._backend.list(self.id, query, self._store.now(), conversations=check(conversations)))
+        return [
+            self._named(m)
+            for m in self._backend.list(self.id, query, self._store.now(), conversations=check(conversations))
+        ]
 
     def search(
         self,
@@ -313,7 +366,9 @@ class Session:
             )
         else:
             request = SearchRequest(None, MAX_RESULTS, conversations=conversations)
-            memories = [hit.memory for hit in self._backend.search(self.id, request, self._store.now())]
+            memories = [
+                self._named(hit.memory) for hit in self._backend.search(self.id, request, self._store.now())
+            ]
         return [Hit(m, 0.0) for m in memories if any(t.holds(m.occurred_at) for t in times)][:limit]
 
     def _ranked(
@@ -331,11 +386,15 @@ class Session:
                 request.terms, [(c, h.score) for (c, _), h in zip(counts, feedback, strict=True)]
             )
             request = replace(request, terms=list(weights), weights=weights)
-        hits = self._backend.search(self.id, request, now)
+        hits = [Hit(self._named(h.memory), h.score) for h in self._backend.search(self.id, request, now)]
         return boosted(hits, times, capped=request.mode != "lexical")[:limit]
 
     def delete(self, key: str) -> Memory:
-        return self._backend.delete(self.id, check_key(key), self._store.now())
+        return self._named(self._backend.delete(self.id, check_key(key), self._store.now()))
+
+    def _named(self, memory: M) -> M:
+        """A record as handed out: its compartments by name (the store's registry)."""
+        return self._store.compartments.named(memory)
 
     # the turn ------------------------------------------------------------------
     def turn(self, user_message: str, origin: str = "interactive", **options: Any) -> Turn:

@@ -20,6 +20,7 @@ from .audit import AuditDraft
 from .audit_anchor import AuditAnchor
 from .budget import resolve_max_answer_chars
 from .errors import StorageError, ValidationError
+from .labels import Label, compartment_set
 from .levels import Level
 from .models import AuditEvent, Memory, PurgeResult
 from .private import make_private_dirs
@@ -27,6 +28,7 @@ from .save_many import DEFAULT_MAX_BATCH, check_max_batch
 from .search.semantic import SemanticIndex
 from .session import Session
 from .storage import audit_store, graph_store, server_state, session_store, turn_store
+from .storage.compartment_store import Registry
 from .storage.protocol import Backend
 from .storage.records import SessionRecord, SessionRequest
 from .storage.sql.audit_pages import AuditQuery
@@ -212,6 +214,8 @@ class Store:
                 except OSError as exc:
                     raise StorageError(f"cannot create the directory for {path}: {exc}") from exc
             self.backend = SQLiteBackend(path, self.analyzer, synchronous=_synchronous(synchronous))
+        # the store's compartments: names the operator defined, the bit each holds in a label
+        self.compartments = Registry(self.backend, self.now)
 
     def now(self) -> datetime:
         return self.clock()
@@ -234,6 +238,7 @@ class Store:
         peers: Sequence[str] | None = None,
         *,
         owner: str | None = None,
+        compartments: Iterable[str] | None = None,
     ) -> Session:
         """Open a new session at PUBLIC, or resume one by id with its persisted taint.
 
@@ -243,15 +248,27 @@ class Store:
         for others raises ``ClearanceError`` (use :meth:`set_session_limits`).
         The agent must match. ``owner`` names the server principal creating
         the session (``None``: the operator); resuming with an owner refuses
-        another owner's session as NOT_FOUND.
+        another owner's session as NOT_FOUND. ``compartments``: the compartments the clearance
+        includes (names the operator defined, ``define_compartments``; default none): the session may
+        ``enter`` these and no others. ``clearance`` may also be a label such as ``"CONFIDENTIAL+HR"``.
         """
         agent_id = check_agent_id(agent_id)
-        level = None if clearance is None else Level.parse(clearance)
+        label = None if clearance is None else Label.parse(clearance)
+        level = None if label is None else label.level
+        named = compartment_set(compartments) | (label.compartments if label is not None else frozenset())
         if session_id is not None:
             session_id = check_id(session_id, "session id")
-        asked = SessionRequest(agent_id, session_id, level, check_peers(peers), owner)
+        asked = SessionRequest(
+            agent_id, session_id, level, check_peers(peers), owner, compartments=self.compartments.mask(named)
+        )
         record = self.backend.open_session(asked, self.now())
         return Session(self, record.id)
+
+    def define_compartments(self, *names: str) -> tuple[str, ...]:
+        """Define compartments (operator action, audited; names are trimmed and upper-cased, a letter then
+        letters, digits, ``_`` or ``-``): a store holds at most 61, a label at most 16. Defining a name
+        again changes nothing. Returns every defined name in the order they were defined."""
+        return self.compartments.define(names, self.now())
 
     def set_session_limits(
         self, session_id: str, clearance: Level | str | None = None, peers: Sequence[str] | None = None

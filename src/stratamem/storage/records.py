@@ -31,6 +31,16 @@ class SessionRecord:
     taint: Level
     created_at: datetime
     owner: str | None = None  # the server principal that created it; None: the operator (library, CLI)
+    #: the clearance and taint labels as storage keeps them (``stratamem.labels``: level | compartment bits
+    #: << 2); -1 given: the level alone. Every write stores ``taint_code``; reads test labels against it.
+    clearance_code: int = -1
+    taint_code: int = -1
+
+    def __post_init__(self) -> None:
+        if self.clearance_code < 0:
+            object.__setattr__(self, "clearance_code", int(self.clearance))
+        if self.taint_code < 0:
+            object.__setattr__(self, "taint_code", int(self.taint))
 
     @property
     def agents(self) -> tuple[str, ...]:
@@ -57,6 +67,8 @@ class SessionRequest:
     clearance: Level | None = None
     peers: Sequence[str] | None = None
     owner: str | None = None
+    #: the new session's cleared compartments as label bits (``stratamem.labels``); 0: none
+    compartments: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +117,7 @@ def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Si
         key=draft.key,
         content=draft.content,
         level=record.taint,
+        label_code=record.taint_code,
         tags=draft.tags,
         category=draft.category,
         agent_id=record.agent_id,
@@ -121,7 +134,13 @@ def draft_memory(record: SessionRecord, draft: MemoryDraft, now: datetime) -> Si
 def save_event(record: SessionRecord, stored: Memory) -> AuditDraft:
     """The audit event of one saved record (key, level, lineage; never content)."""
     return AuditDraft(
-        "save", record.id, record.agent_id, record.taint, (stored.key,), (stored.level,), (stored.lineage_id,)
+        "save",
+        record.id,
+        record.agent_id,
+        record.taint_code,
+        (stored.key,),
+        (stored.level,),
+        (stored.lineage_id,),
     )
 
 
@@ -131,7 +150,7 @@ def session_event(
     """A session's event at its taint naming records by (key or name, level, lineage or id), never content."""
     rows = list(named)
     keys, levels, ids = (tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(r[2] for r in rows))
-    return AuditDraft(op, record.id, record.agent_id, record.taint, keys, levels, ids, detail=detail)
+    return AuditDraft(op, record.id, record.agent_id, record.taint_code, keys, levels, ids, detail=detail)
 
 
 def read_event(

@@ -157,7 +157,7 @@ def contenders(scores: dict[K, float], limit: int) -> list[K]:
 
 def from_hits(hits: Sequence[Hit]) -> list[Candidate]:
     """Candidates that already hold their memory (``combine``'s ``to_memory`` is then ``as_memory``)."""
-    return [Candidate(h.memory.agent_id, h.memory.key, int(h.memory.level), h.score, h.memory) for h in hits]
+    return [Candidate(h.memory.agent_id, h.memory.key, h.memory.label_code, h.score, h.memory) for h in hits]
 
 
 def as_memory(row: Any) -> Memory:

@@ -16,6 +16,7 @@ from json.encoder import encode_basestring_ascii
 from typing import Any, TypeVar
 
 from ...errors import StorageError
+from ...labels import level_of
 from ...levels import Level
 from ...models import AuditEvent, Memory, situated
 
@@ -89,7 +90,8 @@ def row_to_memory(row: Sequence[Any]) -> Memory:
     return Memory(
         key=key,
         content=content,
-        level=Level(level),
+        level=level_of(level),
+        label_code=int(level),  # the compartments' names are the store's to resolve (``Store.named``)
         tags=tuple(json.loads(tags)),
         category=category,
         agent_id=agent,
@@ -116,7 +118,8 @@ def row_to_event(row: Sequence[Any]) -> AuditEvent:
         time=from_us(at),
         session_id=session,
         agent_id=agent,
-        taint=Level(taint),
+        taint=level_of(taint),
+        taint_code=int(taint),
         operation=op,
         keys=tuple(json.loads(keys)),
         levels=tuple(Level[name] for name in json.loads(levels)),
@@ -157,7 +160,7 @@ def event_to_row(event: AuditEvent) -> tuple[Any, ...]:
         to_us(event.time),
         event.session_id,
         event.agent_id,
-        int(event.taint),
+        event.taint_code,
         event.operation,
         json_strings(event.keys),
         json_strings([lv.name for lv in event.levels]),

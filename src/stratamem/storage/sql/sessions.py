@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...audit import AuditDraft
 from ...errors import ClearanceError, NotFound
+from ...labels import join, level_of, outside_clearance, reads
 from ...levels import Level
 from ...models import TaintEvent
 from ..records import SessionRecord, SessionRequest
@@ -48,11 +49,13 @@ def _record(row: tuple[Any, ...]) -> SessionRecord:
     return SessionRecord(
         id=row[0],
         agent_id=row[1],
-        clearance=Level(row[2]),
+        clearance=level_of(row[2]),
         peers=tuple(json.loads(row[3])),
-        taint=Level(row[4]),
+        taint=level_of(row[4]),
         created_at=from_us(row[5]),
         owner=row[6],
+        clearance_code=int(row[2]),
+        taint_code=int(row[4]),
     )
 
 
@@ -84,7 +87,7 @@ def open_body(
         (
             dialect.encode(new_id),
             request.agent_id,
-            int(new_clearance),
+            int(new_clearance) | (request.compartments << 2),
             json.dumps(list(new_peers)),
             int(Level.PUBLIC),
             to_us(now),
@@ -94,6 +97,11 @@ def open_body(
     opened = bound(conn, new_id)
     if created is None:
         session_rules.check_resume(opened, request.agent_id, request.clearance, request.peers, request.owner)
+        if request.compartments and request.compartments << 2 != opened.clearance_code & ~3:
+            raise ClearanceError(
+                f"session {opened.id!r} keeps the clearance it was created with; this resume asked for other "
+                "compartments"
+            )
     return opened, session_rules.opened_draft("session.open" if created else "session.resume", opened)
 
 
@@ -101,33 +109,31 @@ def escalate_body(
     conn: Any,
     dialect: Dialect,
     before: SessionRecord,
-    change: tuple[Level, str, str | None],
+    change: tuple[int, str, str | None],
     now: datetime,
-    bind_at: Callable[[Level], None],
+    bind_at: Callable[[int], None],
 ) -> tuple[SessionRecord, AuditDraft, ClearanceError | None]:
-    """Raise the taint of the session read (locked) as ``before`` to ``change``'s level, with its reason and
-    source: the record after, the event, and the refusal to raise once the event is committed.
+    """Raise the taint of the session read (locked) as ``before`` to the join of it and ``change``'s label
+    (a level, or a level with compartment bits: ``stratamem.labels``), with its reason and source: the
+    record after, the event, and the refusal to raise once the event is committed.
 
-    The event is recorded at the level asked for (when higher): the reason and source describe material
-    at that level, so readers below it must not see them, whether or not the escalation succeeded.
-    ``bind_at`` is called with that level first (PostgreSQL binds the transaction to it, so the audit
-    policy accepts the event).
+    The event is recorded at the joined label (when higher): the reason and source describe material
+    there, so readers below it must not see them, whether or not the escalation succeeded. ``bind_at`` is
+    called with that label first (PostgreSQL binds the transaction to it, so the audit policy accepts the
+    event). A label outside the clearance — a level above it or a compartment it lacks — is refused with
+    one message, whichever it was.
     """
-    level, reason, source = change
-    at = max(before.taint, level)
-    if at != before.taint:
+    asked, reason, source = change
+    at = join(before.taint_code, asked)
+    if at != before.taint_code:
         bind_at(at)
-    base = AuditDraft("escalate", before.id, before.agent_id, at, levels=(level,))
-    if level > before.clearance:
-        refused = ClearanceError(
-            f"cannot raise taint to {level.name}: the session's clearance is {before.clearance.name}"
-        )
+    base = AuditDraft("escalate", before.id, before.agent_id, at, levels=(level_of(asked),))
+    if not reads(before.clearance_code, asked):
+        refused = outside_clearance()
         return before, replace(base, outcome="refused", detail={"reason": reason[:200]}), refused
-    if level <= before.taint:
+    if at == before.taint_code:
         return before, replace(base, outcome="unchanged"), None
-    conn.execute(
-        dialect.sql("UPDATE sessions SET taint = ? WHERE id = ?"), (int(level), dialect.encode(before.id))
-    )
+    conn.execute(dialect.sql("UPDATE sessions SET taint = ? WHERE id = ?"), (at, dialect.encode(before.id)))
     conn.execute(
         dialect.sql(
             "INSERT INTO taint_events (session_id, at_us, previous, new, reason, source) VALUES (?,?,?,?,?,?)"
@@ -135,14 +141,18 @@ def escalate_body(
         (
             dialect.encode(before.id),
             to_us(now),
-            int(before.taint),
-            int(level),
+            before.taint_code,
+            at,
             dialect.encode(reason),
             dialect.encode(source),
         ),
     )
     after = read(conn, dialect, before.id)
-    return after, replace(base, detail={"reason": reason[:200], "source": source, "new": level.name}), None
+    return (
+        after,
+        replace(base, detail={"reason": reason[:200], "source": source, "new": level_of(at).name}),
+        None,
+    )
 
 
 def limits_body(
@@ -153,7 +163,11 @@ def limits_body(
     new_clearance, new_peers = session_rules.changed_limits(before, clearance, peers)
     tx.conn.execute(
         tx.dialect.sql("UPDATE sessions SET clearance = ?, peers = ? WHERE id = ?"),
-        (int(new_clearance), json.dumps(list(new_peers)), tx.dialect.encode(session_id)),
+        (
+            int(new_clearance) | (before.clearance_code & ~3),
+            json.dumps(list(new_peers)),
+            tx.dialect.encode(session_id),
+        ),
     )
     after = read(tx.conn, tx.dialect, session_id)
     tx.append(session_rules.limits_draft(before, after))
@@ -171,5 +185,6 @@ def history_body(tx: Tx[Any], session_id: str) -> list[TaintEvent]:
     ).fetchall()
     decode = tx.dialect.decode
     return [
-        TaintEvent(from_us(a), Level(p), Level(n), tx.dialect.text(r), decode(s)) for a, p, n, r, s in rows
+        TaintEvent(from_us(a), level_of(p), level_of(n), tx.dialect.text(r), decode(s), p, n)
+        for a, p, n, r, s in rows
     ]

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ... import paging
 from ...audit import GENESIS, AuditDraft, seal_many
 from ...errors import StorageError
+from ...labels import visible_params, visible_sql
 from ...levels import Level
 from ...models import AuditEvent, Hit, Memory, PurgeResult
 from ...paging import ListQuery, Page
@@ -289,12 +290,13 @@ class SQLiteBackend:
             for agent in record.agents:
                 row = tx.conn.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories d WHERE agent_id = :agent AND key = :key "
-                    "AND level <= :lvl AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > :now) "
+                    f"AND {visible_sql('level')} AND deleted_us IS NULL "
+                    "AND (expires_us IS NULL OR expires_us > :now) "
                     f"AND {readable(conversations, 'd', ':csid')} ORDER BY level DESC LIMIT 1",
                     {
                         "agent": agent,
                         "key": key,
-                        "lvl": int(record.taint),
+                        **visible_params(record.taint_code),
                         "now": to_us(now),
                         "csid": record.id,
                     },

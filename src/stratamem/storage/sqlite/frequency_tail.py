@@ -28,6 +28,8 @@ import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from ...labels import visible_sql
+
 FOLD_AT = 128  # tail rows (about one per single write); a reader scans at most this many
 
 UPSERT = (
@@ -75,7 +77,7 @@ def add_pending(
     """Add the tail's changes in the session's partitions to ``freqs`` (the query terms' frequencies)."""
     wanted = set(freqs)
     for delta, terms in conn.execute(
-        f"SELECT delta, terms FROM term_deltas WHERE agent_id IN ({agent_list}) AND level <= :lvl",
+        f"SELECT delta, terms FROM term_deltas WHERE agent_id IN ({agent_list}) AND {visible_sql('level')}",
         dict(params),
     ):
         for term in wanted.intersection(terms.split(" ")):

@@ -39,6 +39,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
+from ...labels import visible_sql
+
 FOLD_AT = 1024  # the tail's last row id (about sixty single saves); a query scans at most this many rows
 
 COLUMNS = "term, memory_id, tf, agent_id, level, length"
@@ -92,7 +94,7 @@ def remove(conn: sqlite3.Connection, mem_id: int) -> bool:
 def doc_freqs(term_list: str, agent_list: str) -> str:
     """``SELECT term, df`` rows whose per-term sum is the documents holding each of ``term_list``'s terms
     in the partitions of ``agent_list`` at levels up to ``:lvl``: ``term_stats`` plus the tail's rows."""
-    where = f"term IN ({term_list}) AND agent_id IN ({agent_list}) AND level <= :lvl"
+    where = f"term IN ({term_list}) AND agent_id IN ({agent_list}) AND {visible_sql('level')}"
     return f"SELECT term, df FROM term_stats WHERE {where} UNION ALL SELECT term, 1 FROM postings_tail WHERE {where}"
 
 

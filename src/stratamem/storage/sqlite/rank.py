@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...labels import visible_params, visible_sql
 from ...models import Hit
 from ...scope import OWN, Conversations, readable, unreadable
 from ...search import ranking
@@ -38,7 +39,11 @@ class Scope:
         self.record = record
         self.agents = record.agents
         self.conversations = conversations
-        self.params: dict[str, object] = {"lvl": int(record.taint), "now": now_us, "csid": record.id}
+        self.params: dict[str, object] = {
+            **visible_params(record.taint_code),
+            "now": now_us,
+            "csid": record.id,
+        }
         names = []
         for i, agent in enumerate(self.agents):
             self.params[f"a{i}"] = agent
@@ -49,12 +54,12 @@ class Scope:
         )
         self.readable = readable(conversations, "d", ":csid")
         self.visible = f"""
-            d.agent_id IN ({self.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL
+            d.agent_id IN ({self.agent_list}) AND {visible_sql("d.level")} AND d.deleted_us IS NULL
             AND (d.expires_us IS NULL OR d.expires_us > :now) AND {self.readable}
             AND (d.shadowable = 0 OR NOT EXISTS (
                 SELECT 1 FROM memories h
                 WHERE h.agent_id = d.agent_id AND h.key = d.key AND h.level > d.level
-                  AND h.level <= :lvl AND h.deleted_us IS NULL
+                  AND {visible_sql("h.level")} AND h.deleted_us IS NULL
                   AND (h.expires_us IS NULL OR h.expires_us > :now)
                   AND {readable(conversations, "h", ":csid")}))"""
         # the conversation memories the rule hides in the session's partitions (None: it hides none)
@@ -82,10 +87,10 @@ def visible_stats(conn: sqlite3.Connection, scope: Scope) -> tuple[int, int, lis
     """
     n, total = conn.execute(
         f"SELECT coalesce(sum(n), 0), coalesce(sum(total_len), 0) FROM part_stats "
-        f"WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
+        f"WHERE agent_id IN ({scope.agent_list}) AND {visible_sql('level')}",
         scope.params,
     ).fetchone()
-    in_scope = f"d.agent_id IN ({scope.agent_list}) AND d.level <= :lvl AND d.deleted_us IS NULL"
+    in_scope = f"d.agent_id IN ({scope.agent_list}) AND {visible_sql('d.level')} AND d.deleted_us IS NULL"
     hidden = conn.execute(
         f"""SELECT d.id, d.length FROM memories d
             WHERE d.expires_us IS NOT NULL AND d.deleted_us IS NULL AND d.expires_us <= :now AND +{in_scope}
@@ -137,7 +142,7 @@ def ranked_rows(
     n_docs, total_len, hidden = stats if stats is not None else visible_stats(conn, scope)
     if n_docs <= 0:
         return []
-    filters = f"p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl"
+    filters = f"p.agent_id IN ({scope.agent_list}) AND {visible_sql('p.level')}"
     if hidden:
         filters += " AND p.memory_id NOT IN (SELECT value FROM json_each(:hidden))"
     freqs = visible_doc_freqs(conn, scope, terms, hidden)

@@ -346,6 +346,14 @@ def _server_state(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS server_state_expires ON server_state(expires_us)")
 
 
+def _compartments(conn: sqlite3.Connection) -> None:
+    """The store's compartments and the bit each holds in a label (``storage/sql/compartments.py``). Labels
+    live in the ``level`` columns (``stratamem.labels``): a level is its own label, so no row changes."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS compartments (name TEXT PRIMARY KEY, bit INTEGER NOT NULL UNIQUE)"
+    )
+
+
 MIGRATIONS: Sequence[tuple[int, Step]] = (
     (1, _release_schema),
     (2, _release_schema),  # completes a store a development build before 0.1.0 recorded as version 1
@@ -356,6 +364,7 @@ MIGRATIONS: Sequence[tuple[int, Step]] = (
     (7, _conversation_index),
     (8, _occurred_and_context),
     (9, _server_state),
+    (10, _compartments),
 )
 LATEST = MIGRATIONS[-1][0]
 

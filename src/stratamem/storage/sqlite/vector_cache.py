@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...labels import LEVEL_BITS, visible_params
 from ...search import dense
 from ...search.dense import cosine, hamming, nearest_threshold, sign_bits
 from ..vectors import DenseQuery
@@ -53,7 +54,7 @@ class VectorCache:
         self.agent_code: dict[str, int] = {}
         self.ids = np.zeros(0, dtype=np.int64)
         self.agents = np.zeros(0, dtype=np.int32)
-        self.levels = np.zeros(0, dtype=np.int8)
+        self.levels = np.zeros(0, dtype=np.int64)  # labels as stored (``stratamem.labels``)
         self.valid = np.zeros(0, dtype=bool)
         self.scales = np.zeros(0, dtype=np.float64)
         self.mat = np.zeros((0, dim), dtype=np.int8)
@@ -158,7 +159,15 @@ class VectorCache:
         n = self.n
         allowed = np.zeros(len(self.agent_code), dtype=bool)
         allowed[[self.agent_code[a] for a in agents if a in self.agent_code]] = True
-        mask = self.valid[:n] & allowed[self.agents[:n]] & (self.levels[:n] <= taint)
+        levels = self.levels[:n]
+        params = visible_params(taint)
+        mask = (
+            self.valid[:n]
+            & allowed[self.agents[:n]]
+            & (levels <= params["top"])
+            & ((levels & params["deny"]) == 0)
+            & ((levels & LEVEL_BITS) <= params["lvl"])
+        )
         for mem_id in hidden:
             row = self.row_of.get(mem_id)
             if row is not None:

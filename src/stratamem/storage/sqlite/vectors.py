@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...embed import EmbedderError
+from ...labels import visible_sql
 from ...models import Hit
 from ...search import fusion
 from ...search.fusion import CANDIDATES
@@ -148,7 +149,7 @@ def pending(conn: sqlite3.Connection, scope: Scope, limit: int | None) -> list[P
     """
     sql = (
         f"SELECT {PENDING_COLUMNS} FROM vectors v CROSS JOIN memories d ON d.id = v.memory_id "
-        f"WHERE v.live = 1 AND v.model IS NULL AND v.agent_id IN ({scope.agent_list}) AND v.level <= :lvl "
+        f"WHERE v.live = 1 AND v.model IS NULL AND v.agent_id IN ({scope.agent_list}) AND {visible_sql('v.level')} "
         f"AND {scope.visible} ORDER BY v.memory_id"
     )
     if limit is not None:
@@ -211,7 +212,7 @@ def search(
     cache = backend.vector_cache()
     stats = rank.visible_stats(conn, scope)  # read once: the dense side's hidden ids, BM25's statistics
     hidden = stats[2]
-    taint = int(scope.record.taint)
+    taint = scope.record.taint_code
     depth = fusion.DENSE_CANDIDATES
     # Readers run in parallel on their own connections (sqlite_readers); the shared matrix is brought
     # up to date, and ranked, by one of them at a time. The session's view of it is made here, while

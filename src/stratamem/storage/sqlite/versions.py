@@ -188,12 +188,13 @@ def write_version(
     record takes its place, so nothing of it — created time, lineage —
     carries over. An expired record behaves exactly like an absent one.
     """
+    code = memory.label_code  # the label (``stratamem.labels``): level and compartment bits
     live = conn.execute(
         "SELECT id, agent_id, key, level, content, tags, length, created_us, lineage_id, expires_us "
         "FROM memories WHERE agent_id = ? AND key = ? AND deleted_us IS NULL",
         (memory.agent_id, memory.key),
     ).fetchall()
-    existing = next((row for row in live if row[3] == int(memory.level)), None)
+    existing = next((row for row in live if row[3] == code), None)
     # Shadowing flags change only when the key has a live version at another level.
     other_levels = len(live) > (existing is not None)
     if existing and pending is not None and pending.holds(existing[0]):
@@ -209,7 +210,7 @@ def write_version(
         created_us = existing[7] if keep_created else to_us(memory.created_at)
         lineage = existing[8] if keep_created else memory.lineage_id
         unindex(conn, analyzer, existing[0], existing[2], existing[4], existing[5], existing[1], existing[3])
-        _stats(conn, pending, memory.agent_id, memory.level, 0, length - existing[6])
+        _stats(conn, pending, memory.agent_id, code, 0, length - existing[6])
     else:
         mem_id, created_us, lineage = None, to_us(memory.created_at), memory.lineage_id
     fields = (memory.content, tags_json, memory.category, memory.session_id, created_us, updated_us, lineage)
@@ -223,22 +224,23 @@ def write_version(
         mem_id = conn.execute(
             "INSERT INTO memories(agent_id, key, level, content, tags, category, session_id, created_us, "
             "updated_us, lineage_id, expires_us, length, occurred_us, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (memory.agent_id, memory.key, int(memory.level), *fields, expires, length, occurred_us, context),
+            (memory.agent_id, memory.key, code, *fields, expires, length, occurred_us, context),
         ).lastrowid
-        _stats(conn, pending, memory.agent_id, memory.level, 1, length)
+        _stats(conn, pending, memory.agent_id, code, 1, length)
     assert mem_id is not None  # an INSERT's rowid
     if pending is not None:
-        pending.add(mem_id, terms, memory.agent_id, memory.level, length)
+        pending.add(mem_id, terms, memory.agent_id, code, length)
     else:
-        index(conn, mem_id, terms, memory.agent_id, memory.level, length)
-        vectors.mark_pending(conn, mem_id, memory.agent_id, memory.level)
+        index(conn, mem_id, terms, memory.agent_id, code, length)
+        vectors.mark_pending(conn, mem_id, memory.agent_id, code)
     if other_levels:
         refresh_shadowable(conn, memory.agent_id, memory.key)
     # what was just written, as ``row_to_memory`` would read it back (times at stored precision)
     return Memory(
         key=memory.key,
         content=memory.content,
-        level=Level(memory.level),
+        level=Level(code & 3),
+        label_code=code,
         tags=tuple(memory.tags),
         category=memory.category,
         agent_id=memory.agent_id,
