@@ -215,7 +215,7 @@ class MarkdownBackend:
         return self.db.session_record(session_id)
 
     def escalate(
-        self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
+        self, session_id: str, level: int, reason: str, source: str | None, now: datetime
     ) -> SessionRecord:
         self._fresh()
         return self.db.escalate(session_id, level, reason, source, now)

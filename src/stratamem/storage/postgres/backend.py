@@ -306,7 +306,7 @@ class PostgresBackend:
         return self._write(body)
 
     def escalate(
-        self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
+        self, session_id: str, level: int, reason: str, source: str | None, now: datetime
     ) -> SessionRecord:
         def body(conn: psycopg.Connection) -> tuple[SessionRecord, ClearanceError | None]:
             before = self._bound_session(conn, session_id, "FOR UPDATE")

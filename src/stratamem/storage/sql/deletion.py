@@ -54,9 +54,9 @@ def delete_body(tx: Tx[Any], versions: Versions, key: str) -> tuple[SessionRecor
     row = tx.conn.execute(
         f"SELECT {MEMORY_COLUMNS}, length FROM memories WHERE agent_id = {ph} AND key = {ph} AND level = {ph} "
         f"AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > {ph})",
-        (record.agent_id, key, int(record.taint), to_us(tx.now)),
+        (record.agent_id, key, record.taint_code, to_us(tx.now)),
     ).fetchone()
-    event = AuditDraft("delete", record.id, record.agent_id, record.taint, (key,), (record.taint,))
+    event = AuditDraft("delete", record.id, record.agent_id, record.taint_code, (key,), (record.taint,))
     if row is None:
         tx.append(replace(event, outcome="not_found"))
         return record, None

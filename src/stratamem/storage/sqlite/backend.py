@@ -257,7 +257,7 @@ class SQLiteBackend:
             return record
 
     def escalate(
-        self, session_id: str, level: Level, reason: str, source: str | None, now: datetime
+        self, session_id: str, level: int, reason: str, source: str | None, now: datetime
     ) -> SessionRecord:
         with self._errors(), self._tx(write=True) as conn:
             before = self._session(conn, session_id)
