@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from .audit_anchor import AuditAnchor
 from .errors import ClearanceError, NotFound, PolicyBlocked, StorageError, StratamemError, ValidationError
 from .install_info import package_version
+from .labels import Label
 from .levels import Level, can_flow_to
 from .models import AuditEvent, Hit, Memory, PurgeResult, TaintEvent
 from .session import Session
@@ -34,6 +35,7 @@ __all__ = [
     "AuditEvent",
     "ClearanceError",
     "Hit",
+    "Label",
     "Level",
     "Memory",
     "NotFound",
