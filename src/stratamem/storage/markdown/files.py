@@ -25,7 +25,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...levels import Level
+from ...errors import ValidationError
 from ...private import DIR_MODE, FILE_MODE
 from . import format as fmt
 
@@ -93,14 +93,21 @@ def walk(root: str, max_agent_file: int = 4096) -> Walk:
                 found.problems.append(FileProblem(rel, "symbolic link refused"))
             elif not level.is_dir(follow_symlinks=False):
                 if level.name.endswith(".md"):
-                    found.problems.append(FileProblem(rel, "memory files belong in a level folder"))
-            elif level.name not in Level.__members__:
-                found.problems.append(
-                    FileProblem(rel, f"unknown level folder; levels are {', '.join(Level.__members__)}")
-                )
+                    found.problems.append(FileProblem(rel, "memory files belong in a label folder"))
+            elif (refused := _not_a_label(level.name)) is not None:
+                found.problems.append(FileProblem(rel, refused))
             else:
                 _walk_level(level.path, rel, found)
     return found
+
+
+def _not_a_label(name: str) -> str | None:
+    """Why a folder in an agent folder is not a label folder (None: it is one, ``format.label_folder``)."""
+    try:
+        fmt.label_folder(name)
+    except ValidationError as exc:
+        return exc.message
+    return None
 
 
 def _walk_level(path: str, rel: str, found: Walk) -> None:
