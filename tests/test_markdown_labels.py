@@ -14,6 +14,8 @@ from stratamem.cli import cli
 from stratamem.labels import Label
 from stratamem.storage.markdown import format as fmt
 
+LONG = [f"COMPARTMENT_{i:02d}_" + "X" * 17 for i in range(16)]  # 32 characters each: a 540-byte label
+WIDE = "CONFIDENTIAL+" + "+".join(LONG)
 SECTION = "## {key}\n\n- category: core\n\n{content}\n\n"
 
 
@@ -190,6 +192,8 @@ def test_export_and_import_markdown_keep_labels(tmp_path):
         at(store, "CONFIDENTIAL+HR").save("salary", "salary figures")
         at(store, "INTERNAL+FINANCE+HR").save("budget", "budget figures", category="daily")
         at(store, "CONFIDENTIAL").save("plain", "plain figures")
+        store.define_compartments(*LONG)
+        at(store, WIDE).save("wide", "wide figures")
     out = tmp_path / "exported"
     run = CliRunner().invoke
     result = run(cli, ["--db", src, "export", "--format", "markdown", str(out)])
@@ -198,6 +202,7 @@ def test_export_and_import_markdown_keep_labels(tmp_path):
         "main/CONFIDENTIAL+HR/MEMORY.md",
         "main/CONFIDENTIAL/MEMORY.md",
         "main/INTERNAL+FINANCE+HR/memory/2026-01-01.md",
+        f"main/{fmt.folder_of(Label.parse(WIDE))}/MEMORY.md",
     ]
     # Into a store that does not define the compartments: refused whole, naming the folders.
     bare = str(tmp_path / "bare.db")
@@ -210,7 +215,7 @@ def test_export_and_import_markdown_keep_labels(tmp_path):
     # Into a store that defines them (other bits: FINANCE first): every memory at its label.
     dst = str(tmp_path / "dst.db")
     with sm.open_store(dst) as store:
-        store.define_compartments("FINANCE", "HR")
+        store.define_compartments("FINANCE", *reversed(LONG), "HR")
     result = run(cli, ["--db", dst, "import", "--format", "markdown", str(out)])
     assert result.exit_code == 0, result.output
 
@@ -218,7 +223,12 @@ def test_export_and_import_markdown_keep_labels(tmp_path):
         with sm.open_store(url) as store:
             return {m.key: store.compartments.named(m).label.name for m in store.export()}
 
-    want = {"salary": "CONFIDENTIAL+HR", "budget": "INTERNAL+FINANCE+HR", "plain": "CONFIDENTIAL"}
+    want = {
+        "salary": "CONFIDENTIAL+HR",
+        "budget": "INTERNAL+FINANCE+HR",
+        "plain": "CONFIDENTIAL",
+        "wide": WIDE,
+    }
     assert labels(src) == labels(dst) == want
     with sm.open_store(dst) as store:
         assert seen(at(store, "RESTRICTED+FINANCE"))["list"] == {"plain"}
@@ -226,6 +236,41 @@ def test_export_and_import_markdown_keep_labels(tmp_path):
     # The exported folder opens as a Markdown store at the same labels.
     with sm.open_store(f"markdown://{out}?scan_interval=0") as md:
         assert "unknown compartment" in md.backend.problems[0]["error"]
-        md.define_compartments("HR", "FINANCE")
+        md.define_compartments("HR", "FINANCE", *LONG)
         md.backend.rescan()
         assert {m.key: md.compartments.named(m).label.name for m in md.export()} == want
+
+
+def test_a_label_too_long_for_a_folder_name_gets_a_long_folder_naming_it(root):
+    store = open_md(root)
+    store.define_compartments(*LONG)
+    label = "CONFIDENTIAL+" + "+".join(LONG)
+    at(store, label).save("wide", "wide figures")
+    [path] = markdown_files(root)
+    folder = path.split("/")[1]
+    assert fmt.is_long_label(folder) and path == f"main/{folder}/MEMORY.md"
+    assert (root / "main" / folder / ".label").read_text() == label + "\n"
+    # A hand edit there is read at that label; a session lacking one of its compartments does not see it.
+    (root / "main" / folder / "notes.md").write_text(SECTION.format(key="notes", content="more figures"))
+    assert store.backend.rescan() == []
+    got = at(store, label).get("notes")
+    assert got is not None and got.label == Label.parse(label)
+    assert at(store, "RESTRICTED+" + "+".join(LONG[:15])).get("notes") is None
+    store.close()
+    store = open_md(root)
+    assert {m.key for m in at(store, label).list()} == {"wide", "notes"} and store.backend.problems == []
+
+
+@pytest.mark.parametrize("named", [None, "CONFIDENTIAL+HR", "CONFIDENTIAL+" + "+".join(LONG[:15]) + "+HR"])
+def test_a_long_label_folder_without_its_own_label_file_is_refused(root, named):
+    store = open_md(root)
+    store.define_compartments(*LONG)
+    folder = fmt.folder_of(Label.parse("CONFIDENTIAL+" + "+".join(LONG)))
+    (root / "main" / folder).mkdir(parents=True)
+    (root / "main" / folder / "MEMORY.md").write_text(SECTION.format(key="smuggled", content="x"))
+    if named is not None:
+        (root / "main" / folder / ".label").write_text(named + "\n")
+    problems = store.backend.rescan()
+    assert [p["file"] for p in problems] == [f"main/{folder}"]
+    assert ".label" in problems[0]["error"]
+    assert list(store.export()) == []

@@ -64,6 +64,7 @@ def export_markdown(
         title = fmt.place_of(rel).default_category or first.category
         title = rel.rsplit("/", 1)[-1][:-3] if title == "daily" else title
         files.write_agent_file(root, rel.split("/", 1)[0], first.agent_id)
+        files.write_label_file(root, rel, first.label)
         files.write_atomic(root, rel, fmt.render_file(first.agent_id, first.label, title, group))
     return sum(len(g) for g in groups.values())
 
@@ -92,9 +93,9 @@ def read_markdown(
     for rel in sorted(walk.files):
         place = fmt.place_of(rel)
         agent = walk.agent_names[place.agent_dir]
-        folder = "/".join(rel.split("/", 2)[:2])  # <agent>/<LABEL>
+        folder, label = "/".join(rel.split("/", 2)[:2]), walk.label_of(rel)  # <agent>/<LABEL>
         try:
-            code = registry.encode(place.label)
+            code = registry.encode(label)
         except ValidationError as exc:
             if folder not in refused:
                 refused.add(folder)
@@ -110,7 +111,7 @@ def read_markdown(
             problems.append(f"{rel}:{exc.line}: {exc.reason}")
             continue
         for s in sections:
-            slot = (agent, place.label, s.key)
+            slot = (agent, label, s.key)
             if slot in seen:
                 problems.append(
                     f"{rel}:{s.line}: key {s.key!r} is also in {seen[slot]}; a label holds each key once"
@@ -122,7 +123,7 @@ def read_markdown(
                 )
                 continue
             seen[slot] = rel
-            memory = s.memory(agent, code, place.default_category or "core", now, place.label.compartments)
+            memory = s.memory(agent, code, place.default_category or "core", now, label.compartments)
             memories.append(memory)
     if problems:
         shown = problems[:MAX_REPORTED]

@@ -11,7 +11,9 @@ operating system can keep labels apart too)::
 ``<LABEL>`` is the label's name (``stratamem.labels.Label.name``): the level
 alone (``CONFIDENTIAL``) for a memory without compartments, else the level and
 its compartments sorted (``CONFIDENTIAL+FINANCE+HR``). Only that canonical
-spelling is a label folder (``label_folder``), so one label has one folder.
+spelling is a label folder (``label_folder``), so one label has one folder; a
+name past 200 bytes (many long compartments) becomes ``~`` plus a hash, and
+the folder holds a ``.label`` file naming the label (``long_label``).
 
 A folder or file name keeps ``A-Z a-z 0-9 _ -`` and writes every other
 character as ``%XX`` (UTF-8 bytes), so no name is hidden, ``..`` or a path; a
@@ -71,6 +73,7 @@ DAILY_DIR = "memory"
 DAILY_CATEGORIES = ("daily", "conversation")
 LONG_PREFIX = "~"
 AGENT_FILE = ".agent"
+LABEL_FILE = ".label"
 SIDECAR_DIR = ".stratamem"
 MAX_SEGMENT_BYTES = 200
 FIELDS = ("category", "tags", "created", "updated", "lineage", "session", "expires", "occurred", "context")
@@ -78,6 +81,7 @@ _SAFE = re.compile(r"[A-Za-z0-9_-]")
 _DATE_FILE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md")
 _META = re.compile(r"- ([a-z]+):(?: (.*))?")
 _ESCAPED = re.compile(r"\\*##")
+_LONG_LABEL = re.compile(r"~[0-9a-f]{40}")
 
 
 class FormatError(ValidationError):
@@ -152,9 +156,29 @@ def label_folder(name: str) -> Label:
 
 
 def folder_of(label: Level | Label) -> str:
-    """The folder of a label, its name checked as a label folder before it becomes part of a path."""
+    """The folder of a label, its name checked as a label folder before it becomes part of a path (a name
+    past ``MAX_SEGMENT_BYTES``: the long form, ``~`` and a hash of the name)."""
     label = Label.parse(label)
-    return label.level.name if not label.compartments else label_folder(label.name).name
+    if not label.compartments:
+        return label.level.name
+    name = label_folder(label.name).name
+    if len(name) <= MAX_SEGMENT_BYTES:
+        return name
+    return LONG_PREFIX + hashlib.sha256(name.encode("ascii")).hexdigest()[:40]
+
+
+def is_long_label(name: str) -> bool:
+    """Whether a folder name is a long label folder's (``~`` and 40 hex digits)."""
+    return _LONG_LABEL.fullmatch(name) is not None
+
+
+def long_label(folder: str, named: str) -> Label:
+    """The label a long label folder stands for: the one its ``.label`` file names, if that label's folder
+    is this one (so a hand-made ``.label`` cannot move a folder's files to another label)."""
+    label = label_folder(named.strip())
+    if folder_of(label) != folder:
+        raise ValidationError(f"{LABEL_FILE} names a label whose folder is not {folder!r}")
+    return label
 
 
 def file_for(agent_dir: str, label: Level | Label, category: str, created_at: datetime) -> str:
@@ -169,16 +193,14 @@ def file_for(agent_dir: str, label: Level | Label, category: str, created_at: da
 
 @dataclass(frozen=True, slots=True)
 class Place:
-    """What a file's path says: its agent folder, label (compartments by name), and the category its sections
-    default to."""
+    """What a file's path says: its agent folder, label folder, and the category its sections default to.
+
+    The label itself is the walk's (``files.Walk.labels``): a long label folder names it in a file.
+    """
 
     agent_dir: str
-    label: Label
+    label_dir: str
     default_category: str | None
-
-    @property
-    def level(self) -> Level:
-        return self.label.level
 
 
 @functools.lru_cache(maxsize=65536)
@@ -187,8 +209,9 @@ def place_of(rel: str) -> Place:
     parts = rel.split("/")
     if len(parts) not in (3, 4) or not parts[-1].endswith(".md"):
         raise ValidationError("not a memory file of the layout <agent>/<LABEL>/<name>.md")
-    agent_dir = parts[0]
-    label = label_folder(parts[1])
+    agent_dir, label = parts[0], parts[1]
+    if not is_long_label(label):
+        label_folder(label)
     if len(parts) == 4:
         if parts[2] != DAILY_DIR or not _valid_day(parts[3]):
             raise ValidationError(f"daily files live in {DAILY_DIR}/YYYY-MM-DD.md")

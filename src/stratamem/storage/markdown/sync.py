@@ -151,7 +151,7 @@ class FileSync:
         stats, parsed, errors, removed = [], [], [], {}
         for rel, (size, mtime) in walk.files.items():
             place = fmt.place_of(rel)
-            code = self._code_of(place, rel, registry, drafts)
+            code = self._code_of(walk.label_of(rel), rel, registry, drafts)
             if code is None:
                 continue
             old = known.get(rel)
@@ -205,14 +205,12 @@ class FileSync:
         return {rel: removed[rel] for rel in outcome.restore}
 
     def _code_of(
-        self, place: fmt.Place, rel: str, registry: Compartments, drafts: list[AuditDraft]
+        self, label: Label, rel: str, registry: Compartments, drafts: list[AuditDraft]
     ) -> int | None:
         """The stored integer of a file's label, or None (reported once per folder) when the store does not
         define one of its compartments."""
-        if not place.label.compartments:
-            return int(place.level)
         try:
-            return registry.encode(place.label)
+            return registry.encode(label)
         except ValidationError as exc:
             folder = rel.split("/", 2)
             problem = files.FileProblem(
@@ -241,9 +239,9 @@ class FileSync:
         if not groups:
             return {}
         stats, gone, stale = [], [], {}
-        for rel, (agent, code, memories) in sorted(groups.items()):
+        for rel, (agent, code, label, memories) in sorted(groups.items()):
             try:
-                result = self._write_file(rel, agent, memories, known.get(rel), mine, last)
+                result = self._write_file(rel, agent, label, memories, known.get(rel), mine, last)
             except replace.Changed:
                 stale[rel] = (agent, code)
                 continue
@@ -279,6 +277,7 @@ class FileSync:
         self,
         rel: str,
         agent: str,
+        label: Label,
         memories: list[tuple[Any, ...]],
         known: tuple[Any, ...] | None,
         mine: Changes | None,
@@ -289,11 +288,10 @@ class FileSync:
         A version on disk the store cannot merge (it does not parse, or no
         write's keys are known) is kept as a conflict copy as it is replaced.
         """
-        place = fmt.place_of(rel)
-        title = place.default_category or (memories[0][6] if memories else "")
+        title = fmt.place_of(rel).default_category or (memories[0][6] if memories else "")
         if title == "daily":
             title = rel.rsplit("/", 1)[-1][:-3]
-        text = self._render_rows(agent, place.label, title, memories) if memories else None
+        text = self._render_rows(agent, label, title, memories) if memories else None
         digest = files.digest_of(text) if text is not None else None
         try:
             on_disk = files.stat_of(self.root, rel)
@@ -323,6 +321,8 @@ class FileSync:
                 and files.stat_of(self.root, f"{folder}/{fmt.AGENT_FILE}") is None
             ):
                 files.write_agent_file(self.root, folder, agent)
+            if text is not None:
+                files.write_label_file(self.root, rel, label)
             done = replace.replace(
                 self.root,
                 rel,

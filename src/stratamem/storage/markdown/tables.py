@@ -24,7 +24,7 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
-from ...labels import Compartments
+from ...labels import Compartments, Label
 from ..sql import compartments as registry_sql
 from ..sql.rows import MEMORY_COLUMNS, MEMORY_WIDTH, from_us, row_to_memory
 from ..transaction import Tx
@@ -34,7 +34,7 @@ from . import reconcile
 DAY_US = 86_400_000_000
 Changes = dict[tuple[str, int, str], tuple[Any, ...] | None]  # (agent, label code, key) -> live row before
 Marked = dict[str, list[tuple[Any, ...]]]  # file -> its md_dirty marks
-Groups = dict[str, tuple[str, int, list[tuple[Any, ...]]]]  # file -> (agent, label code, its memory rows)
+Groups = dict[str, tuple[str, int, Label, list[tuple[Any, ...]]]]  # file -> (agent, label code, label, rows)
 Known = dict[str, tuple[Any, ...]]  # file -> its md_files row after the path
 
 _DAY = f"CASE WHEN {{r}}.category IN ('daily', 'conversation') THEN ({{r}}.created_us - (({{r}}.created_us % {DAY_US}) + {DAY_US}) % {DAY_US}) / {DAY_US} ELSE 0 END"
@@ -130,10 +130,11 @@ def marked_groups(
         rel = fmt.file_for(fmt.encode_segment(agent), label, category, from_us(day * DAY_US))
         marked.setdefault(rel, []).append((agent, code, category, day))
         if rel not in groups:
-            groups[rel] = (agent, code, _group(conn, agent, code, category, day))
+            groups[rel] = (agent, code, label, _group(conn, agent, code, category, day))
     for rel, (agent, code) in extra.items():
         if rel not in groups:
-            groups[rel] = (agent, code, _group_of_file(conn, rel, agent, code, known_names))
+            label = reconcile.label_of(known_names, code)
+            groups[rel] = (agent, code, label, _group_of_file(conn, rel, agent, code, known_names))
     if not groups:
         return {}, {}, {}
     known = {}
