@@ -151,6 +151,7 @@ def test_a_folder_that_is_not_a_defined_label_is_refused_and_nothing_written(roo
     assert [(p["file"], p["line"]) for p in problems] == [(f"main/{folder}", None)]
     assert says in problems[0]["error"]
     assert list(store.export()) == before
+    assert "NOPE" not in store.compartments.current(fresh=True)  # a folder defines nothing
     assert store.backend.rescan() == []  # reported once
     errors = [e for e in store.audit_events() if e.operation == "markdown.error"]
     assert [e.detail["file"] for e in errors] == [f"main/{folder}"]
