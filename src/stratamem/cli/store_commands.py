@@ -93,7 +93,7 @@ def export_(
             if fmt == "markdown":
                 if file is None:
                     raise ValidationError("export --format markdown needs a directory")
-                count = export_markdown(memories, file)
+                count = export_markdown(memories, file, named=store.compartments.named)
                 ctx.emit({"exported": count}, f"exported {count} memories to {file}")
                 return
             turns = (
@@ -185,7 +185,10 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None,
             )
             return
         if fmt == "markdown":
-            memories, turns = read_markdown(file, store.max_content_bytes, store.now()), list[Any]()
+            # a label folder's compartments take this store's bits
+            known = store.compartments.current(fresh=True)
+            memories = read_markdown(file, store.max_content_bytes, store.now(), compartments=known)
+            turns = list[Any]()
         elif file == "-":
             memories, turns = read_records(_stdin_text(), store.max_content_bytes)
         else:

@@ -1,6 +1,6 @@
 """The Markdown backend: memory content in Markdown files people can read, edit, grep and keep in git.
 
-``<dir>/<agent>/<LEVEL>/...md`` hold every live memory version (layout and
+``<dir>/<agent>/<LABEL>/...md`` hold every live memory version (layout and
 format: ``format``). Everything else — sessions, taint, the audit chain,
 the search index, soft-deleted versions until purge, and whatever other
 features keep in the SQLite backend — lives in the sidecar

@@ -25,7 +25,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...levels import Level
+from ...errors import ValidationError
+from ...labels import Label
 from ...private import DIR_MODE, FILE_MODE
 from . import format as fmt
 
@@ -57,6 +58,11 @@ class Walk:
     files: dict[str, tuple[int, int]] = field(default_factory=dict)
     problems: list[FileProblem] = field(default_factory=list)
     agent_names: dict[str, str] = field(default_factory=dict)  # agent folder -> agent id
+    labels: dict[str, Label] = field(default_factory=dict)  # "<agent folder>/<label folder>" -> its label
+
+    def label_of(self, rel: str) -> Label:
+        """The label of a memory file the walk found (its folder's)."""
+        return self.labels["/".join(rel.split("/", 2)[:2])]
 
 
 def _entries(path: str) -> list[os.DirEntry[str]]:
@@ -93,14 +99,30 @@ def walk(root: str, max_agent_file: int = 4096) -> Walk:
                 found.problems.append(FileProblem(rel, "symbolic link refused"))
             elif not level.is_dir(follow_symlinks=False):
                 if level.name.endswith(".md"):
-                    found.problems.append(FileProblem(rel, "memory files belong in a level folder"))
-            elif level.name not in Level.__members__:
-                found.problems.append(
-                    FileProblem(rel, f"unknown level folder; levels are {', '.join(Level.__members__)}")
-                )
+                    found.problems.append(FileProblem(rel, "memory files belong in a label folder"))
             else:
+                try:
+                    found.labels[rel] = label_of_folder(root, rel, max_agent_file)
+                except ValidationError as exc:
+                    found.problems.append(FileProblem(rel, exc.message))
+                    continue
                 _walk_level(level.path, rel, found)
     return found
+
+
+def label_of_folder(root: str, folder: str, limit: int = 4096) -> Label:
+    """The label ``<agent>/<label folder>`` stands for (long form: as its ``.label`` file names it);
+    ``ValidationError`` says why a folder is not a label folder."""
+    name = folder.rsplit("/", 1)[-1]
+    if not fmt.is_long_label(name):
+        return fmt.label_folder(name)
+    try:
+        named = read_bytes(root, f"{folder}/{fmt.LABEL_FILE}", limit).decode("utf-8")
+    except (FileProblem, UnicodeDecodeError):
+        raise ValidationError(
+            f"a long label folder names its label in {fmt.LABEL_FILE}, which is missing or unreadable"
+        ) from None
+    return fmt.long_label(name, named)
 
 
 def _walk_level(path: str, rel: str, found: Walk) -> None:
@@ -262,6 +284,13 @@ def write_agent_file(root: str, folder: str, agent: str) -> None:
     """Long agent folders name their agent in ``.agent`` (written once)."""
     if folder.startswith(fmt.LONG_PREFIX):
         write_atomic(root, f"{folder}/{fmt.AGENT_FILE}", agent + "\n")
+
+
+def write_label_file(root: str, rel: str, label: Label) -> None:
+    """Before a memory file ``rel`` is written: a long label folder names its label in ``.label`` (once)."""
+    folder = "/".join(rel.split("/", 2)[:2])
+    if fmt.is_long_label(folder.rsplit("/", 1)[-1]) and stat_of(root, f"{folder}/{fmt.LABEL_FILE}") is None:
+        write_atomic(root, f"{folder}/{fmt.LABEL_FILE}", label.name + "\n")
 
 
 def stat_of(root: str, rel: str) -> Stamp | None:

@@ -1,12 +1,19 @@
 """The Markdown store's file format and layout: pure functions, no file system.
 
-Layout under the store directory (one folder per agent and level, so the
-operating system can keep levels apart too)::
+Layout under the store directory (one folder per agent and label, so the
+operating system can keep labels apart too)::
 
-    <agent>/<LEVEL>/MEMORY.md                 category "core"
-    <agent>/<LEVEL>/memory/YYYY-MM-DD.md      categories "daily" and "conversation" (UTC creation day)
-    <agent>/<LEVEL>/<category>.md             any other category
+    <agent>/<LABEL>/MEMORY.md                 category "core"
+    <agent>/<LABEL>/memory/YYYY-MM-DD.md      categories "daily" and "conversation" (UTC creation day)
+    <agent>/<LABEL>/<category>.md             any other category
     .stratamem/                               the sidecar index (hidden: never an agent folder)
+
+``<LABEL>`` is the label's name (``stratamem.labels.Label.name``): the level
+alone (``CONFIDENTIAL``) for a memory without compartments, else the level and
+its compartments sorted (``CONFIDENTIAL+FINANCE+HR``). Only that canonical
+spelling is a label folder (``label_folder``), so one label has one folder; a
+name past 200 bytes (many long compartments) becomes ``~`` plus a hash, and
+the folder holds a ``.label`` file naming the label (``long_label``).
 
 A folder or file name keeps ``A-Z a-z 0-9 _ -`` and writes every other
 character as ``%XX`` (UTF-8 bytes), so no name is hidden, ``..`` or a path; a
@@ -56,6 +63,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from ...errors import ValidationError
+from ...labels import Label, level_of
 from ...levels import Level
 from ...models import Memory, context_of, situated
 from ...validation import check_category, check_content, check_context, check_key, check_tags
@@ -65,6 +73,7 @@ DAILY_DIR = "memory"
 DAILY_CATEGORIES = ("daily", "conversation")
 LONG_PREFIX = "~"
 AGENT_FILE = ".agent"
+LABEL_FILE = ".label"
 SIDECAR_DIR = ".stratamem"
 MAX_SEGMENT_BYTES = 200
 FIELDS = ("category", "tags", "created", "updated", "lineage", "session", "expires", "occurred", "context")
@@ -72,6 +81,7 @@ _SAFE = re.compile(r"[A-Za-z0-9_-]")
 _DATE_FILE = re.compile(r"(\d{4})-(\d{2})-(\d{2})\.md")
 _META = re.compile(r"- ([a-z]+):(?: (.*))?")
 _ESCAPED = re.compile(r"\\*##")
+_LONG_LABEL = re.compile(r"~[0-9a-f]{40}")
 
 
 class FormatError(ValidationError):
@@ -122,9 +132,58 @@ def decode_segment(segment: str) -> str | None:
     return name if encode_segment(name) == segment else None
 
 
-def file_for(agent_dir: str, level: Level, category: str, created_at: datetime) -> str:
-    """The relative path of the file a memory version lives in."""
-    base = f"{agent_dir}/{level.name}/"
+@functools.lru_cache(maxsize=4096)
+def label_folder(name: str) -> Label:
+    """The label a folder name stands for; ``ValidationError`` unless it is a label's canonical name.
+
+    Checked before the name is ever part of a path: ASCII, no separator, no
+    ``..``, a level's name, then each compartment a valid name (at most
+    ``labels.MAX_ON_LABEL``), and the label's own spelling (sorted, upper case).
+    """
+    shown = repr(name[:60])
+    if not name.isascii() or not name or any(ch in name for ch in "/\\\0") or ".." in name:
+        raise ValidationError(f"label folder {shown} is not a label's name (ASCII, no separators, no '..')")
+    level, plus, _ = name.partition("+")
+    if level not in Level.__members__:
+        raise ValidationError(f"unknown level folder {shown}; levels are {', '.join(Level.__members__)}")
+    try:
+        label = Label.parse(name) if plus else Label(Level[level])
+    except ValidationError as exc:
+        raise ValidationError(f"label folder {shown} is not a label: {exc.message}") from None
+    if label.name != name:
+        raise ValidationError(f"label folder {shown} must be spelt {label.name!r} (compartments sorted)")
+    return label
+
+
+def folder_of(label: Level | Label) -> str:
+    """The folder of a label, its name checked as a label folder before it becomes part of a path (a name
+    past ``MAX_SEGMENT_BYTES``: the long form, ``~`` and a hash of the name)."""
+    label = Label.parse(label)
+    if not label.compartments:
+        return label.level.name
+    name = label_folder(label.name).name
+    if len(name) <= MAX_SEGMENT_BYTES:
+        return name
+    return LONG_PREFIX + hashlib.sha256(name.encode("ascii")).hexdigest()[:40]
+
+
+def is_long_label(name: str) -> bool:
+    """Whether a folder name is a long label folder's (``~`` and 40 hex digits)."""
+    return _LONG_LABEL.fullmatch(name) is not None
+
+
+def long_label(folder: str, named: str) -> Label:
+    """The label a long label folder stands for: the one its ``.label`` file names, if that label's folder
+    is this one (so a hand-made ``.label`` cannot move a folder's files to another label)."""
+    label = label_folder(named.strip())
+    if folder_of(label) != folder:
+        raise ValidationError(f"{LABEL_FILE} names a label whose folder is not {folder!r}")
+    return label
+
+
+def file_for(agent_dir: str, label: Level | Label, category: str, created_at: datetime) -> str:
+    """The relative path of the file a memory version lives in (a bare level is the label without compartments)."""
+    base = f"{agent_dir}/{folder_of(label)}/"
     if category == "core":
         return base + CORE_FILE
     if category in DAILY_CATEGORIES:
@@ -134,10 +193,13 @@ def file_for(agent_dir: str, level: Level, category: str, created_at: datetime) 
 
 @dataclass(frozen=True, slots=True)
 class Place:
-    """What a file's path says: its agent folder, level, and the category its sections default to."""
+    """What a file's path says: its agent folder, label folder, and the category its sections default to.
+
+    The label itself is the walk's (``files.Walk.labels``): a long label folder names it in a file.
+    """
 
     agent_dir: str
-    level: Level
+    label_dir: str
     default_category: str | None
 
 
@@ -146,21 +208,18 @@ def place_of(rel: str) -> Place:
     """Parse a relative path of the layout; ``ValidationError`` says what is wrong with it."""
     parts = rel.split("/")
     if len(parts) not in (3, 4) or not parts[-1].endswith(".md"):
-        raise ValidationError("not a memory file of the layout <agent>/<LEVEL>/<name>.md")
-    agent_dir, level_name = parts[0], parts[1]
-    if level_name not in Level.__members__:
-        raise ValidationError(
-            f"unknown level folder {level_name!r}; levels are {', '.join(Level.__members__)}"
-        )
-    level = Level[level_name]
+        raise ValidationError("not a memory file of the layout <agent>/<LABEL>/<name>.md")
+    agent_dir, label = parts[0], parts[1]
+    if not is_long_label(label):
+        label_folder(label)
     if len(parts) == 4:
         if parts[2] != DAILY_DIR or not _valid_day(parts[3]):
             raise ValidationError(f"daily files live in {DAILY_DIR}/YYYY-MM-DD.md")
-        return Place(agent_dir, level, "daily")
+        return Place(agent_dir, label, "daily")
     name = parts[2][:-3]
     if name == CORE_FILE[:-3]:
-        return Place(agent_dir, level, "core")
-    return Place(agent_dir, level, decode_segment(name))
+        return Place(agent_dir, label, "core")
+    return Place(agent_dir, label, decode_segment(name))
 
 
 def _valid_day(name: str) -> bool:
@@ -245,9 +304,9 @@ def _parse_time(text: str, line: int, what: str) -> datetime:
 # --------------------------------------------------------------------------- render
 
 
-def header(agent: str, level: Level, title: str) -> str:
+def header(agent: str, label: Level | Label, title: str) -> str:
     return (
-        f"# {encode_value(agent)} · {level.name} · {title}\n\n"
+        f"# {encode_value(agent)} · {Label.parse(label).name} · {title}\n\n"
         '<!-- stratamem memory file: one "## key" section per memory. Edit, add or remove sections; '
         'keep the "- field:" lines. -->\n\n'
     )
@@ -281,8 +340,8 @@ def sort_key(memory: Memory) -> tuple[Any, ...]:
     return (datetime.min.replace(tzinfo=UTC), memory.key)
 
 
-def render_file(agent: str, level: Level, title: str, memories: list[Memory]) -> str:
-    return header(agent, level, title) + "".join(render_section(m) for m in sorted(memories, key=sort_key))
+def render_file(agent: str, label: Level | Label, title: str, memories: list[Memory]) -> str:
+    return header(agent, label, title) + "".join(render_section(m) for m in sorted(memories, key=sort_key))
 
 
 # --------------------------------------------------------------------------- parse
@@ -305,13 +364,25 @@ class Section:
     occurred_at: datetime | None = None
     context: str | None = None
 
-    def memory(self, agent: str, level: Level, default_category: str, now: datetime) -> Memory:
+    def memory(
+        self,
+        agent: str,
+        code: int,
+        default_category: str,
+        now: datetime,
+        compartments: frozenset[str] = frozenset(),
+    ) -> Memory:
+        """The record this section stores at the label whose stored integer is ``code`` (a bare ``Level`` is
+        its own code); ``compartments``: the label's names, when the caller knows them (the sidecar's rows
+        carry the code alone, so a hand edit compared with them leaves them out)."""
         created = self.created_at or self.updated_at or now
         return situated(
             Memory(
                 key=self.key,
                 content=self.content,
-                level=level,
+                level=level_of(code),
+                label_code=int(code),
+                compartments=compartments,
                 tags=self.tags,
                 category=self.category or default_category,
                 agent_id=agent,

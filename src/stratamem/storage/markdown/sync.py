@@ -26,8 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from ...audit import AuditDraft, operator_draft
-from ...errors import StorageError
-from ...levels import Level
+from ...errors import StorageError, ValidationError
+from ...labels import Compartments, Label
 from ..sql.rows import row_with_context
 from ..sqlite.backend import SQLiteBackend
 from ..transaction import Tx
@@ -97,15 +97,14 @@ class FileSync:
                 self._report(
                     files.FileProblem(
                         old.rel, f"an edit written while the store replaced it was kept as {kept}"
-                    ),
-                    None,
+                    )
                 )
 
     def take_changes(self) -> Changes:
         """The keys the last write changed, each with the version it had before; starts a new record."""
         return self.db.operator(tables.untimed(), tables.take_changes)
 
-    def flush(self, mine: Changes | None, extra: dict[str, tuple[str, Level]] | None = None) -> None:
+    def flush(self, mine: Changes | None, extra: dict[str, tuple[str, int]] | None = None) -> None:
         """Render every file the sidecar marked, merging hand edits that land meanwhile (lock held).
 
         A file edited since the store last read it is not overwritten: with
@@ -130,7 +129,7 @@ class FileSync:
             with self.lock.held():
                 self.settle()
 
-    def _report(self, problem: files.FileProblem, level: Level | None) -> AuditDraft | None:
+    def _report(self, problem: files.FileProblem) -> AuditDraft | None:
         key = (problem.path, problem.line, problem.reason)
         if key in self._reported:
             return None
@@ -139,63 +138,63 @@ class FileSync:
         log.warning("markdown store: %s", problem)
         return operator_draft("markdown.error", outcome="error", detail=problem.as_dict())
 
-    def _reconcile(self, keep: Changes | None = None) -> dict[str, tuple[str, Level]]:
-        """Apply hand edits to the index (``keep``: keys a running write changed, whose index version wins)."""
+    def _reconcile(self, keep: Changes | None = None) -> dict[str, tuple[str, int]]:
+        """Apply hand edits to the index (``keep``: keys a running write changed, whose index version wins).
+
+        A file's label folder becomes the label's stored integer through the store's registry; a folder
+        naming a compartment the store does not define is reported and its files left unread (nothing of
+        them is written; they are read once the operator defines it).
+        """
         walk = files.walk(self.root)
-        drafts = [d for p in walk.problems if (d := self._report(p, None))]
-        known = self.db.operator(tables.untimed(), tables.known_files, read_only=True)
+        drafts = [d for p in walk.problems if (d := self._report(p))]
+        known, registry = self.db.operator(tables.untimed(), _files_and_registry, read_only=True)
         stats, parsed, errors, removed = [], [], [], {}
         for rel, (size, mtime) in walk.files.items():
+            place = fmt.place_of(rel)
+            code = self._code_of(walk.label_of(rel), rel, registry, drafts)
+            if code is None:
+                continue
             old = known.get(rel)
             if old is not None and (old[2], old[3]) == (size, mtime):
                 continue
-            place = fmt.place_of(rel)
             agent = walk.agent_names[place.agent_dir]
             try:
                 text, digest = files.read_text(self.root, rel, self.max_file_bytes)
             except files.FileProblem as exc:
-                errors.append((rel, agent, place.level, size, mtime, "", exc))
+                errors.append((rel, agent, code, size, mtime, "", exc))
                 continue
             if old is not None and old[4] == digest:
-                stats.append((rel, agent, int(place.level), size, mtime, digest, old[5]))
+                stats.append((rel, agent, code, size, mtime, digest, old[5]))
                 continue
             try:
                 sections = fmt.parse_file(text, self.max_content_bytes)
             except fmt.FormatError as exc:
                 errors.append(
-                    (
-                        rel,
-                        agent,
-                        place.level,
-                        size,
-                        mtime,
-                        digest,
-                        files.FileProblem(rel, exc.reason, exc.line),
-                    )
+                    (rel, agent, code, size, mtime, digest, files.FileProblem(rel, exc.reason, exc.line))
                 )
                 continue
-            parsed.append((reconcile.Parsed(rel, agent, place, sections), size, mtime, digest))
+            parsed.append((reconcile.Parsed(rel, agent, place, sections, code), size, mtime, digest))
         for rel, row in known.items():
             if rel not in walk.files:
-                removed[rel] = (row[0], Level(row[1]))
+                removed[rel] = (row[0], int(row[1]))
         if not (stats or parsed or errors or removed or drafts):
             return {}
 
         def apply(tx: Tx[sqlite3.Connection]) -> reconcile.Outcome:
             conn = tx.conn
-            outcome = reconcile.apply(self.db, conn, [p for p, *_ in parsed], removed, tx.now, keep or {})
+            outcome = reconcile.apply(
+                self.db, conn, [p for p, *_ in parsed], removed, tx.now, keep or {}, tables.registry(tx)
+            )
             self._aside |= outcome.conflicts
-            for rel, agent, level, size, mtime, digest, problem in errors:
-                stats.append((rel, agent, int(level), size, mtime, digest, "error"))
-                if d := self._report(problem, level):
+            for rel, agent, code, size, mtime, digest, problem in errors:
+                stats.append((rel, agent, code, size, mtime, digest, "error"))
+                if d := self._report(problem):
                     drafts.append(d)
             for p, size, mtime, digest in parsed:
                 status = "error" if p.rel in outcome.bad else "ok"
-                stats.append((p.rel, p.agent, int(p.place.level), size, mtime, digest, status))
+                stats.append((p.rel, p.agent, p.code, size, mtime, digest, status))
             for problem in outcome.problems:
-                found = next((p.place.level for p, *_ in parsed if p.rel == problem.path), None)
-                found = removed[problem.path][1] if problem.path in removed else found
-                if d := self._report(problem, found):
+                if d := self._report(problem):
                     drafts.append(d)
             tables.record_files(tx, list(removed), stats)
             for draft in [*drafts, *outcome.drafts]:
@@ -205,12 +204,29 @@ class FileSync:
         outcome = self.db.operator(self.clock(), apply)
         return {rel: removed[rel] for rel in outcome.restore}
 
+    def _code_of(
+        self, label: Label, rel: str, registry: Compartments, drafts: list[AuditDraft]
+    ) -> int | None:
+        """The stored integer of a file's label, or None (reported once per folder) when the store does not
+        define one of its compartments."""
+        try:
+            return registry.encode(label)
+        except ValidationError as exc:
+            folder = rel.split("/", 2)
+            problem = files.FileProblem(
+                f"{folder[0]}/{folder[1]}",
+                f"label folder not read: {exc.message}; its files are read once the operator defines it",
+            )
+            if d := self._report(problem):
+                drafts.append(d)
+            return None
+
     def _render(
         self,
-        extra: dict[str, tuple[str, Level]] | None = None,
+        extra: dict[str, tuple[str, int]] | None = None,
         mine: Changes | None = None,
         last: bool = False,
-    ) -> dict[str, tuple[str, Level]]:
+    ) -> dict[str, tuple[str, int]]:
         """Write every file the sidecar marked as touched (and ``extra`` ones) from the sidecar's rows.
 
         Returns the files edited by hand since the store last read them, left
@@ -223,16 +239,16 @@ class FileSync:
         if not groups:
             return {}
         stats, gone, stale = [], [], {}
-        for rel, (agent, level, memories) in sorted(groups.items()):
+        for rel, (agent, code, label, memories) in sorted(groups.items()):
             try:
-                result = self._write_file(rel, agent, level, memories, known.get(rel), mine, last)
+                result = self._write_file(rel, agent, label, memories, known.get(rel), mine, last)
             except replace.Changed:
-                stale[rel] = (agent, level)
+                stale[rel] = (agent, code)
                 continue
             if result is None:
                 gone.append(rel)
             else:
-                stats.append((rel, agent, int(level), *result, "ok"))
+                stats.append((rel, agent, code, *result, "ok"))
         done = [mark for rel, rel_marks in marked.items() if rel not in stale for mark in rel_marks]
 
         def record(tx: Tx[sqlite3.Connection]) -> None:
@@ -242,7 +258,7 @@ class FileSync:
         self.db.operator(tables.untimed(), record)
         return stale
 
-    def _render_rows(self, agent: str, level: Level, title: str, rows: list[tuple[Any, ...]]) -> str:
+    def _render_rows(self, agent: str, label: Label, title: str, rows: list[tuple[Any, ...]]) -> str:
         """A file's text; each section's text is kept by its row, so a save re-renders one section, not all."""
         parts = []
         for row in sorted(rows, key=lambda r: (r[8] if r[6] in fmt.DAILY_CATEGORIES else 0, r[2])):
@@ -255,13 +271,13 @@ class FileSync:
                     self._cached = len(text)
                 self._sections[row] = text
             parts.append(text)
-        return fmt.header(agent, level, title) + "".join(parts)
+        return fmt.header(agent, label, title) + "".join(parts)
 
     def _write_file(
         self,
         rel: str,
         agent: str,
-        level: Level,
+        label: Label,
         memories: list[tuple[Any, ...]],
         known: tuple[Any, ...] | None,
         mine: Changes | None,
@@ -275,7 +291,7 @@ class FileSync:
         title = fmt.place_of(rel).default_category or (memories[0][6] if memories else "")
         if title == "daily":
             title = rel.rsplit("/", 1)[-1][:-3]
-        text = self._render_rows(agent, level, title, memories) if memories else None
+        text = self._render_rows(agent, label, title, memories) if memories else None
         digest = files.digest_of(text) if text is not None else None
         try:
             on_disk = files.stat_of(self.root, rel)
@@ -305,6 +321,8 @@ class FileSync:
                 and files.stat_of(self.root, f"{folder}/{fmt.AGENT_FILE}") is None
             ):
                 files.write_agent_file(self.root, folder, agent)
+            if text is not None:
+                files.write_label_file(self.root, rel, label)
             done = replace.replace(
                 self.root,
                 rel,
@@ -319,5 +337,10 @@ class FileSync:
             self._held.append(done.old)
         for i, kept in enumerate(done.kept):
             what = keep_old if keep_old and i == 0 else "an edit made while the store replaced it"
-            self._report(files.FileProblem(rel, f"{what} was kept as {kept}"), level)
+            self._report(files.FileProblem(rel, f"{what} was kept as {kept}"))
         return None if done.stamp is None else (*done.stamp, digest)
+
+
+def _files_and_registry(tx: Tx[sqlite3.Connection]) -> tuple[tables.Known, Compartments]:
+    """What ``md_files`` knows and the store's compartments, read in one snapshot."""
+    return tables.known_files(tx), tables.registry(tx)

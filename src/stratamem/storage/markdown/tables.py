@@ -3,13 +3,16 @@
 - ``md_files``: per memory file, the (size, mtime_ns) and hash the store last
   read or wrote, and whether it parsed (``status``), so a scan reads only
   files that changed.
-- ``md_dirty``: (agent, level, category, day) of every file a transaction
+- ``md_dirty``: (agent, label, category, day) of every file a transaction
   touched, noted by triggers on ``memories`` *inside that transaction*: a
   process killed between the commit and the file writes leaves the note for
   the next opener to finish.
 - ``temp.md_changed`` (on the write connection only): the keys one write
   changed, each with its live version before the write (``Changes``), so a
   hand edit landing while the write runs is merged around them.
+
+Every ``level`` column here holds a label's stored integer (``stratamem.labels``), as in ``memories``; the
+file it names is found through the sidecar's ``compartments`` table (the store's registry).
 
 Every statement here runs in a sidecar transaction the caller opens.
 """
@@ -21,16 +24,17 @@ import sqlite3
 from datetime import UTC, datetime
 from typing import Any
 
-from ...levels import Level
+from ...labels import Compartments, Label
+from ..sql import compartments as registry_sql
 from ..sql.rows import MEMORY_COLUMNS, MEMORY_WIDTH, from_us, row_to_memory
 from ..transaction import Tx
 from . import format as fmt
 from . import reconcile
 
 DAY_US = 86_400_000_000
-Changes = dict[tuple[str, Level, str], tuple[Any, ...] | None]  # (agent, level, key) -> live row before
+Changes = dict[tuple[str, int, str], tuple[Any, ...] | None]  # (agent, label code, key) -> live row before
 Marked = dict[str, list[tuple[Any, ...]]]  # file -> its md_dirty marks
-Groups = dict[str, tuple[str, Level, list[tuple[Any, ...]]]]  # file -> (agent, level, its memory rows)
+Groups = dict[str, tuple[str, int, Label, list[tuple[Any, ...]]]]  # file -> (agent, label code, label, rows)
 Known = dict[str, tuple[Any, ...]]  # file -> its md_files row after the path
 
 _DAY = f"CASE WHEN {{r}}.category IN ('daily', 'conversation') THEN ({{r}}.created_us - (({{r}}.created_us % {DAY_US}) + {DAY_US}) % {DAY_US}) / {DAY_US} ELSE 0 END"
@@ -89,7 +93,7 @@ def take_changes(tx: Tx[sqlite3.Connection]) -> Changes:
     rows = tx.conn.execute("SELECT agent_id, level, key, before FROM temp.md_changed").fetchall()
     tx.conn.execute("DELETE FROM temp.md_changed")
     return {
-        (agent, Level(level), key): tuple(json.loads(before)) if before is not None else None
+        (agent, int(level), key): tuple(json.loads(before)) if before is not None else None
         for agent, level, key, before in rows
     }
 
@@ -107,22 +111,30 @@ def record_files(tx: Tx[sqlite3.Connection], gone: list[str], rows: list[tuple[A
     tx.conn.executemany("INSERT OR REPLACE INTO md_files VALUES (?,?,?,?,?,?,?)", rows)
 
 
+def registry(tx: Tx[sqlite3.Connection]) -> Compartments:
+    """The store's compartments as the sidecar holds them (what turns a label folder into a code and back)."""
+    return registry_sql.read_body(tx)
+
+
 def marked_groups(
-    tx: Tx[sqlite3.Connection], extra: dict[str, tuple[str, Level]]
+    tx: Tx[sqlite3.Connection], extra: dict[str, tuple[str, int]]
 ) -> tuple[Marked, Groups, Known]:
     """Every file ``md_dirty`` marks (and the ``extra`` ones) with its live rows, and what ``md_files`` knows of it."""
     conn = tx.conn
     marks = conn.execute("SELECT agent_id, level, category, day FROM md_dirty").fetchall()
     groups: Groups = {}
     marked: Marked = {}
-    for agent, level, category, day in marks:
-        rel = fmt.file_for(fmt.encode_segment(agent), Level(level), category, from_us(day * DAY_US))
-        marked.setdefault(rel, []).append((agent, level, category, day))
+    known_names = registry(tx) if any(m[1] >= 4 for m in marks) or extra else Compartments()
+    for agent, code, category, day in marks:
+        label = reconcile.label_of(known_names, code)
+        rel = fmt.file_for(fmt.encode_segment(agent), label, category, from_us(day * DAY_US))
+        marked.setdefault(rel, []).append((agent, code, category, day))
         if rel not in groups:
-            groups[rel] = (agent, Level(level), _group(conn, agent, level, category, day))
-    for rel, (agent, level) in extra.items():
+            groups[rel] = (agent, code, label, _group(conn, agent, code, category, day))
+    for rel, (agent, code) in extra.items():
         if rel not in groups:
-            groups[rel] = (agent, level, _group_of_file(conn, rel, agent, level))
+            label = reconcile.label_of(known_names, code)
+            groups[rel] = (agent, code, label, _group_of_file(conn, rel, agent, code, known_names))
     if not groups:
         return {}, {}, {}
     known = {}
@@ -156,9 +168,11 @@ def _group(
     return found
 
 
-def _group_of_file(conn: sqlite3.Connection, rel: str, agent: str, level: Level) -> list[tuple[Any, ...]]:
+def _group_of_file(
+    conn: sqlite3.Connection, rel: str, agent: str, code: int, known: Compartments
+) -> list[tuple[Any, ...]]:
     rows = conn.execute(
         f"SELECT {MEMORY_COLUMNS}, context FROM memories WHERE agent_id = ? AND level = ? AND deleted_us IS NULL",
-        (agent, int(level)),
+        (agent, code),
     )
-    return [r for r in rows if reconcile.file_of(row_to_memory(r[:MEMORY_WIDTH])) == rel]
+    return [r for r in rows if reconcile.file_of(row_to_memory(r[:MEMORY_WIDTH]), known) == rel]
