@@ -18,6 +18,7 @@ from ..sql.transcripts import COPIED as TURN_TABLES
 from . import vectors, versions
 
 COPIED_TABLES: dict[str, str] = {
+    "compartments": "name, bit",  # first: every label below is read through it
     "sessions": "id, agent_id, clearance, peers, taint, created_us, owner",
     "taint_events": "session_id, at_us, previous, new, reason, source",
     "memories": "id, agent_id, key, level, content, tags, category, session_id, created_us, updated_us, "
