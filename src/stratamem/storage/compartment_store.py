@@ -43,8 +43,11 @@ class Registry:
         return registry.names
 
     def mask(self, names: Iterable[str]) -> int:
-        """The bits of defined names; an undefined one is read again before it is refused."""
+        """The bits of defined names; an undefined one is read again before it is refused. No names: no
+        bits, without reading the registry (a session without compartments never needs it)."""
         names = list(names)
+        if not names:
+            return 0
         try:
             return self.current().mask(names)
         except ValidationError:

@@ -287,8 +287,8 @@ class PostgresBackend:
         if row is None:
             raise NotFound(f"no session {session_id!r}")
         record = sessions.record(row, POSTGRES)
-        if row[7] != str(int(record.taint)) or row[9] != record.agent_id:
-            bind(conn, record.taint, record.agents, record.agent_id)
+        if row[7] != str(record.taint_code) or row[9] != record.agent_id:
+            bind(conn, record.taint_code, record.agents, record.agent_id)
         return record
 
     def session_record(self, session_id: str) -> SessionRecord:
@@ -310,7 +310,7 @@ class PostgresBackend:
     ) -> SessionRecord:
         def body(conn: psycopg.Connection) -> tuple[SessionRecord, ClearanceError | None]:
             before = self._bound_session(conn, session_id, "FOR UPDATE")
-            # the event is the transaction's last write: bound to its level, the audit policy accepts it
+            # the event is the transaction's last write: bound to the joined label, the audit policy accepts it
             record, draft, refused = sessions.escalate_body(
                 conn,
                 POSTGRES,

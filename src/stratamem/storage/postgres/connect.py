@@ -149,7 +149,11 @@ def open_pool(cfg: PgConfig) -> ConnectionPool:
 
 
 def bind(conn: psycopg.Connection, taint: int, agents: Sequence[str], own_agent: str) -> None:
-    """Tie the rest of the transaction to one session's view; the policies read these settings."""
+    """Tie the rest of the transaction to one session's view; the policies read these settings.
+
+    ``taint`` is the session's label as stored (``SessionRecord.taint_code``: level | compartment bits << 2),
+    which ``sm_taint()`` returns to the policies.
+    """
     conn.execute(
         "SELECT set_config('stratamem.taint', %s, true), set_config('stratamem.agents', %s::text[]::text, true), "
         "set_config('stratamem.agent', %s, true), set_config('stratamem.operator', '', true)",

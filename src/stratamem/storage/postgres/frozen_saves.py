@@ -1,11 +1,17 @@
-"""The save functions as shipped by PostgreSQL schema versions 8 and 9 (``sm_save``) and 10 (``sm_save_one``), frozen.
+"""The save functions as shipped by PostgreSQL schema versions 8 and 9 (``sm_save``), 10 (``sm_save_one``) and
+12 (both), frozen.
 
-A shipped version's SQL never changes (``migrations.py``); the live functions, with the occurred time and
-context of every record, are ``save.py``'s and version 12 installs them (dropping these signatures).
+A shipped version's SQL never changes (``migrations.py``); the live functions, which store every record at its
+session's label, are ``save.py``'s and version 14 installs them. Version 12's functions (the occurred time and
+context of every record; taints were levels alone) differ from the live ones only where labels touch them, so
+their text is the live text with those few lines put back as shipped (``_as_shipped_in_12``; the snapshot test
+compares the result byte for byte): when the live text changes elsewhere, write version 12's out here in full.
 Kept apart from ``migrations.py`` only for size: this is part of the migration list's text.
 """
 
 from __future__ import annotations
+
+from . import save
 
 V8_SM_SAVE = r"""
 CREATE OR REPLACE FUNCTION sm_save(
@@ -418,3 +424,28 @@ $fn$"""
 V10_SM_SAVE_ONE_TYPES = (
     "text, text, bigint, text, bigint, integer, text, text, text, text, bigint, text, integer, text, text"
 )
+
+# What version 14 changed in the save functions, as (shipped in 12, live): the taint a label's integer, the
+# records' level its level part, and the label as the audit chain names it in each event's taint.
+_LABEL_LINES = (
+    (
+        "v_taint smallint; v_peers text; v_level text;",
+        "v_taint bigint; v_peers text; v_level text; v_label text;",
+    ),
+    (
+        "  v_level := (ARRAY['PUBLIC', 'INTERNAL', 'CONFIDENTIAL', 'RESTRICTED'])[v_taint + 1];\n",
+        save.BIND_SESSION[save.BIND_SESSION.index("  -- The taint is a label") :],
+    ),
+    ("""',"taint":"' || v_level""", """',"taint":"' || v_label"""),
+)
+
+
+def _as_shipped_in_12(live: str) -> str:
+    for shipped, now in _LABEL_LINES:
+        assert live.count(now) == 1, now
+        live = live.replace(now, shipped)
+    return live
+
+
+V12_SM_SAVE = _as_shipped_in_12(save.SM_SAVE)
+V12_SM_SAVE_ONE = _as_shipped_in_12(save.SM_SAVE_ONE)

@@ -72,7 +72,7 @@ class StatsDelta:
             return None
         sql = (
             "INSERT INTO part_stats (agent_id, level, n, total_len) "
-            "SELECT * FROM unnest(%s::text[], %s::smallint[], %s::bigint[], %s::bigint[]) "
+            "SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[]) "
             "ON CONFLICT (agent_id, level) DO UPDATE "
             "SET n = part_stats.n + excluded.n, total_len = part_stats.total_len + excluded.total_len"
         )
@@ -102,7 +102,7 @@ class TermDelta:
         self._delta.clear()
         upsert = (
             "INSERT INTO term_stats (term, agent_id, level, df) "
-            "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[]) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[]) "
             "ON CONFLICT (term, agent_id, level) DO UPDATE SET df = term_stats.df + excluded.df"
         )
         upserts: list[Statement] = [
@@ -114,7 +114,7 @@ class TermDelta:
         emptied = [r[:3] for r in rows if r[3] < 0]
         for start in range(0, len(emptied), POSTINGS_PER_STATEMENT):
             conn.execute(
-                "DELETE FROM term_stats t USING unnest(%s::text[], %s::text[], %s::smallint[]) "
+                "DELETE FROM term_stats t USING unnest(%s::text[], %s::text[], %s::bigint[]) "
                 "AS u(term, agent_id, level) "
                 "WHERE t.term = u.term AND t.agent_id = u.agent_id AND t.level = u.level AND t.df <= 0",
                 _columns(emptied[start : start + POSTINGS_PER_STATEMENT], 3),
@@ -141,7 +141,7 @@ def postings_statements(
     )
     sql = (
         "INSERT INTO postings (term, agent_id, level, memory_id, tf, length) "
-        "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[], %s::int[], %s::int[])"
+        "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[], %s::int[], %s::int[])"
     )
     return [
         (sql, _columns(rows[start : start + POSTINGS_PER_STATEMENT], 6))
@@ -167,7 +167,7 @@ def drop_postings(
     for start in range(0, len(keys), POSTINGS_PER_STATEMENT):
         part = keys[start : start + POSTINGS_PER_STATEMENT]
         conn.execute(
-            "DELETE FROM postings p USING unnest(%s::text[], %s::text[], %s::smallint[], %s::bigint[]) "
+            "DELETE FROM postings p USING unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[]) "
             "AS u(term, agent_id, level, memory_id) "
             "WHERE p.term = u.term AND p.agent_id = u.agent_id AND p.level = u.level AND p.memory_id = u.memory_id",
             _columns(part, 4),
@@ -185,7 +185,9 @@ def refresh_statement(pairs: Iterable[tuple[str, str]]) -> Statement | None:
 def write_versions(
     conn: psycopg.Connection, analyzer: Analyzer, memories: Sequence[Memory], keep_created: bool, now_us: int
 ) -> list[Memory]:
-    """Insert or update the live version at each (agent, key, level); returns what is stored, in input order.
+    """Insert or update the live version at each (agent, key, label); returns what is stored, in input order.
+
+    A version is stored at its label's integer (``Memory.label_code``: level and compartment bits).
 
     ``keep_created`` (a save) keeps an existing version's created time and
     lineage; an import replaces every field. Within one batch the last memory
@@ -196,7 +198,7 @@ def write_versions(
     """
     latest: dict[tuple[str, str, int], Memory] = {}
     for memory in memories:
-        latest[(memory.agent_id, memory.key, int(memory.level))] = memory
+        latest[(memory.agent_id, memory.key, memory.label_code)] = memory
     stored: dict[tuple[str, str, int], Memory] = {}
     stats, terms = StatsDelta(), TermDelta()
     items = list(latest.items())
@@ -210,7 +212,7 @@ def write_versions(
     terms.apply(
         conn, *postings, stats.statement(), refresh_statement((agent, key) for agent, key, _ in latest)
     )
-    return [stored[(m.agent_id, m.key, int(m.level))] for m in memories]
+    return [stored[(m.agent_id, m.key, m.label_code)] for m in memories]
 
 
 def _write_chunk(
@@ -230,7 +232,7 @@ def _write_chunk(
         for r in conn.execute(
             "SELECT m.id, m.agent_id, m.key, m.level, m.content, m.tags, m.length, m.created_us, m.lineage_id, "
             "m.expires_us "
-            "FROM memories m JOIN unnest(%s::text[], %s::text[], %s::smallint[]) AS u(agent_id, key, level) "
+            "FROM memories m JOIN unnest(%s::text[], %s::text[], %s::bigint[]) AS u(agent_id, key, level) "
             "ON m.agent_id = u.agent_id AND m.key = u.key AND m.level = u.level WHERE m.deleted_us IS NULL",
             ident,
         )
@@ -259,7 +261,7 @@ def _write_chunk(
         if old is not None:
             created = old[7] if keep_created else to_us(m.created_at)
             lineage = old[8] if keep_created else m.lineage_id
-            stats.add(m.agent_id, m.level, 0, length - old[6])
+            stats.add(m.agent_id, m.label_code, 0, length - old[6])
             updates.append(
                 (
                     old[0],
@@ -278,12 +280,12 @@ def _write_chunk(
                 )
             )
         else:
-            stats.add(m.agent_id, m.level, 1, length)
+            stats.add(m.agent_id, m.label_code, 1, length)
             inserts.append(
                 (
                     m.agent_id,
                     m.key,
-                    int(m.level),
+                    m.label_code,
                     enc(m.content),
                     tags,
                     m.category,
@@ -315,7 +317,7 @@ def _write_chunk(
         rows += conn.execute(
             "INSERT INTO memories (agent_id, key, level, content, tags, category, session_id, created_us, "
             "updated_us, lineage_id, expires_us, length, terms, occurred_us, context) "
-            "SELECT * FROM unnest(%s::text[], %s::text[], %s::smallint[], %s::text[], %s::text[], %s::text[], "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[], %s::text[], %s::text[], "
             "%s::text[], %s::bigint[], %s::bigint[], %s::text[], %s::bigint[], %s::int[], %s::text[], "
             "%s::bigint[], %s::text[]) "
             f"RETURNING {MEMORY_COLUMNS}",

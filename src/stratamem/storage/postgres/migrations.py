@@ -13,9 +13,11 @@ Where the live definitions are:
   order (``memories`` gains ``terms`` in version 8; ``sessions`` gains
   ``owner`` in version 3);
 - ``sm_save``, ``sm_save_one`` and ``sm_refresh_shadowable``: ``save.py``
-  (versions 9 and 12 install its text). To change one, add a version that
+  (versions 9 and 14 install its text). To change one, add a version that
   installs the new text and freeze the current text into the version that
-  installed it, as versions 8, 9 and 10's are frozen in ``frozen_saves.py``.
+  installed it, as versions 8, 9, 10 and 12's are frozen in ``frozen_saves.py``;
+- the row-level security policies that compare labels, ``sm_taint()`` and the
+  label columns' types: version 14.
 
 Statements run with ``search_path = <schema>, pg_temp``; ``{app}`` is the quoted
 application role, ``{app_literal}`` its name as a literal, ``{schema}`` the
@@ -28,7 +30,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ...audit import GENESIS
-from . import frozen_saves, save
+from . import frozen_saves, label_policies, save
 
 
 class Migration(NamedTuple):
@@ -442,9 +444,9 @@ V12 = [
     "ALTER TABLE memories ADD COLUMN IF NOT EXISTS context text",
     "DROP FUNCTION IF EXISTS sm_save(" + frozen_saves.V9_SM_SAVE_TYPES + ")",
     "DROP FUNCTION IF EXISTS sm_save_one(" + frozen_saves.V10_SM_SAVE_ONE_TYPES + ")",
-    save.SM_SAVE,
+    frozen_saves.V12_SM_SAVE,
     "GRANT EXECUTE ON FUNCTION sm_save(" + save.SM_SAVE_TYPES + ") TO {app}",
-    save.SM_SAVE_ONE,
+    frozen_saves.V12_SM_SAVE_ONE,
     "GRANT EXECUTE ON FUNCTION sm_save_one(" + save.SM_SAVE_ONE_TYPES + ") TO {app}",
 ]
 
@@ -465,6 +467,9 @@ V13 = [
     "GRANT SELECT, INSERT, UPDATE, DELETE ON server_state TO {app}",
 ]
 
+# Version 14: labels and compartments (``label_policies``).
+V14 = label_policies.statements(_OPERATOR, _WRITE, _AUDIT_WRITE)
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "sessions, memories, index, audit, row-level security", V1),
     Migration(2, "term_stats: document frequencies", V2),
@@ -479,5 +484,6 @@ MIGRATIONS: list[Migration] = [
     Migration(11, "conversation index", V11),
     Migration(12, "occurred times and contexts", V12),
     Migration(13, "server state", V13),
+    Migration(14, "labels and compartments", V14),
 ]
 LATEST = MIGRATIONS[-1].version

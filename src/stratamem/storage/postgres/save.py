@@ -53,9 +53,13 @@ unchanged); the partition's size is changed with a plain ``UPDATE`` and
 inserted only when the partition is new. ``sm_save`` stays the path of a batch
 and of a batch that names a key twice.
 
-The text of these functions is what migration 12 installs (9 and 10 installed the
-versions without occurred times and contexts): changing it means a new migration
-(see ``migrations.py``).
+Labels (``stratamem.labels``): the session's taint is a label's integer, and every row a save writes is
+stored at exactly that integer (the write policies accept nothing else); the level part names the
+records' level in the audit event, the whole label its taint.
+
+The text of these functions is what migration 14 installs (9 and 10 installed the
+versions without occurred times and contexts, 12 those whose taint was a level alone): changing it means a
+new migration (see ``migrations.py``).
 """
 
 from __future__ import annotations
@@ -90,7 +94,10 @@ BIND_SESSION = r"""  -- The session, read inside the transaction (a concurrent e
                      (ARRAY[v_agent] || ARRAY(SELECT jsonb_array_elements_text(v_peers::jsonb)))::text, true),
           set_config('stratamem.agent', v_agent, true),
           set_config('stratamem.operator', '', true);
-  v_level := (ARRAY['PUBLIC', 'INTERNAL', 'CONFIDENTIAL', 'RESTRICTED'])[v_taint + 1];
+  -- The taint is a label's integer (level | compartment bits << 2): its level names the stored records' level,
+  -- and the label as the audit chain hashes it (``audit._taint_name``) names the events' taint.
+  v_level := (ARRAY['PUBLIC', 'INTERNAL', 'CONFIDENTIAL', 'RESTRICTED'])[(v_taint & 3) + 1];
+  v_label := v_level || CASE WHEN v_taint > 3 THEN '+0x' || to_hex(v_taint >> 2) ELSE '' END;
 """
 
 REFRESH_SHADOWABLE = r"""
@@ -111,8 +118,7 @@ BEGIN
 END
 $fn$"""
 
-# The batch save (installed by migration 12; migration 9's, without occurred times and contexts, is frozen in
-# ``frozen_saves``).
+# The batch save (installed by migration 14; migrations 9's and 12's are frozen in ``frozen_saves``).
 SM_SAVE = (
     r"""
 CREATE OR REPLACE FUNCTION sm_save(
@@ -122,7 +128,7 @@ CREATE OR REPLACE FUNCTION sm_save(
     p_occurred bigint[], p_contexts text[])
 RETURNS SETOF memories LANGUAGE plpgsql SECURITY INVOKER AS $fn$
 DECLARE
-  v_agent text; v_taint smallint; v_peers text; v_level text;
+  v_agent text; v_taint bigint; v_peers text; v_level text; v_label text;
   o_id bigint[]; o_key text[]; o_len integer[]; o_terms text[]; o_expired boolean[];
   w memories[]; v_n bigint; v_len bigint;
   v_first bigint; v_prev text; v_events integer;
@@ -231,7 +237,7 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'stratamem: the audit head is missing' USING ERRCODE = 'SM002';
   END IF;
-  SELECT coalesce(array_agg('","seq":' || (v_first + n) || ',"session":' || p_session_json || ',"taint":"' || v_level
+  SELECT coalesce(array_agg('","seq":' || (v_first + n) || ',"session":' || p_session_json || ',"taint":"' || v_label
                             || '","time":' || p_time || '}' ORDER BY n), '{}')
     INTO e_suf FROM generate_series(1, v_events) AS n;
   a_prev := array_fill(NULL::text, ARRAY[v_events]);
@@ -258,7 +264,8 @@ SM_SAVE_TYPES = (
     "text[], text[], text[], bigint[], text[]"
 )
 
-# The single save from scalars (installed by migration 12; migration 10's is frozen in ``frozen_saves``).
+# The single save from scalars (installed by migration 14; migrations 10's and 12's are frozen in
+# ``frozen_saves``).
 SM_SAVE_ONE = (
     r"""
 CREATE OR REPLACE FUNCTION sm_save_one(
@@ -267,7 +274,7 @@ CREATE OR REPLACE FUNCTION sm_save_one(
     p_terms text, p_tfs text, p_occurred bigint, p_context text)
 RETURNS SETOF memories LANGUAGE plpgsql SECURITY INVOKER AS $fn$
 DECLARE
-  v_agent text; v_taint smallint; v_peers text; v_level text;
+  v_agent text; v_taint bigint; v_peers text; v_level text; v_label text;
   o memories; w memories; v_old_terms text; v_inserted boolean := true; v_n bigint := 1; v_len bigint;
   v_seq bigint; v_prev text; v_hash text;
 BEGIN
@@ -366,7 +373,7 @@ BEGIN
       '{"agent":' || to_json(v_agent)::text || ',"detail":{},"keys":[' || to_json(p_key)::text
       || '],"levels":["' || v_level || '"],"lineage":[' || to_json(w.lineage_id)::text
       || '],"op":"save","outcome":"ok","prev":"' || v_prev || '","seq":' || v_seq || ',"session":'
-      || p_session_json || ',"taint":"' || v_level || '","time":' || p_time || '}', 'UTF8')), 'hex');
+      || p_session_json || ',"taint":"' || v_label || '","time":' || p_time || '}', 'UTF8')), 'hex');
   INSERT INTO audit (seq, at_us, session_id, agent_id, taint, operation, keys, levels, lineage, outcome, detail,
                      prev_hash, hash)
   VALUES (v_seq, p_now, p_session, v_agent, v_taint, 'save', json_build_array(p_key)::text, '["' || v_level || '"]',

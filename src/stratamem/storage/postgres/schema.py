@@ -12,9 +12,10 @@ transaction it runs is bound to a session through transaction-local settings
 ``pg_connect.bind``) and runs as the application role (default
 ``stratamem_app``: NOLOGIN, no BYPASSRLS, not an owner). Policies on
 ``memories``, ``postings``, ``part_stats``, ``term_stats`` and ``audit`` then let that role
-read only rows of the session's agents at levels <= the taint, and write only
-rows of the own agent at exactly the taint (WITH CHECK), so a bug in a query
-can never return a higher row or write a lower one. Operator paths (purge,
+read only rows of the session's agents whose label is <= the taint (level not
+above it, no compartment outside it: ``label_policies``), and write only rows
+of the own agent at exactly the taint's label (WITH CHECK), so a bug in a
+query can never return a row above or beside the taint, or write one below it. Operator paths (purge,
 export, import, restore, migrate, audit verify) set ``stratamem.operator``,
 which the policies honour. The settings are ordinary custom settings, so this
 guards against mistakes in our SQL, not against someone who can run arbitrary

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import psycopg
 
 from ... import paging
+from ...labels import visible_params, visible_sql
 from ...models import Hit, Memory
 from ...paging import ListQuery, Page
 from ...scope import OWN, Conversations, readable, unreadable
@@ -41,10 +42,15 @@ _CONTRIBUTION = (
 )
 
 
+def visible(column: str) -> str:
+    """SQL true iff the label in ``column`` is <= the session's taint (``Scope.params`` binds its parts)."""
+    return visible_sql(column, "%(top)s", "%(deny)s", "%(lvl)s")
+
+
 class Scope:
     """SQL fragments and parameters for one session's visible view (rows aliased ``d``).
 
-    As ``sqlite_rank.Scope``: the lattice, the conversation scope
+    As ``sqlite_rank.Scope``: the label order (``stratamem.labels``), the conversation scope
     (``stratamem.scope``) and shadowing by a higher version in the view only.
     """
 
@@ -52,19 +58,21 @@ class Scope:
         self.record = record
         self.agents = list(record.agents)
         self.params: dict[str, object] = {
-            "lvl": int(record.taint),
+            **visible_params(record.taint_code),
             "now": now_us,
             "agents": self.agents,
             "csid": record.id,
         }
-        self.in_scope = "d.agent_id = ANY(%(agents)s::text[]) AND d.level <= %(lvl)s AND d.deleted_us IS NULL"
+        self.in_scope = (
+            f"d.agent_id = ANY(%(agents)s::text[]) AND {visible('d.level')} AND d.deleted_us IS NULL"
+        )
         self.readable = readable(conversations, "d", "%(csid)s")
         self.visible = f"""{self.in_scope}
             AND (d.expires_us IS NULL OR d.expires_us > %(now)s) AND {self.readable}
             AND (NOT d.shadowable OR NOT EXISTS (
                 SELECT 1 FROM memories h
                 WHERE h.agent_id = d.agent_id AND h.key = d.key AND h.level > d.level
-                  AND h.level <= %(lvl)s AND h.deleted_us IS NULL
+                  AND {visible("h.level")} AND h.deleted_us IS NULL
                   AND (h.expires_us IS NULL OR h.expires_us > %(now)s)
                   AND {readable(conversations, "h", "%(csid)s")}))"""
         # the conversation memories the rule hides in the session's partitions (None: it hides none)
@@ -135,15 +143,15 @@ def ranked(
             SELECT d.id, d.length FROM memories d
             WHERE d.shadowable AND d.deleted_us IS NULL AND {scope.in_scope} AND NOT ({scope.visible}){hidden_conversations}),
         ps AS (SELECT coalesce(sum(n), 0)::bigint AS n, coalesce(sum(total_len), 0)::bigint AS total
-               FROM part_stats WHERE agent_id = ANY(%(agents)s::text[]) AND level <= %(lvl)s),
+               FROM part_stats WHERE agent_id = ANY(%(agents)s::text[]) AND {visible("level")}),
         hc AS (SELECT count(*)::bigint AS n, coalesce(sum(length), 0)::bigint AS total,
                       coalesce(array_agg(id), '{{}}')::bigint[] AS ids FROM hidden),
         ts AS (SELECT term, sum(df)::bigint AS df FROM term_stats
-               WHERE term = ANY(%(terms)s::text[]) AND agent_id = ANY(%(agents)s::text[]) AND level <= %(lvl)s
+               WHERE term = ANY(%(terms)s::text[]) AND agent_id = ANY(%(agents)s::text[]) AND {visible("level")}
                GROUP BY term),
         hp AS (SELECT p.term, count(*)::bigint AS df FROM postings p
                WHERE p.term = ANY(%(terms)s::text[]) AND p.agent_id = ANY(%(agents)s::text[])
-                 AND p.level <= %(lvl)s AND p.memory_id IN (SELECT id FROM hidden)
+                 AND {visible("p.level")} AND p.memory_id IN (SELECT id FROM hidden)
                GROUP BY p.term),
         f AS (SELECT ts.term, ts.df - coalesce(hp.df, 0) AS df FROM ts LEFT JOIN hp ON hp.term = ts.term)
         SELECT ps.n - hc.n, ps.total - hc.total, hc.ids,
@@ -171,7 +179,7 @@ def ranked(
         "b": ranking.B,
         "omb": 1.0 - ranking.B,
     }
-    filters = "p.agent_id = ANY(%(agents)s::text[]) AND p.level <= %(lvl)s"
+    filters = f"p.agent_id = ANY(%(agents)s::text[]) AND {visible('p.level')}"
     if hidden:
         filters += " AND NOT (p.memory_id = ANY(%(hidden)s::bigint[]))"
     weighted = "JOIN unnest(%(order)s::text[], %(weights)s::float8[]) AS q(term, w) ON q.term = p.term"

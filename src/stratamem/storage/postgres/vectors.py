@@ -4,8 +4,8 @@
 one row per version with agent, level, ``live``, ``model`` (NULL = pending),
 ``scale`` and the int8 codes stored as a pgvector ``vector`` (or ``real[]``
 where the extension is not available: slower, same answers). Policies: read
-as ``memories`` (agents of the session, level <= taint); insert/update only
-at the writer's own agent and taint (the save's pending mark); embeddings
+as ``memories`` (agents of the session, label <= taint); insert/update only
+at the writer's own agent and taint label (the save's pending mark); embeddings
 themselves are written by trusted code in operator mode (they are derived
 from content the session was allowed to read, as ``sm_refresh_shadowable``
 derives flags), and deleted only by the operator (purge).
@@ -60,7 +60,7 @@ def pending_statement(rows: Sequence[Sequence[Any]]) -> tuple[str, list[Any]] | 
         return None
     return (
         "INSERT INTO memory_vectors (memory_id, agent_id, level, live) "
-        "SELECT u.id, u.agent_id, u.level, true FROM unnest(%s::bigint[], %s::text[], %s::smallint[]) "
+        "SELECT u.id, u.agent_id, u.level, true FROM unnest(%s::bigint[], %s::text[], %s::bigint[]) "
         "AS u(id, agent_id, level) ON CONFLICT (memory_id) DO UPDATE SET live = true, model = NULL, "
         "scale = NULL, vec = NULL",
         [[r[0] for r in rows], [r[1] for r in rows], [r[3] for r in rows]],

@@ -56,7 +56,7 @@ def opened_draft(op: str, record: SessionRecord) -> AuditDraft:
     detail = {"clearance": record.clearance.name, "peers": list(record.peers)}
     if record.owner is not None:
         detail["owner"] = record.owner
-    return AuditDraft(op, record.id, record.agent_id, record.taint, detail=detail)
+    return AuditDraft(op, record.id, record.agent_id, record.taint_code, detail=detail)
 
 
 def changed_limits(
