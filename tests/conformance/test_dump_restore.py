@@ -25,7 +25,12 @@ def _fill(store):
     high.save("plans", "confidential plans: the merger")
     Transcript(high).append(Message("user", "what are the plans"), Message("assistant", "the merger"))
     CostLedger(high).record("model-x", 10, 5)
-    return high
+    store.define_compartments("FINANCE", "HR")  # HR holds bit 1: the copy must keep the numbering
+    hr = store.session("a", clearance=Level.CONFIDENTIAL, peers=("b",), compartments={"HR"})
+    hr.escalate(Level.CONFIDENTIAL, "a case")
+    hr.enter("HR", "the case is an HR matter")
+    hr.save("plans", "hr plans for the picnic: the reorganisation")
+    return high, hr
 
 
 def _rows(store) -> dict[str, list[dict]]:
@@ -40,14 +45,21 @@ def _reads(store, session_id):
     return [
         s.taint,
         [(e.previous, e.new, e.reason, e.source) for e in s.taint_history],
-        [(m.key, m.level, m.content, m.tags, m.category, m.agent_id, m.lineage_id) for m in s.list()],
-        [(h.memory.key, h.memory.level, h.score) for h in s.search("plans picnic merger")],
+        s.compartments,
+        [
+            (m.key, m.level, m.compartments, m.content, m.tags, m.category, m.agent_id, m.lineage_id)
+            for m in s.list()
+        ],
+        [
+            (h.memory.key, h.memory.level, h.memory.compartments, h.score)
+            for h in s.search("plans picnic merger")
+        ],
     ]
 
 
 def test_restore_of_a_dump_is_the_same_store(make_store, clock):
     source = make_store(clock=clock)
-    high = _fill(source)
+    high, hr = _fill(source)
     before = _rows(source)
     assert source.verify_audit() is None
     target = make_store(clock=clock)  # one clock: what expired in the source has expired in the copy
@@ -57,6 +69,11 @@ def test_restore_of_a_dump_is_the_same_store(make_store, clock):
     assert _rows(target) == before
     assert target.verify_audit() is None
     assert _reads(target, high.id) == _reads(source, high.id)
+    assert _reads(target, hr.id) == _reads(source, hr.id)
+    assert _reads(target, hr.id)[2] == {"HR"}  # the taint's compartments, by name, in the copy
+    assert [m.compartments for m in target.session("a", session_id=hr.id).list() if m.key == "plans"] == [
+        {"HR"}
+    ]
 
 
 def test_restore_refuses_a_store_that_is_not_empty(make_store):

@@ -28,6 +28,7 @@ Rows = list[tuple[Any, ...]]
 
 # The rows that are the store's truth, in the SQLite backend's dump format: (columns, order) per table.
 COPIED_TABLES: dict[str, tuple[str, str]] = {
+    "compartments": ("name, bit", "bit"),  # first: every label below is read through it
     "sessions": ("id, agent_id, clearance, peers, taint, created_us, owner", "ord"),
     "taint_events": ("session_id, at_us, previous, new, reason, source", "ord"),
     "memories": (
@@ -45,6 +46,7 @@ COPIED_TABLES: dict[str, tuple[str, str]] = {
 OPTIONAL: frozenset[str] = frozenset({"owner", "occurred_us", "context"})
 # Columns that may hold NUL and are stored escaped (``rows.enc``).
 ESCAPED: dict[str, set[str]] = {
+    "compartments": set(),
     "sessions": {"id"},
     "taint_events": {"session_id", "reason", "source"},
     "memories": {"content", "session_id"},
