@@ -33,6 +33,11 @@ def export_markdown(
     for memory in memories:
         if (agents and memory.agent_id not in agents) or (levels and memory.level not in levels):
             continue
+        if memory.compartments:  # a file holds a level only: the record would come back without them
+            raise ValidationError(
+                f"memory {memory.key!r} of agent {memory.agent_id!r} is under compartments "
+                f"({memory.label.name}), which the Markdown layout cannot hold; export JSON Lines instead"
+            )
         rel = fmt.file_for(
             fmt.encode_segment(memory.agent_id), memory.level, memory.category, memory.created_at
         )

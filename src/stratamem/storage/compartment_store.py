@@ -43,8 +43,11 @@ class Registry:
         return registry.names
 
     def mask(self, names: Iterable[str]) -> int:
-        """The bits of defined names; an undefined one is read again before it is refused."""
+        """The bits of defined names; an undefined one is read again before it is refused. No names need no
+        registry (a store without compartments never reads it)."""
         names = list(names)
+        if not names:
+            return 0
         try:
             return self.current().mask(names)
         except ValidationError:
