@@ -354,3 +354,28 @@ def test_operator_view_and_console_records_name_the_labels(tmp_path):
     assert "label" not in console_payloads.memory(plain.memory)
     assert "compartments" not in console_payloads.memory(plain.memory)
     store.close()
+
+
+# stratamem mcp (stdio) ---------------------------------------------------------------------------------------------
+
+
+def test_mcp_stdio_session_is_cleared_for_and_enters_its_compartments(tmp_path):
+    pytest.importorskip("mcp")
+    from stratamem.server.stdio import open_stdio_session, resolve_settings
+
+    config = parse_config(
+        CONFIG + '\n[mcp]\nagent = "alice"\nclearance = "INTERNAL"\ncompartments = ["hr"]\n',
+        tmp_path / "server.toml",
+    )
+    settings = resolve_settings({}, {}, config)
+    assert settings.compartments == {"HR"} and settings.declared == ("HR", "FINANCE")
+    store = sm.Store(":memory:")
+    session = open_stdio_session(store, settings)
+    assert store.compartments.current().names == ("HR", "FINANCE")  # the config's, defined at start
+    assert session.label.name == "PUBLIC+HR" and session.clearance_label.name == "INTERNAL+HR"
+    # a flag wins over the table; a compartment outside what the store defines is refused by name
+    flagged = resolve_settings({"compartments": ("FINANCE",)}, {}, config)
+    assert open_stdio_session(store, flagged).label.name == "PUBLIC+FINANCE"
+    with pytest.raises(ValidationError, match="unknown compartment 'LEGAL'"):
+        open_stdio_session(store, resolve_settings({"compartments": ("LEGAL",)}, {}, config))
+    store.close()
