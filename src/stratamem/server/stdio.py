@@ -189,7 +189,7 @@ def run_stdio(db: str, settings: StdioSettings) -> None:
         record = session.record
         print(
             f"stratamem mcp: session {record.id} agent={record.agent_id} taint={session.label.name} "
-            f"clearance={record.clearance.name} profile={settings.profile}"
+            f"clearance={session.clearance_label.name} profile={settings.profile}"
             + (" turns=on" if settings.turns else ""),
             file=sys.stderr,
             flush=True,
