@@ -17,7 +17,7 @@ as an agent's own.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -96,6 +96,11 @@ class OperatorView:
             datetime.now(UTC), console.read_body(reader), read_only=True
         )
 
+    def _named(self, records: list[ConsoleRecord]) -> list[ConsoleRecord]:
+        """The records with their compartments' names (rows hold a label's bits; the store names them)."""
+        named = self.store.compartments.named
+        return [r if r.memory.label_code < 4 else replace(r, memory=named(r.memory)) for r in records]
+
     # reads --------------------------------------------------------------------
     def agents(self, after: str | None = None, limit: int = 100) -> list[AgentSummary]:
         now = self.store.now()
@@ -109,7 +114,7 @@ class OperatorView:
         if query.status not in console.STATUSES:
             raise ValidationError(f"status must be one of {', '.join(console.STATUSES)}")
         now = self.store.now()
-        found = self._read(lambda run, d: console.memories(run, d, query, now))
+        found = self._named(self._read(lambda run, d: console.memories(run, d, query, now)))
         self._audit("console.memories", query.agent_id, [r.memory for r in found], count=len(found))
         return found
 
@@ -119,7 +124,9 @@ class OperatorView:
     def versions(self, agent_id: str, key: str) -> list[ConsoleRecord]:
         agent, key = check_agent_id(agent_id), check_key(key)
         now = self.store.now()
-        found = self._read(lambda run, d: console.versions(run, d, self.clearance, agent, key, now))
+        found = self._named(
+            self._read(lambda run, d: console.versions(run, d, self.clearance, agent, key, now))
+        )
         self._audit("console.versions", agent, [r.memory for r in found], count=len(found))
         return found
 
@@ -133,6 +140,7 @@ class OperatorView:
         found = self._read(lambda run, d: console.record(run, d, self.clearance, ref, now))
         if found is None:
             raise NotFound(f"no record {ref} at or below {self.clearance.name}")
+        found = self._named([found])[0]
         self._audit("console.record", found.memory.agent_id, [found.memory])
         return found
 
@@ -236,7 +244,9 @@ class OperatorView:
         count = 0
         try:
             while True:
-                page = self._read(partial(console.memories, q=query, now=now))  # this page's query
+                page = self._named(
+                    self._read(partial(console.memories, q=query, now=now))
+                )  # this page's query
                 for record in page:
                     count += 1
                     yield record.memory

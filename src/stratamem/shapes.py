@@ -38,13 +38,17 @@ def score(value: float) -> float:
 
 
 def _shown(memory: Memory) -> dict[str, Any]:
-    """What every answer shows of a memory first: key, content, classification, tags."""
-    return {
+    """What every answer shows of a memory first: key, content, classification, compartments (sorted,
+    only when the record has any: a store without compartments answers exactly as before), tags."""
+    shown: dict[str, Any] = {
         "key": memory.key,
         "content": memory.content,
         "classification": classification(memory.level),
-        "tags": list(memory.tags),
     }
+    if memory.compartments:
+        shown["compartments"] = sorted(memory.compartments)
+    shown["tags"] = list(memory.tags)
+    return shown
 
 
 def list_entry(memory: Memory) -> dict[str, Any]:
@@ -83,7 +87,10 @@ def export_record(memory: Memory) -> dict[str, Any]:
 
 
 def saved(memory: Memory) -> dict[str, Any]:
-    return {"saved": True, "key": memory.key, "classification": classification(memory.level)}
+    shape: dict[str, Any] = {"saved": True, "key": memory.key, "classification": classification(memory.level)}
+    if memory.compartments:
+        shape["compartments"] = sorted(memory.compartments)
+    return shape
 
 
 def found(memory: Memory) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -333,7 +334,8 @@ class Store:
     def export(self, agent_id: str | None = None) -> Iterator[Memory]:
         if agent_id is not None:
             agent_id = check_agent_id(agent_id)
-        return self.backend.export(agent_id, self.now())
+        # each record with its compartments' names: an export line carries the label, not its bits
+        return map(self.compartments.named, self.backend.export(agent_id, self.now()))
 
     def import_memories(
         self,
@@ -354,7 +356,7 @@ class Store:
         that same transaction: a record that fails leaves no memory imported, and the
         other way round. ``progress(done, total)`` follows the screening, the slow part.
         """
-        memories = list(memories)
+        memories = [self.labelled(m) for m in memories]
         if scan:
             from .policy.gate import screen_import
 
@@ -363,6 +365,15 @@ class Store:
         if progress is not None:
             progress(count, count)
         return count
+
+    def labelled(self, memory: Memory) -> Memory:
+        """``memory`` with the stored integer of its label (level and compartments, named as this store
+        defines them): what an import writes. A compartment the store does not define is refused
+        (VALIDATION_ERROR), never dropped: a record kept at its level alone would be readable without it."""
+        if not memory.compartments and memory.label_code >= 4:  # bits no name was given for: not guessed
+            raise ValidationError(f"memory {memory.key!r} holds a label whose compartments are not named")
+        code = self.compartments.encode(memory.label)
+        return memory if code == memory.label_code else replace(memory, label_code=code)
 
     def audit_events(
         self,

@@ -1,7 +1,8 @@
 """JSON Lines export and import: one memory per line, every field, levels by name.
 
-A line carries ``occurred_at`` (absent: ``created_at``) and, when the memory has one, its ``context``
-(checked as a save checks it); times in a line must carry an offset.
+A line carries ``occurred_at`` (absent: ``created_at``), when the memory has one its ``context``
+(checked as a save checks it), and when its label has any its ``compartments`` (names, sorted; the
+importing store must define each: ``Store.labelled``); times in a line must carry an offset.
 
 Import is all-or-nothing: every line is parsed and validated first, and a
 single bad line (reported with its line number) imports nothing. A partial
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import IO, Any
 
 from .errors import ValidationError
+from .labels import Label, compartment_set
 from .levels import Level
 from .models import Memory, situated
 from .strict_json import DuplicateKey as DuplicateKey  # re-exported: importers and tests name it here
@@ -75,6 +77,7 @@ def parse_line(text: str, max_content_bytes: int, line: int = 1) -> Memory:
             key=check_key(data["key"]),
             content=check_content(data["content"], max_content_bytes),
             level=Level.parse(data["level"]),
+            compartments=compartment_set(_names(data.get("compartments"))),
             tags=check_tags(
                 data.get("tags")
             ),  # a list of strings, as a save takes it: not an object, not false
@@ -91,9 +94,20 @@ def parse_line(text: str, max_content_bytes: int, line: int = 1) -> Memory:
     )
 
 
-def read_lines(stream: IO[str], max_content_bytes: int) -> list[Memory]:
+def _names(value: object) -> list[object]:
+    """A line's ``compartments``: a list of names (absent or null: none)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationError("compartments must be a list of compartment names")
+    return value
+
+
+def read_lines(
+    stream: IO[str], max_content_bytes: int, labelled: Callable[[Memory], Memory] | None = None
+) -> list[Memory]:
     """Parse a whole file of memory lines; raise one ValidationError listing every bad line."""
-    memories, turns = read_records(stream, max_content_bytes)
+    memories, turns = read_records(stream, max_content_bytes, labelled)
     if turns:
         raise ValidationError(
             "import refused, nothing was imported: the file holds transcript or usage lines"
@@ -101,14 +115,21 @@ def read_lines(stream: IO[str], max_content_bytes: int) -> list[Memory]:
     return memories
 
 
-def read_records(stream: IO[str], max_content_bytes: int) -> tuple[list[Memory], list[Any]]:
-    """Parse a whole export: memory lines, and turn lines (``"record": "message" | "usage"``)."""
+def read_records(
+    stream: IO[str], max_content_bytes: int, labelled: Callable[[Memory], Memory] | None = None
+) -> tuple[list[Memory], list[Any]]:
+    """Parse a whole export: memory lines, and turn lines (``"record": "message" | "usage"``).
+
+    ``labelled`` (the importing store's ``Store.labelled``) gives each memory its stored label, so a
+    compartment the store does not define is reported with its line; without it a line with compartments
+    is refused (nothing here could store it).
+    """
     from .turn.transfer import parse_turn_record
 
     memories: list[Memory] = []
     turns: list[Any] = []
     errors: list[str] = []
-    seen: dict[tuple[str, Level, str], int] = {}  # one live version per agent, level and key
+    seen: dict[tuple[str, Label, str], int] = {}  # one live version per agent, label and key
     for number, line in enumerate(stream, start=1):
         if not line.strip():
             continue
@@ -119,10 +140,14 @@ def read_records(stream: IO[str], max_content_bytes: int) -> tuple[list[Memory],
                     turns.append(parse_turn_record(data))
                     continue
             memory = parse_line(line, max_content_bytes, number)
-            version = (memory.agent_id, memory.level, memory.key)
+            if labelled is not None:
+                memory = labelled(memory)
+            elif memory.compartments:
+                raise ValidationError("compartments cannot be imported here: no store encodes them")
+            version = (memory.agent_id, memory.label, memory.key)
             if version in seen:
                 raise ValidationError(
-                    f"key {memory.key!r} of agent {memory.agent_id!r} at {memory.level.name} "
+                    f"key {memory.key!r} of agent {memory.agent_id!r} at {memory.label.name} "
                     f"repeats line {seen[version]}"
                 )
             seen[version] = number

@@ -64,7 +64,7 @@ def save(
             occurred_at=occurred_at,
             context=context,
         )
-        ctx.emit(shapes.saved(memory), f"saved {memory.key} [{memory.level.name}]")
+        ctx.emit(shapes.saved(memory), f"saved {memory.key} [{memory.label.name}]")
 
     run(ctx, action)
 
@@ -83,7 +83,7 @@ def get(ctx: Context, key: str) -> None:
         tags = f" tags={','.join(memory.tags)}" if memory.tags else ""
         ctx.emit(
             shapes.got(key, memory),
-            f"{memory.key} [{memory.level.name}] agent={memory.agent_id}{tags}\n{memory.content}",
+            f"{memory.key} [{memory.label.name}] agent={memory.agent_id}{tags}\n{memory.content}",
         )
 
     run(ctx, action)
@@ -111,7 +111,7 @@ def search(ctx: Context, query: str, max_results: int, mode: str | None) -> None
     def action() -> None:
         hits = ctx.session(existing=True).search(query, max_results=max_results, mode=mode)
         human = "\n".join(
-            f"{h.score:7.3f}  {h.memory.key} [{h.memory.level.name}]: {_one_line(h.memory.content)}"
+            f"{h.score:7.3f}  {h.memory.key} [{h.memory.label.name}]: {_one_line(h.memory.content)}"
             for h in hits
         )
         ctx.emit(shapes.search_results(hits, query), human or "no results")
@@ -148,7 +148,7 @@ def list_(
         page = ctx.session(existing=True).list(
             tag=tag, limit=limit, cursor=cursor, occurred_since=since, occurred_until=until
         )
-        lines = [f"{m.key} [{m.level.name}]: {_one_line(m.content)}" for m in page]
+        lines = [f"{m.key} [{m.label.name}]: {_one_line(m.content)}" for m in page]
         if page.next_cursor is not None:
             lines.append(f"more: use --cursor {page.next_cursor}")
         ctx.emit(shapes.listing(page, page.next_cursor), "\n".join(lines) or "no memories")
@@ -164,7 +164,7 @@ def delete(ctx: Context, key: str) -> None:
 
     def action() -> None:
         memory = ctx.session().delete(key)
-        ctx.emit(shapes.deleted(memory.key), f"deleted {memory.key} [{memory.level.name}]")
+        ctx.emit(shapes.deleted(memory.key), f"deleted {memory.key} [{memory.label.name}]")
 
     run(ctx, action)
 

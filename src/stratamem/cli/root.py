@@ -18,6 +18,7 @@ import click
 
 from .. import __version__, shapes
 from ..errors import NotFound, StorageError, StratamemError, ValidationError
+from ..labels import compartment_set
 from ..levels import Level
 from ..policy.redact import redact_secrets
 from ..session import Session
@@ -35,6 +36,7 @@ class Context:
     taint: str | None
     session_id: str | None
     as_json: bool
+    compartments: tuple[str, ...] = ()  # --compartment: cleared for (a new session) and entered
     _store: Store | None = None
 
     def store(self, existing: bool = False) -> Store:
@@ -66,14 +68,30 @@ class Context:
             except NotFound:
                 agent = None
         session_id = self.session_id or f"{ONE_SHOT_PREFIX}{uuid.uuid4()}"
+        named = compartment_set(self.compartments)
+        # A new session is cleared for the --compartment names; a resumed one keeps its clearance and may
+        # only enter what it already includes (anything else: POLICY_BLOCKED, as a level above it).
+        cleared = named if named and not _exists(store, self.session_id) else None
         # an explicit --agent "" is refused by validation, never silently taken as "main"
-        s = store.session("main" if agent is None else agent, session_id=session_id)
+        s = store.session("main" if agent is None else agent, session_id=session_id, compartments=cleared)
         if self.taint:
             s.escalate(Level.parse(self.taint), "command line --taint", source="cli")
+        for name in sorted(named):
+            s.enter(name, "command line --compartment", source="cli")
         return s
 
     def emit(self, shape: Any, human: str) -> None:
         click.echo(shapes.dumps(shape) if self.as_json else shapes.printable(human))
+
+
+def _exists(store: Store, session_id: str | None) -> bool:
+    if session_id is None:
+        return False
+    try:
+        store.backend.session_record(session_id)
+    except NotFound:
+        return False
+    return True
 
 
 def _fail(ctx: Context, exc: StratamemError) -> None:
@@ -115,6 +133,12 @@ def run(ctx: Context, action: Callable[[], None]) -> None:
     "[env STRATAMEM_SESSION; default: a one-shot session for this command].",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the tools' JSON shapes.")
+@click.option(
+    "--compartment",
+    "compartments",
+    multiple=True,
+    help="Enter this compartment first (repeatable; a new session is cleared for it, a resumed one must be).",
+)
 @click.pass_context
 def cli(
     click_ctx: click.Context,
@@ -123,18 +147,21 @@ def cli(
     taint: str | None,
     session_id: str | None,
     as_json: bool,
+    compartments: tuple[str, ...],
 ) -> None:
     """Classified, persistent memory for AI agents."""
-    click_ctx.obj = Context(db, agent, taint, session_id, as_json)
+    click_ctx.obj = Context(db, agent, taint, session_id, as_json, compartments)
 
 
-# Global options, also accepted after the command ("stratamem list --json"): name, flags, is_flag, help.
+# Global options, also accepted after the command ("stratamem list --json"): name, flags, kind, help
+# (kind: a value, a flag, or a repeatable value).
 _GLOBALS = (
-    ("db", "--db", False, "Store URL (as before the command)."),
-    ("agent", "--agent", False, "Agent id (as before the command)."),
-    ("taint", "--taint", False, "Raise the session's taint first (as before the command)."),
-    ("session_id", "--session", False, "Open or resume this named session (as before the command)."),
-    ("as_json", "--json", True, "Print the tools' JSON shapes (as before the command)."),
+    ("db", "--db", "value", "Store URL (as before the command)."),
+    ("agent", "--agent", "value", "Agent id (as before the command)."),
+    ("taint", "--taint", "value", "Raise the session's taint first (as before the command)."),
+    ("session_id", "--session", "value", "Open or resume this named session (as before the command)."),
+    ("as_json", "--json", "flag", "Print the tools' JSON shapes (as before the command)."),
+    ("compartments", "--compartment", "multiple", "Enter this compartment first (as before the command)."),
 )
 
 
@@ -146,10 +173,15 @@ def accept_globals(command: click.Command) -> None:
         return
     taken = {flag for param in command.params for flag in getattr(param, "opts", ())}
     added = [g for g in _GLOBALS if g[1] not in taken]
-    for field, flag, is_flag, help_text in added:
+    for field, flag, kind, help_text in added:
         command.params.append(
             click.Option(
-                [flag, f"_global_{field}"], is_flag=is_flag, default=None, help=help_text, hidden=True
+                [flag, f"_global_{field}"],
+                is_flag=kind == "flag",
+                multiple=kind == "multiple",
+                default=None,
+                help=help_text,
+                hidden=True,
             )
         )
     callback = command.callback
@@ -158,9 +190,9 @@ def accept_globals(command: click.Command) -> None:
     @functools.wraps(callback)
     def merged(*args: Any, **kwargs: Any) -> Any:
         ctx = click.get_current_context().find_object(Context)
-        for field, _flag, _is_flag, _help in added:
+        for field, _flag, _kind, _help in added:
             value = kwargs.pop(f"_global_{field}", None)
-            if ctx is not None and value not in (None, False):
+            if ctx is not None and value not in (None, False, ()):
                 setattr(ctx, field, value)
         return callback(*args, **kwargs)
 

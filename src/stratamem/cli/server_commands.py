@@ -135,6 +135,7 @@ def mcp(
         "clearance": clearance,
         "peers": peers,
         "taint": _given(mcp_taint, ctx.taint),
+        "compartments": ctx.compartments,
         "session": _given(mcp_session, ctx.session_id),
         "profile": profile,
         "read_only": read_only,

@@ -1,5 +1,5 @@
-"""``stratamem session``: list sessions (the console's view), show one, or change its clearance and peers —
-the only way to change them, and an audited operator action."""
+"""``stratamem session``: list sessions (the console's view), show one, change its clearance and peers —
+the only way to change them, and an audited operator action —, or enter a compartment in it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from .. import shapes
 from ..errors import ValidationError
 from ..levels import Level
 from ..operator import OperatorView
-from ..server import console_payloads
+from ..server import console_payloads, payloads
+from ..session import Session
 from ..storage.records import SessionRecord
+from ..store import Store
 from .root import Context, cli, run
 
 
@@ -21,23 +23,35 @@ def session_group() -> None:
     """Inspect a session, or change its clearance and peers (operator)."""
 
 
-def _session_shape(record: SessionRecord) -> dict[str, Any]:
+def _session_shape(store: Store, record: SessionRecord) -> dict[str, Any]:
+    """The session as ``--json`` prints it; ``label``/``clearance_label`` once it is cleared for a
+    compartment (``payloads.labels``)."""
     return {
         "id": record.id,
         "agent_id": record.agent_id,
         "taint": record.taint.name,
         "clearance": record.clearance.name,
+        **payloads.labels(record, store.compartments.names_of),
         "peers": list(record.peers),
         "owner": record.owner,
         "created_at": record.created_at.isoformat(),
     }
 
 
-def _session_human(record: SessionRecord) -> str:
-    return (
-        f"session {record.id} agent={record.agent_id} taint={record.taint.name} "
-        f"clearance={record.clearance.name} peers={','.join(record.peers) or '-'} owner={record.owner or '-'}"
+def _session_human(store: Store, record: SessionRecord) -> str:
+    shown = payloads.labels(record, store.compartments.names_of)
+    taint, clearance = (
+        shown.get("label", record.taint.name),
+        shown.get("clearance_label", record.clearance.name),
     )
+    return (
+        f"session {record.id} agent={record.agent_id} taint={taint} "
+        f"clearance={clearance} peers={','.join(record.peers) or '-'} owner={record.owner or '-'}"
+    )
+
+
+def _emit(ctx: Context, store: Store, record: SessionRecord) -> None:
+    ctx.emit(_session_shape(store, record), _session_human(store, record))
 
 
 @session_group.command("list")
@@ -71,7 +85,7 @@ def session_list(
         cursor = console_payloads.decode_cursor(after, (int, str))
         view = OperatorView.open(ctx.store(existing=True), Level.parse(clearance), "cli")
         found = view.sessions(ctx.agent if agent is None else agent, cursor, limit, one_shot=include_one_shot)
-        page = console_payloads.sessions_page(found, limit)
+        page = console_payloads.sessions_page(found, limit, view.store.compartments.names_of)
         if ctx.as_json:
             click.echo(shapes.dumps(page))
             return
@@ -96,8 +110,8 @@ def session_show(ctx: Context, target: str | None) -> None:
     """Show a session's agent, taint, clearance, peers and owner."""
 
     def action() -> None:
-        record = ctx.store(existing=True).backend.session_record(_target(ctx, target))
-        ctx.emit(_session_shape(record), _session_human(record))
+        store = ctx.store(existing=True)
+        _emit(ctx, store, store.backend.session_record(_target(ctx, target)))
 
     run(ctx, action)
 
@@ -122,8 +136,31 @@ def session_set(
         if clearance is None and not peers and not no_peers:
             raise ValidationError("nothing to change: give --clearance, --peer or --no-peers")
         new_peers = () if no_peers else (peers or None)
-        record = ctx.store().set_session_limits(_target(ctx, target), clearance, new_peers)
-        ctx.emit(_session_shape(record), _session_human(record))
+        store = ctx.store()
+        _emit(ctx, store, store.set_session_limits(_target(ctx, target), clearance, new_peers))
+
+    run(ctx, action)
+
+
+@session_group.command("enter")
+@click.argument("compartment")
+@click.option("--session", "target", help="The session id (default: the global --session).")
+@click.option(
+    "--reason", default="compartment entered from the command line", show_default=True, help="Why (audited)."
+)
+@click.pass_obj
+def session_enter(ctx: Context, compartment: str, target: str | None, reason: str) -> None:
+    """Enter COMPARTMENT in a session: its taint gains it for good (audited like an escalation).
+
+    A compartment the session's clearance lacks is refused (POLICY_BLOCKED, exit 4) exactly as a level
+    above it is.
+    """
+
+    def action() -> None:
+        store = ctx.store(existing=True)
+        session = Session(store, store.backend.session_record(_target(ctx, target)).id)
+        session.enter(compartment, reason, source="cli")
+        _emit(ctx, store, session.record)
 
     run(ctx, action)
 

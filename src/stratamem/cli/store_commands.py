@@ -190,10 +190,10 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None,
             memories = read_markdown(file, store.max_content_bytes, store.now(), compartments=known)
             turns = list[Any]()
         elif file == "-":
-            memories, turns = read_records(_stdin_text(), store.max_content_bytes)
+            memories, turns = read_records(_stdin_text(), store.max_content_bytes, store.labelled)
         else:
             with open(file, encoding="utf-8", errors="surrogateescape") as stream:
-                memories, turns = read_records(stream, store.max_content_bytes)
+                memories, turns = read_records(stream, store.max_content_bytes, store.labelled)
         count = _import(store, memories, no_scan, turns, embed=not no_embed)
         ctx.emit({"imported": count}, f"imported {count} memories")
 

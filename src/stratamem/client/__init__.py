@@ -161,6 +161,7 @@ class _Operations(Generic[H]):
     create_session = _Operation(calls.create_session)
     get_session = _Operation(calls.get_session)
     escalate = _Operation(calls.escalate)
+    enter = _Operation(calls.enter)
     reset = _Operation(calls.reset)
     save = _Operation(calls.save)
     save_many = _Operation(calls.save_many)

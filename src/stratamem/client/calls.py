@@ -70,6 +70,12 @@ def escalate(session_id: str, level: str, reason: str | None = None) -> Call:
     return Call("POST", f"{_session(session_id)}/escalate", body=_given(level=level, reason=reason))
 
 
+def enter(session_id: str, compartment: str, reason: str | None = None) -> Call:
+    """Enter a compartment the session is cleared for (its taint gains it; refused as a level above the
+    clearance is, when the clearance lacks it)."""
+    return Call("POST", f"{_session(session_id)}/enter", body=_given(compartment=compartment, reason=reason))
+
+
 def reset(session_id: str) -> Call:
     """A fresh PUBLIC session for the same agent (the old one keeps its taint)."""
     return Call("POST", f"{_session(session_id)}/reset", body={})
@@ -287,6 +293,7 @@ OPERATIONS = {
         create_session,
         get_session,
         escalate,
+        enter,
         reset,
         save,
         save_many,

@@ -23,11 +23,15 @@ default. Example::
     scan_mode = "reject"        # poisoning scanner: reject | quarantine | off
     read_only = false
 
+    [compartments]              # need-to-know: defined in the store when serve or mcp starts
+    # names = ["HR", "FINANCE"]
+
     [[principals]]
     name = "assistant"
     token_sha256 = "<sha256 hex of the token>"
     agent = "assistant"
     clearance = "CONFIDENTIAL"
+    # compartments = ["HR"]     # the compartments its sessions may enter (each in [compartments] names)
     peers = ["shared"]
 
     [mcp]                       # defaults for `stratamem mcp` (stdio)
@@ -55,6 +59,7 @@ from typing import Any
 
 from ..budget import ENV_MAX_ANSWER_CHARS, check_max_answer_chars, resolve_max_answer_chars
 from ..errors import ValidationError
+from ..labels import compartment_name, compartment_set
 from ..levels import Level
 from ..policy.engine import DEFAULT_POLICY, Policy
 from ..policy.scanner import ScanMode
@@ -71,7 +76,7 @@ MAX_WORKERS = 64
 DEFAULT_IDEMPOTENCY_HOURS = 24.0
 MAX_IDEMPOTENCY_HOURS = 24.0 * 365
 
-_SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention"}
+_SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention", "compartments"}
 _SERVER_KEYS = {
     "host",
     "port",
@@ -87,8 +92,29 @@ _SERVER_KEYS = {
     "log_format",
 }
 _POLICY_KEYS = {"rules", "scan_mode", "read_only"}
-_PRINCIPAL_KEYS = {"name", "token_sha256", "token", "agent", "clearance", "peers", "read_only", "operator"}
-_MCP_KEYS = {"agent", "clearance", "peers", "taint", "session", "profile", "read_only", "turns"}
+_PRINCIPAL_KEYS = {
+    "name",
+    "token_sha256",
+    "token",
+    "agent",
+    "clearance",
+    "compartments",
+    "peers",
+    "read_only",
+    "operator",
+}
+_MCP_KEYS = {
+    "agent",
+    "clearance",
+    "compartments",
+    "peers",
+    "taint",
+    "session",
+    "profile",
+    "read_only",
+    "turns",
+}
+_COMPARTMENTS_KEYS = {"names"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +149,7 @@ class ServerConfig:
     log_format: str = "text"
     policy: PolicySettings = PolicySettings()
     principals: tuple[Principal, ...] = ()
+    compartments: tuple[str, ...] = ()  # ``[compartments] names``: defined in the store at start
     mcp: Mapping[str, Any] = field(default_factory=dict)
     turns: Mapping[str, Any] = field(default_factory=dict)  # checked here, resolved with the environment
     retention: Mapping[str, Any] = field(default_factory=dict)
@@ -179,13 +206,35 @@ def _level(source: Path, where: str, value: Any) -> Level:
         raise _fail(source, f"{where}: {exc.message}") from None
 
 
+def _compartments(source: Path, where: str, value: Any, declared: tuple[str, ...]) -> frozenset[str]:
+    """A clearance's compartments: valid names, each declared in ``[compartments] names`` (a misspelt
+    name is refused at load, never a clearance that silently lacks it)."""
+    try:
+        names = compartment_set(_strings(source, where, value))
+    except ValidationError as exc:
+        raise _fail(source, f"{where}: {exc.message}") from None
+    undeclared = sorted(names - set(declared))
+    if undeclared:
+        raise _fail(source, f"{where}: {', '.join(undeclared)} not in [compartments] names")
+    return names
+
+
+def _declared(source: Path, data: dict[str, Any]) -> tuple[str, ...]:
+    """``[compartments] names``: canonical names in the order given (that order fixes their bits)."""
+    names = _strings(source, "compartments.names", data.get("names", []))
+    try:
+        return tuple(dict.fromkeys(compartment_name(n) for n in names))
+    except ValidationError as exc:
+        raise _fail(source, f"compartments.names: {exc.message}") from None
+
+
 def _profile(source: Path, where: str, value: Any) -> str:
     if value not in PROFILES:
         raise _fail(source, f"{where} must be one of {', '.join(PROFILES)}")
     return str(value)
 
 
-def _principal(source: Path, index: int, data: Any) -> Principal:
+def _principal(source: Path, index: int, data: Any, declared: tuple[str, ...]) -> Principal:
     where = f"principals[{index}]"
     entry = _table(source, data, where, _PRINCIPAL_KEYS)
     for required in ("agent", "clearance"):
@@ -215,6 +264,7 @@ def _principal(source: Path, index: int, data: Any) -> Principal:
         name=_typed(source, f"{where}.name", entry.get("name", agent), str),
         agent=agent,
         clearance=_level(source, f"{where}.clearance", entry["clearance"]),
+        compartments=_compartments(source, f"{where}.compartments", entry.get("compartments", []), declared),
         peers=peers,
         read_only=_typed(source, f"{where}.read_only", entry.get("read_only", False), bool),
         operator=_typed(source, f"{where}.operator", entry.get("operator", False), bool),
@@ -239,8 +289,10 @@ def _policy(source: Path, data: dict[str, Any]) -> PolicySettings:
     )
 
 
-def _mcp(source: Path, data: dict[str, Any]) -> dict[str, Any]:
+def _mcp(source: Path, data: dict[str, Any], declared: tuple[str, ...]) -> dict[str, Any]:
     """The ``[mcp]`` table checked (values stay as written; ``stdio.resolve_settings`` merges them)."""
+    if "compartments" in data:
+        _compartments(source, "mcp.compartments", data["compartments"], declared)
     for name in ("agent", "session"):
         if name in data:
             _typed(source, f"mcp.{name}", data[name], str)
@@ -273,7 +325,8 @@ def parse_config(text: str, source: Path) -> ServerConfig:
     principals_data = data.get("principals", [])
     if not isinstance(principals_data, list):
         raise _fail(source, "principals must be an array of tables ([[principals]])")
-    principals = tuple(_principal(source, i, p) for i, p in enumerate(principals_data))
+    declared = _declared(source, _table(source, data.get("compartments"), "compartments", _COMPARTMENTS_KEYS))
+    principals = tuple(_principal(source, i, p, declared) for i, p in enumerate(principals_data))
     if principals:
         try:
             Principals(principals)  # uniqueness checks
@@ -309,7 +362,7 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         log_format = check_log_format(server.get("log_format", "text"), "server.log_format")
     except ValidationError as exc:
         raise _fail(source, exc.message) from None
-    mcp = _mcp(source, _table(source, data.get("mcp"), "mcp", _MCP_KEYS))
+    mcp = _mcp(source, _table(source, data.get("mcp"), "mcp", _MCP_KEYS), declared)
     turns, retention = data.get("turns", {}), data.get("retention", {})
     if not isinstance(turns, dict) or not isinstance(retention, dict):
         raise _fail(source, "[turns] and [retention] must be tables")
@@ -328,6 +381,7 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         log_format=log_format,
         policy=_policy(source, _table(source, data.get("policy"), "policy", _POLICY_KEYS)),
         principals=principals,
+        compartments=declared,
         mcp=mcp,
         turns=turns,
         retention=retention,

@@ -288,7 +288,7 @@ class ConsoleApi:
         limit = q["limit"]
         after = shapes.decode_cursor(q["after"], (int, str))
         found = await blocking(view.sessions, q["agent"], after, limit, q["one_shot"] == "show")
-        return json_response(shapes.sessions_page(found, limit))
+        return json_response(shapes.sessions_page(found, limit, view.store.compartments.names_of))
 
     @endpoint
     async def audit(self, request: Request) -> Response:

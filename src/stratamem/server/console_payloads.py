@@ -45,6 +45,12 @@ def decode_cursor(text: str | None, kinds: tuple[type, ...]) -> tuple[Any, ...] 
     return tuple(parts)
 
 
+def _label(m: Memory) -> dict[str, Any]:
+    """A compartmented record's ``label`` (``CONFIDENTIAL+HR``) and ``compartments``; nothing for any other,
+    so a store without compartments answers as before."""
+    return {"label": m.label.name, "compartments": sorted(m.compartments)} if m.compartments else {}
+
+
 def memory(m: Memory, full: bool = True) -> dict[str, Any]:
     content = m.content if full else m.content[:PREVIEW_CHARS]
     return {
@@ -53,6 +59,7 @@ def memory(m: Memory, full: bool = True) -> dict[str, Any]:
         "content_chars": len(m.content),
         "truncated": len(content) < len(m.content),
         "level": m.level.name,
+        **_label(m),
         "tags": list(m.tags),
         "category": m.category,
         "agent_id": m.agent_id,
@@ -83,15 +90,18 @@ def agent(a: AgentSummary) -> dict[str, Any]:
     return {"agent_id": a.agent_id, "live": a.live, "deleted": a.deleted, "expired": a.expired}
 
 
-def session(s: SessionSummary) -> dict[str, Any]:
+def session(s: SessionSummary, names: payloads.Names | None = None) -> dict[str, Any]:
     """A session with its taint history; ``one_shot``: a CLI command opened it for itself."""
-    return {**payloads.session(s.record, s.history), "one_shot": s.record.one_shot}
+    return {**payloads.session(s.record, s.history, names), "one_shot": s.record.one_shot}
 
 
-def sessions_page(found: list[SessionSummary], limit: int) -> dict[str, Any]:
+def sessions_page(
+    found: list[SessionSummary], limit: int, names: payloads.Names | None = None
+) -> dict[str, Any]:
+    """A page of sessions; ``names`` (``store.compartments.names_of``) shows their labels."""
     last = found[-1].record if len(found) >= limit else None
     nxt = encode_cursor([to_us(last.created_at), last.id]) if last else None
-    return {"sessions": [session(s) for s in found], "next": nxt}
+    return {"sessions": [session(s, names) for s in found], "next": nxt}
 
 
 def audit_row(row: AuditRow) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 from ..validation import MAX_CONTEXT_CHARS
 from . import openapi_turns
 from .mcp_tools import server_version
-from .openapi_parts import LEVEL, TAGS, TIME
+from .openapi_parts import COMPARTMENT, LABEL, LEVEL, TAGS, TIME
 from .openapi_parts import array as _array
 from .openapi_parts import obj as _obj
 from .openapi_parts import op as _op
@@ -42,6 +42,7 @@ MEMORY: dict[str, Any] = {
     "key": {"type": "string"},
     "content": {"type": "string"},
     "classification": LEVEL,
+    "compartments": {**_array(COMPARTMENT), "description": "The label's compartments (only when any)"},
     "tags": TAGS,
 }
 
@@ -71,6 +72,8 @@ SCHEMAS: dict[str, Any] = {
         agent_id={"type": "string"},
         taint=LEVEL,
         clearance=LEVEL,
+        label=LABEL,
+        clearance_label=LABEL,
         peers=_array({"type": "string"}),
         created_at=TIME,
         taint_history=_array(_ref("TaintEvent")),
@@ -80,6 +83,8 @@ SCHEMAS: dict[str, Any] = {
         time=TIME,
         previous=LEVEL,
         new=LEVEL,
+        previous_label=LABEL,
+        new_label=LABEL,
         reason={"type": "string"},
         source={"type": ["string", "null"]},
     ),
@@ -93,6 +98,7 @@ SCHEMAS: dict[str, Any] = {
         },
     },
     "Escalate": _obj(["level"], level=LEVEL, reason={"type": "string"}),
+    "Enter": _obj(["compartment"], compartment=COMPARTMENT, reason={"type": "string"}),
     "MemorySave": _obj(
         ["key", "content"],
         key={"type": "string", "minLength": 1, "maxLength": 256},
@@ -117,6 +123,7 @@ SCHEMAS: dict[str, Any] = {
         saved={"const": True},
         key={"type": "string"},
         classification=LEVEL,
+        compartments=MEMORY["compartments"],
     ),
     "Memory": _obj(
         ["found", "key", "content", "classification", "tags", "updated_at"],
@@ -274,6 +281,16 @@ def document() -> dict[str, Any]:
                 "Raise the session's taint (never lowers; refused above the clearance)",
                 session_ok,
                 body="Escalate",
+                params=[SID],
+                errors=("400", "401", "403", "404", "503"),
+            )
+        },
+        f"{s}/enter": {
+            "post": _op(
+                "Enter a compartment: add it to the session's taint (never leaves it; refused, as a "
+                "level above the clearance is, when the clearance lacks it)",
+                session_ok,
+                body="Enter",
                 params=[SID],
                 errors=("400", "401", "403", "404", "503"),
             )

@@ -12,6 +12,8 @@ from typing import Any
 LEVEL = {"type": "string", "enum": ["PUBLIC", "INTERNAL", "CONFIDENTIAL", "RESTRICTED"]}
 TIME = {"type": "string", "format": "date-time"}
 TAGS = {"type": "array", "items": {"type": "string"}}
+COMPARTMENT = {"type": "string", "pattern": "^[A-Za-z][A-Za-z0-9_-]{0,31}$"}
+LABEL = {"type": "string", "description": "A level and its compartments, e.g. CONFIDENTIAL+FINANCE+HR"}
 
 
 def ref(name: str) -> dict[str, str]:

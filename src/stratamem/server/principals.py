@@ -1,4 +1,5 @@
-"""Who may call the server: API tokens mapped to an agent, a clearance and peers.
+"""Who may call the server: API tokens mapped to an agent, a clearance (a level and the compartments its
+sessions may enter) and peers.
 
 A principal is the operator's word on what one token may do. The server
 never lets a request choose its agent, clearance or peers: they come from the
@@ -41,18 +42,21 @@ class Principal:
     agent: str
     clearance: Level
     peers: tuple[str, ...] = ()
+    compartments: frozenset[str] = frozenset()  # of its clearance: what its sessions may ``enter``
     read_only: bool = False
     operator: bool = False  # may use any session of its agent and read every agent's audit events
     token_sha256: str = field(default="", repr=False)
 
-    def may_use(self, record: SessionRecord) -> bool:
+    def may_use(self, record: SessionRecord, compartments: frozenset[str] | None = None) -> bool:
         """Whether this principal may act in an existing session.
 
         The session must be one this principal created (operators may use any:
         also those the operator's own tools created, which have no owner), for
         the principal's own agent, and must not read more than the principal
-        could: its clearance no higher and its peers a subset of the
-        principal's. Anything else is answered as NOT_FOUND, exactly like a
+        could: its clearance no higher (``compartments``: the names of the
+        session's cleared compartments, each one the principal's too; not
+        given, a session cleared for any compartment is refused) and its
+        peers a subset of the principal's. Anything else is answered as NOT_FOUND, exactly like a
         session that does not exist — another token of the same agent can
         neither act in nor learn of it.
         """
@@ -60,6 +64,7 @@ class Principal:
             (self.operator or record.owner == self.name)
             and record.agent_id == self.agent
             and record.clearance <= self.clearance
+            and (record.clearance_code < 4 if compartments is None else compartments <= self.compartments)
             and set(record.peers) <= set(self.peers)
         )
 

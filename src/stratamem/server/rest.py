@@ -4,8 +4,8 @@ Memory endpoints do not re-implement anything: they call
 ``stratamem.tools.execute`` with the triggerfish tool of the same name, so a
 REST answer is byte for byte the tool's answer (same policy, same argument
 checks, same audit) and only the HTTP status is added. Session endpoints are
-the runtime's side: creating a session, reading it, and raising its taint —
-the only way taint goes up over HTTP.
+the runtime's side: creating a session, reading it, and raising its taint
+(a level, or a compartment entered) — the only way taint goes up over HTTP.
 
 Every session id is checked against the caller's principal
 (``ServerState.session_for``); another principal's session is 404.
@@ -46,6 +46,7 @@ MAX_LINEAGE_CHARS = 256
 MAX_QUERY_CHARS = 64 * 1024
 DEFAULT_RESULTS = 10
 DEFAULT_ESCALATE_REASON = "raised by the runtime over HTTP"
+DEFAULT_ENTER_REASON = "compartment entered by the runtime over HTTP"
 MAX_BATCH_BODY_BYTES = 64 * 1024 * 1024  # a batch body is read whole: bounded whatever max_batch says
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -172,6 +173,7 @@ class RestApi:
             Route("/v1/sessions", self.create_session, methods=["POST"]),
             Route(s, self.get_session, methods=["GET"]),
             Route(f"{s}/escalate", self.escalate, methods=["POST"]),
+            Route(f"{s}/enter", self.enter, methods=["POST"]),
             Route(f"{s}/reset", self.reset, methods=["POST"]),
             Route(f"{s}/memories", self.list_memories, methods=["GET"]),
             Route(f"{s}/memories", self.post_memory, methods=["POST"]),
@@ -261,14 +263,17 @@ class RestApi:
         principal = principal_of(request)
 
         def create() -> dict[str, Any]:
-            return payloads.session(self.state.open_session(principal, clearance).record, ())
+            return payloads.session(self.state.open_session(principal, clearance).record, (), self._names)
 
         shape = await blocking(create)
         return json_response(shape, 201, {"Location": f"/v1/sessions/{shape['id']}"})
 
+    def _names(self, code: int) -> frozenset[str]:
+        return self.state.store.compartments.names_of(code)
+
     def _session_shape(self, principal: Principal, session_id: str) -> dict[str, Any]:
         session = self.state.session_for(principal, session_id)
-        return payloads.session(session.record, session.taint_history)
+        return payloads.session(session.record, session.taint_history, self._names)
 
     @endpoint
     async def get_session(self, request: Request) -> Response:
@@ -283,15 +288,33 @@ class RestApi:
         if body.get("level") is None:
             raise ValidationError("level is required, one of " + ", ".join(Level.__members__))
         level = Level.parse(body["level"])
-        reason = body.get("reason", DEFAULT_ESCALATE_REASON)
+        return await self._raise_taint(request, body.get("reason", DEFAULT_ESCALATE_REASON), level)
+
+    @endpoint
+    async def enter(self, request: Request) -> Response:
+        """Add a compartment to the taint: ``{"compartment": "HR", "reason": ...}``. One the session's
+        clearance lacks is POLICY_BLOCKED with the very answer of a level above it."""
+        body = await read_json(request, self.max_body_bytes)
+        name = body.get("compartment")
+        if not isinstance(name, str):
+            raise ValidationError("compartment is required: the name of one the session is cleared for")
+        return await self._raise_taint(request, body.get("reason", DEFAULT_ENTER_REASON), name)
+
+    async def _raise_taint(self, request: Request, reason: object, to: Level | str) -> Response:
+        """Raise the path's session to ``to`` — a level (escalate) or a compartment's name (enter) — and
+        answer the session with its history."""
         if not isinstance(reason, str):
             raise ValidationError("reason must be a string")
         principal = principal_of(request)
 
         def act() -> dict[str, Any]:
             session = self.state.session_for(principal, request.path_params["session_id"])
-            session.escalate(level, reason[:1000], source=f"http:{principal.name}")
-            return payloads.session(session.record, session.taint_history)
+            source = f"http:{principal.name}"
+            if isinstance(to, Level):
+                session.escalate(to, reason[:1000], source=source)
+            else:
+                session.enter(to, reason[:1000], source=source)
+            return payloads.session(session.record, session.taint_history, self._names)
 
         return json_response(await blocking(act))
 
@@ -301,7 +324,7 @@ class RestApi:
 
         def act() -> dict[str, Any]:
             fresh = self.state.session_for(principal, request.path_params["session_id"]).reset()
-            return payloads.session(fresh.record, ())
+            return payloads.session(fresh.record, (), self._names)
 
         shape = await blocking(act)
         return json_response(shape, 201, {"Location": f"/v1/sessions/{shape['id']}"})

@@ -193,6 +193,8 @@ def serve(
     pool: ToolWorkers | None = None
     idle = IdleEmbedder(store.semantic)
     try:
+        if config.compartments:  # before any principal's session is cleared for one
+            store.define_compartments(*config.compartments)
         warm_up(store, model=count == 1)  # no client's first call waits for a load
         if count > 1:
             settings = WorkerSettings(db, store_options, tuple(principals), config.policy, config.profile)

@@ -85,13 +85,21 @@ class ServerState:
 
     # blocking: call through ``blocking`` from async code ----------------------------
     def open_session(self, principal: Principal, clearance: Level | None = None) -> Session:
-        """A new session at PUBLIC for the principal's agent, peers and clearance (or a lower one)."""
+        """A new session at PUBLIC for the principal's agent, peers and clearance (or a lower level), cleared
+        for the principal's compartments (the operator's config, never a request's)."""
         ceiling = principal.clearance if clearance is None else clearance
         if ceiling > principal.clearance:
             raise PolicyBlocked(
                 f"clearance {ceiling.name} is above this token's clearance {principal.clearance.name}"
             )
-        return self.store.session(principal.agent, None, ceiling, principal.peers, owner=principal.name)
+        return self.store.session(
+            principal.agent,
+            None,
+            ceiling,
+            principal.peers,
+            owner=principal.name,
+            compartments=principal.compartments,
+        )
 
     def session_for(self, principal: Principal, session_id: str) -> Session:
         """An existing session the principal may act in; NOT_FOUND otherwise (never "forbidden").
@@ -107,6 +115,7 @@ class ServerState:
             record = session.record
         except NotFound:
             raise NotFound(f"no session {session_id!r}") from None
-        if not principal.may_use(record):
+        cleared = self.store.compartments.names_of(record.clearance_code)
+        if not principal.may_use(record, cleared):
             raise NotFound(f"no session {session_id!r}")
         return session

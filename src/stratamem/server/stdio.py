@@ -7,7 +7,8 @@ config file's ``[turns]`` prices and budgets and ``[retention]``. They are
 off by default: they belong to the runtime, and a host that hands every
 listed tool to the model should not let the model end turns or bill usage.
 
-The agent, clearance, peers and starting taint come from the operator —
+The agent, clearance, peers, starting taint and compartments (the session is cleared for them and
+enters them at start) come from the operator —
 command-line flags first, then ``STRATAMEM_*`` environment variables, then
 the ``[mcp]`` table of the config file — never from the model. The process
 serves exactly one stratamem session; its id is written to stderr (stdout is
@@ -33,6 +34,7 @@ from mcp.server.stdio import stdio_server
 
 from ..env_settings import env_name
 from ..errors import ValidationError
+from ..labels import compartment_set
 from ..levels import Level
 from ..search.idle import IdleEmbedder
 from ..session import Session
@@ -57,6 +59,8 @@ class StdioSettings:
     clearance: Level | None = None  # None: RESTRICTED for a new session, the session's own on a resume
     peers: tuple[str, ...] | None = None  # None: none for a new session, the session's own on a resume
     taint: Level | None = None
+    compartments: frozenset[str] = frozenset()  # cleared for and entered at start (names)
+    declared: tuple[str, ...] = ()  # the config's ``[compartments] names``, defined in the store at start
     session_id: str | None = None
     profile: str = TRIGGERFISH
     read_only: bool = False
@@ -91,7 +95,8 @@ def resolve_settings(
     """Merge flags > environment > config file > defaults into checked settings.
 
     ``flags`` holds ``agent``, ``clearance``, ``peers`` (tuple), ``taint``,
-    ``session``, ``profile`` and ``read_only``; ``None`` or ``()`` means not given.
+    ``compartments`` (tuple), ``session``, ``profile`` and ``read_only``; ``None``
+    or ``()`` means not given.
     """
     env = os.environ if env is None else env
     table = dict(config.mcp) if config is not None else {}
@@ -120,11 +125,14 @@ def resolve_settings(
         raise ValidationError(f"unknown profile {profile!r}; valid profiles are {', '.join(PROFILES)}")
     taint = pick("taint")
     clearance = pick("clearance")
+    compartments = tuple(flags.get("compartments") or ()) or tuple(table.get("compartments", ()))
     return StdioSettings(
         agent=_default(pick("agent"), "main"),
         clearance=Level.parse(clearance) if clearance is not None else None,
         peers=peers,
         taint=Level.parse(taint) if taint is not None else None,
+        compartments=compartment_set(compartments),
+        declared=config.compartments if config is not None else (),
         session_id=pick("session"),
         profile=profile,
         read_only=read_only,
@@ -139,10 +147,21 @@ def open_stdio_session(store: Store, settings: StdioSettings) -> Session:
 
     Resuming (``--session ID``) keeps the clearance and peers the session was
     created with; naming different ones is refused (``ClearanceError``, exit 4).
+    The config's compartments are defined first, then the session enters its own.
     """
-    session = store.session(settings.agent, settings.session_id, settings.clearance, settings.peers)
+    if settings.declared:
+        store.define_compartments(*settings.declared)
+    session = store.session(
+        settings.agent,
+        settings.session_id,
+        settings.clearance,
+        settings.peers,
+        compartments=settings.compartments or None,
+    )
     if settings.taint is not None:
         session.escalate(settings.taint, "starting taint set by the operator", source="stratamem mcp")
+    for name in sorted(settings.compartments):
+        session.enter(name, "compartment entered by the operator", source="stratamem mcp")
     return session
 
 
@@ -169,8 +188,8 @@ def run_stdio(db: str, settings: StdioSettings) -> None:
             policy = policy.replace(read_only=True)
         record = session.record
         print(
-            f"stratamem mcp: session {record.id} agent={record.agent_id} taint={record.taint.name} "
-            f"clearance={record.clearance.name} profile={settings.profile}"
+            f"stratamem mcp: session {record.id} agent={record.agent_id} taint={session.label.name} "
+            f"clearance={session.clearance_label.name} profile={settings.profile}"
             + (" turns=on" if settings.turns else ""),
             file=sys.stderr,
             flush=True,

@@ -175,12 +175,15 @@ def memory_purge(session: Session, args: dict[str, Any], quarantine: bool) -> st
     cursor: str | None = None
     while True:  # page through the store's filtered view instead of loading every memory
         page = session.list(limit=MAX_PAGE_SIZE, cursor=cursor, saved_by=target)
-        victims += [m.key for m in page if m.agent_id == record.agent_id and m.level == record.taint]
+        # at exactly the taint's label (level and compartments): delete retires that version only
+        victims += [
+            m.key for m in page if m.agent_id == record.agent_id and m.label_code == record.taint_code
+        ]
         if (cursor := page.next_cursor) is None:
             break
     purged = 0
     for key in victims:
-        if session.taint != record.taint:
+        if session.record.taint_code != record.taint_code:
             break
         try:
             session.delete(key)
