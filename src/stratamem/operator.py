@@ -247,7 +247,7 @@ class OperatorView:
                     agent_id,
                     status="live",
                     limit=EXPORT_PAGE,
-                    after=(last.memory.key, int(last.memory.level), last.ref),
+                    after=(last.memory.key, last.memory.label_code, last.ref),
                 )
         finally:
             self._audit("console.export", query.agent_id, (), count=count)
