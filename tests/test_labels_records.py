@@ -18,6 +18,7 @@ from stratamem.labels import reads, within_sql
 from stratamem.levels import Level
 from stratamem.operator import OperatorView
 from stratamem.storage.sql import console
+from stratamem.tools import execute
 from stratamem.turn import CostLedger, Message, Transcript, TurnSettings
 from stratamem.turn.costs import Budget
 
@@ -233,3 +234,39 @@ def test_console_reads_clearance_as_a_label(world) -> None:
     events = read(lambda run, d: console.audit(run, d, cleared, None, 200))
     assert any(r.event and r.event.taint_code == HR_CODE for r in events)
     assert not any(r.event and r.event.taint_code & FINANCE_BIT for r in events)
+
+
+def test_every_event_of_a_compartmented_session_carries_its_label(world) -> None:
+    """Policy decisions (a recall's context injection) and tool calls name lineage ids and keys: an event
+    at the level alone would show them to a reader without the compartment."""
+    store, s, _ = world
+    hr = s["hr"]
+    hr.save("payroll", SECRET)
+    turn = hr.turn("what is in the payroll file?", settings=TurnSettings())
+    turn.messages()
+    turn.end("noted")
+    execute(hr, "memory_recall", {"query": "payroll"})
+    events = [e for e in store.audit_events("RESTRICTED+HR") if e.session_id == hr.id]
+    operations = {e.operation for e in events}
+    assert {"policy.decision", "tool.call", "transcript.append", "save"} <= operations
+    after_enter = [e for e in events if e.operation not in ("session.open", "escalate")]
+    assert {e.taint_code for e in after_enter} == {HR_CODE}, {
+        (e.operation, e.taint_code) for e in after_enter
+    }
+    assert not [e for e in store.audit_events("RESTRICTED") if e.session_id == hr.id and e.taint_code >= 4]
+
+
+def test_console_view_opened_at_a_label_shows_each_rows_label(world) -> None:
+    store, s, _ = world
+    s["hr"].save("payroll", SECRET)
+    s["finance"].save("ledger", "q3 numbers")
+    view = OperatorView.open(store, "RESTRICTED+HR", "op")
+    assert view.clearance == Level.RESTRICTED and view.clearance_code == int(Level.RESTRICTED) | (1 << 2)
+    shown = {r.memory.key: r.memory.label.name for r in view.memories(view.query("main"))}
+    assert shown == {"payroll": "CONFIDENTIAL+HR"}
+    assert [r.memory.compartments for r in view.versions("main", "payroll")] == [frozenset({"HR"})]
+    assert [h.memory.key for h in view.search("main", "salary Alice")] == ["payroll"]
+    opened = [e for e in store.audit_events("RESTRICTED+HR") if e.operation == "console.memories"]
+    assert opened and opened[-1].taint_code == view.clearance_code  # the read's event is at the view's label
+    assert not [e for e in store.audit_events("RESTRICTED") if e.operation == "console.memories"]
+    assert store.verify_audit() is None

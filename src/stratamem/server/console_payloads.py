@@ -53,6 +53,7 @@ def memory(m: Memory, full: bool = True) -> dict[str, Any]:
         "content_chars": len(m.content),
         "truncated": len(content) < len(m.content),
         "level": m.level.name,
+        "label": m.label.name,
         "tags": list(m.tags),
         "category": m.category,
         "agent_id": m.agent_id,

@@ -4,9 +4,10 @@ An event is visible to a reader when
 
 * its taint's label is within the reader's clearance label (``stratamem.labels``: level not above,
   every compartment among the clearance's) — an operator event (one with no session: purge, export,
-  import, migrate, session limits) counts as RESTRICTED without compartments whatever an older store
-  recorded it at, because it covers every level: a reader cleared for RESTRICTED reads it, whatever
-  compartments that reader holds; and
+  import, migrate, session limits) counts as RESTRICTED whatever level an older store recorded it at,
+  because it covers every level, with the compartments it was recorded under (none but for a console
+  opened at a label, whose reads name that label's records): a reader cleared for RESTRICTED reads the
+  operator's acts, and one cleared for RESTRICTED+HR also the console's reads at HR; and
 * for a principal (``owner`` set), it belongs to a session that principal
   created. A principal thus sees only what it could have observed itself: not
   the peer reads of another token of the same agent, not operator actions.
@@ -82,7 +83,8 @@ def audit_sql(
     (see :func:`descending`).
     """
     ph = dialect.positional
-    label = f"(CASE WHEN a.session_id IS NULL THEN {int(Level.RESTRICTED)} ELSE a.taint END)"
+    # an operator event: RESTRICTED, with the compartments it was recorded under (a console read at a label)
+    label = f"(CASE WHEN a.session_id IS NULL THEN (a.taint | {int(Level.RESTRICTED)}) ELSE a.taint END)"
     clauses = [visible_sql(label, ph, ph, ph)]
     params: list[object] = [*visible_args(int(query.clearance))]
     if query.owner is not None:
