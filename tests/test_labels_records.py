@@ -6,14 +6,17 @@ session at the same level and to an uncompartmented one, and visible to a sessio
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime
 from decimal import Decimal
 from itertools import product
 
 import pytest
+from click.testing import CliRunner
 
 import stratamem as sm
+from stratamem.cli import cli
 from stratamem.labels import reads, within_sql
 from stratamem.levels import Level
 from stratamem.operator import OperatorView
@@ -175,7 +178,7 @@ def test_turn_history_and_recall_need_the_label(world) -> None:
 
 
 def test_audit_events_are_read_by_label(world) -> None:
-    store, s, _ = world
+    store, s, path = world
     s["hr"].graph.capture("Alice", "person", content="payroll record")
     s["finance"].graph.capture("Ledger", "account", content="q3")
 
@@ -196,6 +199,17 @@ def test_audit_events_are_read_by_label(world) -> None:
     assert all(e.session_id is not None for e in store.audit_events("CONFIDENTIAL+HR+FINANCE"))
     assert any(e.session_id is None for e in store.audit_events("RESTRICTED"))
     assert store.verify_audit() is None
+
+    # the CLI reads with a label too
+    def shown(clearance: str) -> set[str]:
+        out = CliRunner().invoke(
+            cli, ["--db", str(path), "--json", "audit", "show", "--clearance", clearance]
+        )
+        assert out.exit_code == 0, out.output
+        events = json.loads(out.output)["events"]
+        return {",".join(e["keys"]) for e in events if e["operation"] == "graph.write"}
+
+    assert shown("CONFIDENTIAL") == set() and shown("confidential+hr") == {"Alice"}
 
 
 def test_console_reads_clearance_as_a_label(world) -> None:
