@@ -284,3 +284,18 @@ def test_console_view_opened_at_a_label_shows_each_rows_label(world) -> None:
     assert opened and opened[-1].taint_code == view.clearance_code  # the read's event is at the view's label
     assert not [e for e in store.audit_events("RESTRICTED") if e.operation == "console.memories"]
     assert store.verify_audit() is None
+
+
+def test_session_list_reads_clearance_as_a_label(world) -> None:
+    _, s, path = world
+
+    def listed(clearance: str) -> set[str]:
+        out = CliRunner().invoke(
+            cli, ["--db", str(path), "--json", "session", "list", "--all", "--clearance", clearance]
+        )
+        assert out.exit_code == 0, out.output
+        return {x["id"] for x in json.loads(out.output)["sessions"]}
+
+    plain, hr = listed("RESTRICTED"), listed("RESTRICTED+HR")
+    assert s["plain"].id in plain and s["hr"].id not in plain and s["finance"].id not in plain
+    assert {s["hr"].id, s["cover"].id, s["plain"].id} <= hr and s["finance"].id not in hr
