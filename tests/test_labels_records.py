@@ -98,6 +98,10 @@ def test_graph_writes_carry_the_label_and_reads_need_it(world) -> None:
     ]
     assert {n.name for n in cover.graph.read().nodes} == {"Alice", "Bob"}
 
+    # deletes act at exactly the taint's label: only HR's own session removes HR's versions
+    assert s["plain"].graph.delete_nodes(["Alice"]) == [] and cover.graph.delete_nodes(["Alice"]) == []
+    assert hr.graph.delete_nodes(["Alice"]) == ["Alice"] and cover.graph.get("Alice") is None
+
 
 def test_graph_rules_compare_labels_not_integers(world) -> None:
     """Rules between two rows' labels use the label order, not the integers: PUBLIC+HR (4) is a smaller
