@@ -218,10 +218,24 @@ def visible_params(taint: int) -> dict[str, int]:
     return {"top": int(taint), "deny": ALL_COMPARTMENT_BITS & ~int(taint), "lvl": int(taint) & LEVEL_BITS}
 
 
+def visible_args(taint: int) -> tuple[int, int, int]:
+    """``visible_params`` in the order ``visible_sql`` names them (top, deny, lvl): for positional
+    placeholders."""
+    p = visible_params(taint)
+    return p["top"], p["deny"], p["lvl"]
+
+
 def visible_sql(column: str, top: str = ":top", deny: str = ":deny", lvl: str = ":lvl") -> str:
     """SQL true iff the label stored in ``column`` is ≤ the taint whose ``visible_params`` are bound to the
     placeholders. ``column <= top`` keeps an index's range scan (it is implied by the other two)."""
     return f"({column} <= {top} AND ({column} & {deny}) = 0 AND ({column} & 3) <= {lvl})"
+
+
+def within_sql(a: str, b: str) -> str:
+    """SQL true iff the label stored in ``a`` is ≤ the label stored in ``b`` (two columns or expressions):
+    ``a``'s level not above ``b``'s and every compartment bit of ``a`` among ``b``'s. The integer test
+    ``a <= b`` alone is not the label order (``PUBLIC+HR`` is below ``PUBLIC+FINANCE`` as integers)."""
+    return f"({a} <= {b} AND ({a} & 3) <= ({b} & 3) AND ({a} & ~({b}) & {ALL_COMPARTMENT_BITS}) = 0)"
 
 
 def outside_clearance() -> ClearanceError:

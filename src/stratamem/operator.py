@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .audit import AuditDraft
 from .errors import NotFound, PolicyBlocked, ValidationError
+from .labels import Label
 from .levels import Level
 from .models import Memory
 from .scope import ALL
@@ -60,17 +61,23 @@ class PlaygroundHit:
 class OperatorView:
     """The store as an operator sees it at ``clearance``; construct with :meth:`open`."""
 
-    def __init__(self, store: Store, clearance: Level, actor: str) -> None:
+    def __init__(self, store: Store, clearance: Level | Label | str, actor: str) -> None:
         self.store = store
-        self.clearance = Level.parse(clearance)
+        #: the view's clearance label ("RESTRICTED+HR": compartments the operator is cleared for), its
+        #: level and its code as storage keeps labels (the console's SQL tests rows against the code)
+        self.label = Label.parse(clearance)
+        self.clearance = self.label.level
+        self.clearance_code = (
+            store.compartments.encode(self.label) if self.label.compartments else int(self.clearance)
+        )
         self.actor = actor
         self._sessions: dict[tuple[str, Level], str] = {}
 
     @classmethod
-    def open(cls, store: Store, clearance: Level | str, actor: str) -> OperatorView:
+    def open(cls, store: Store, clearance: Level | Label | str, actor: str) -> OperatorView:
         """Open a view; the opening itself is audited at the chosen clearance."""
-        view = cls(store, Level.parse(clearance), actor)
-        view._audit("console.open", None, (), detail={"clearance": view.clearance.name})
+        view = cls(store, clearance, actor)
+        view._audit("console.open", None, (), detail={"clearance": view.label.name})
         return view
 
     # audit --------------------------------------------------------------------
@@ -81,7 +88,7 @@ class OperatorView:
                 op,
                 None,
                 agent,
-                self.clearance,
+                self.clearance_code,
                 tuple(m.key for m in memories),
                 tuple(m.level for m in memories),
                 tuple(m.lineage_id for m in memories),
@@ -97,19 +104,19 @@ class OperatorView:
         )
 
     def _named(self, records: list[ConsoleRecord]) -> list[ConsoleRecord]:
-        """The records with their compartments' names (rows hold a label's bits; the store names them)."""
+        """Records with their label's compartment names (rows know only the stored code)."""
         named = self.store.compartments.named
-        return [r if r.memory.label_code < 4 else replace(r, memory=named(r.memory)) for r in records]
+        return [replace(r, memory=named(r.memory)) for r in records]
 
     # reads --------------------------------------------------------------------
     def agents(self, after: str | None = None, limit: int = 100) -> list[AgentSummary]:
         now = self.store.now()
-        found = self._read(lambda run, d: console.agents(run, d, self.clearance, after, limit, now))
+        found = self._read(lambda run, d: console.agents(run, d, self.clearance_code, after, limit, now))
         self._audit("console.agents", None, (), count=len(found))
         return found
 
     def memories(self, query: MemoryQuery) -> list[ConsoleRecord]:
-        if query.clearance != self.clearance:
+        if query.clearance != self.clearance_code:
             raise ValidationError("the query's clearance differs from the view's")
         if query.status not in console.STATUSES:
             raise ValidationError(f"status must be one of {', '.join(console.STATUSES)}")
@@ -119,13 +126,13 @@ class OperatorView:
         return found
 
     def query(self, agent_id: str, **filters: Any) -> MemoryQuery:
-        return MemoryQuery(self.clearance, check_agent_id(agent_id), **filters)
+        return MemoryQuery(self.clearance_code, check_agent_id(agent_id), **filters)
 
     def versions(self, agent_id: str, key: str) -> list[ConsoleRecord]:
         agent, key = check_agent_id(agent_id), check_key(key)
         now = self.store.now()
         found = self._named(
-            self._read(lambda run, d: console.versions(run, d, self.clearance, agent, key, now))
+            self._read(lambda run, d: console.versions(run, d, self.clearance_code, agent, key, now))
         )
         self._audit("console.versions", agent, [r.memory for r in found], count=len(found))
         return found
@@ -136,11 +143,11 @@ class OperatorView:
         if (
             not isinstance(ref, int) or not 0 < ref < 2**63
         ):  # no row has such an id; SQL integers stop at 2**63
-            raise NotFound(f"no record {ref} at or below {self.clearance.name}")
-        found = self._read(lambda run, d: console.record(run, d, self.clearance, ref, now))
+            raise NotFound(f"no record {ref} within {self.label.name}")
+        found = self._read(lambda run, d: console.record(run, d, self.clearance_code, ref, now))
+        found = None if found is None else self._named([found])[0]
         if found is None:
-            raise NotFound(f"no record {ref} at or below {self.clearance.name}")
-        found = self._named([found])[0]
+            raise NotFound(f"no record {ref} within {self.label.name}")
         self._audit("console.record", found.memory.agent_id, [found.memory])
         return found
 
@@ -154,7 +161,7 @@ class OperatorView:
         found = self.record(ref)
         page = self._read(
             lambda run, d: console.lineage(
-                run, d, self.clearance, found.memory.lineage_id, before, limit, operator_reads
+                run, d, self.clearance_code, found.memory.lineage_id, before, limit, operator_reads
             )
         )
         return found, page
@@ -170,14 +177,14 @@ class OperatorView:
         CLI command opened for itself (``SessionRecord.one_shot``)."""
         agent = check_agent_id(agent_id) if agent_id is not None else None
         found = self._read(
-            lambda run, d: console.sessions(run, d, self.clearance, agent, after, limit, one_shot)
+            lambda run, d: console.sessions(run, d, self.clearance_code, agent, after, limit, one_shot)
         )
         self._audit("console.sessions", agent, (), count=len(found), one_shot=one_shot)
         return found
 
     def audit_log(self, before: int | None = None, limit: int = 50) -> list[AuditRow]:
         """The newest audit events the operator may read at the clearance (operator events need RESTRICTED)."""
-        rows = self._read(lambda run, d: console.audit(run, d, self.clearance, before, limit))
+        rows = self._read(lambda run, d: console.audit(run, d, self.clearance_code, before, limit))
         self._audit("console.audit", None, (), count=len(rows))
         return rows
 
@@ -195,11 +202,12 @@ class OperatorView:
         cached = self._sessions.get((agent, level))
         if cached is not None:
             return Session(self.store, cached)
-        session = self.store.session(agent, clearance=level)
+        session = self.store.session(agent, clearance=level, compartments=self.label.compartments)
+        reason, source = f"operator console opened at {self.label.name}", f"console:{self.actor}"
         if level > Level.PUBLIC:
-            session.escalate(
-                level, f"operator console opened at {self.clearance.name}", source=f"console:{self.actor}"
-            )
+            session.escalate(level, reason, source=source)
+        for name in sorted(self.label.compartments):
+            session.enter(name, reason, source=source)
         self._sessions[(agent, level)] = session.id
         return session
 
@@ -225,7 +233,7 @@ class OperatorView:
     # operator actions ---------------------------------------------------------
     def restore(self, ref: int) -> Memory:
         if not isinstance(ref, int) or not 0 < ref < 2**63:
-            raise NotFound(f"no soft-deleted record {ref} at or below {self.clearance.name}")
+            raise NotFound(f"no soft-deleted record {ref} within {self.label.name}")
         return self.store.backend.restore_deleted(ref, self.clearance, self.actor, self.store.now())
 
     def purge(self, before: datetime, agent_id: str | None = None) -> int:
@@ -257,7 +265,7 @@ class OperatorView:
                     agent_id,
                     status="live",
                     limit=EXPORT_PAGE,
-                    after=(last.memory.key, int(last.memory.level), last.ref),
+                    after=(last.memory.key, last.memory.label_code, last.ref),
                 )
         finally:
             self._audit("console.export", query.agent_id, (), count=count)

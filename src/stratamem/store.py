@@ -377,7 +377,7 @@ class Store:
 
     def audit_events(
         self,
-        clearance: Level | str = Level.RESTRICTED,
+        clearance: Level | Label | str = Level.RESTRICTED,
         lineage_id: str | None = None,
         *,
         owner: str | None = None,
@@ -387,21 +387,26 @@ class Store:
     ) -> list[AuditEvent]:
         """Audit events a reader may see, oldest first (``storage.audit_query`` states the rule).
 
-        ``clearance`` caps the events' level (operator events count as
-        RESTRICTED); ``owner`` reads as that server principal — only its own
+        ``clearance`` caps the events' label (a level, or ``"CONFIDENTIAL+HR"``: an event of a
+        compartmented taint needs its compartments; operator events count as RESTRICTED); ``owner`` reads as that server principal — only its own
         sessions' events — instead of as the operator. ``after`` pages forward
         from a sequence number; otherwise ``limit`` takes the newest events
         (``before`` pages backwards).
         """
         return audit_store.events(
             self.backend,
-            AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before, limit),
+            AuditQuery(self._clearance_code(clearance), owner, _lineage(lineage_id), after, before, limit),
         )
+
+    def _clearance_code(self, clearance: Level | Label | str) -> int:
+        """A reader's clearance as storage keeps labels (compartment names through the registry)."""
+        label = Label.parse(clearance)
+        return self.compartments.encode(label) if label.compartments else int(label.level)
 
     def audit_page(
         self,
         limit: int,
-        clearance: Level | str = Level.RESTRICTED,
+        clearance: Level | Label | str = Level.RESTRICTED,
         lineage_id: str | None = None,
         *,
         owner: str | None = None,
@@ -412,7 +417,7 @@ class Store:
         the last sequence when paging forward, ``before=`` the first when paging back from the newest)."""
         return audit_store.page(
             self.backend,
-            AuditQuery(Level.parse(clearance), owner, _lineage(lineage_id), after, before, limit),
+            AuditQuery(self._clearance_code(clearance), owner, _lineage(lineage_id), after, before, limit),
         )
 
     def import_graph(

@@ -11,7 +11,7 @@ import click
 from .. import shapes
 from ..audit_anchor import read_anchor, read_key
 from ..errors import ValidationError
-from ..levels import Level
+from ..labels import Label
 from ..private import private_writer
 from .root import Context, cli, run
 from .store_commands import writable_target
@@ -116,14 +116,14 @@ def audit_show(
 
     def action() -> None:
         store = ctx.store(existing=True)
-        level = Level.parse(clearance)
+        label = Label.parse(clearance)  # a level, or a level with compartments: CONFIDENTIAL+HR
         if limit > 0:
             events, more = store.audit_page(
-                limit, level, lineage, owner=principal, after=after, before=before
+                limit, label, lineage, owner=principal, after=after, before=before
             )
         else:
             events, more = (
-                store.audit_events(level, lineage, owner=principal, after=after, before=before),
+                store.audit_events(label, lineage, owner=principal, after=after, before=before),
                 False,
             )
         if ctx.as_json:

@@ -9,7 +9,7 @@ import click
 
 from .. import shapes
 from ..errors import ValidationError
-from ..levels import Level
+from ..labels import Label
 from ..operator import OperatorView
 from ..server import console_payloads, payloads
 from ..session import Session
@@ -83,7 +83,7 @@ def session_list(
 
     def action() -> None:
         cursor = console_payloads.decode_cursor(after, (int, str))
-        view = OperatorView.open(ctx.store(existing=True), Level.parse(clearance), "cli")
+        view = OperatorView.open(ctx.store(existing=True), Label.parse(clearance), "cli")
         found = view.sessions(ctx.agent if agent is None else agent, cursor, limit, one_shot=include_one_shot)
         page = console_payloads.sessions_page(found, limit, view.store.compartments.names_of)
         if ctx.as_json:

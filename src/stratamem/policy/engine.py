@@ -240,7 +240,7 @@ class Policy:
                 "policy.decision",
                 record.id,
                 record.agent_id,
-                record.taint,
+                record.taint_code,
                 lineage_ids=tuple(lineage_ids),
                 outcome=_OUTCOMES[decision.action],
                 detail=body,

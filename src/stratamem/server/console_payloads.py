@@ -82,7 +82,7 @@ def record(r: ConsoleRecord, full: bool = False) -> dict[str, Any]:
 
 def records_page(found: list[ConsoleRecord], limit: int) -> dict[str, Any]:
     last = found[-1] if len(found) >= limit else None
-    nxt = encode_cursor([last.memory.key, int(last.memory.level), last.ref]) if last else None
+    nxt = encode_cursor([last.memory.key, last.memory.label_code, last.ref]) if last else None
     return {"records": [record(r) for r in found], "next": nxt}
 
 

@@ -174,7 +174,7 @@ def _audit_call(session: Session, record: SessionRecord, spec: ToolSpec, outcome
                 "tool.call",
                 record.id,
                 record.agent_id,
-                record.taint,
+                record.taint_code,
                 outcome=outcome,
                 detail={"tool": spec.name, "profile": spec.profile},
             )

@@ -2,10 +2,12 @@
 
 An event is visible to a reader when
 
-* its level is at most the reader's clearance — an operator event (one with
-  no session: purge, export, import, migrate, session limits) counts as
-  RESTRICTED whatever an older store recorded it at, because it covers every
-  level; and
+* its taint's label is within the reader's clearance label (``stratamem.labels``: level not above,
+  every compartment among the clearance's) — an operator event (one with no session: purge, export,
+  import, migrate, session limits) counts as RESTRICTED whatever level an older store recorded it at,
+  because it covers every level, with the compartments it was recorded under (none but for a console
+  opened at a label, whose reads name that label's records): a reader cleared for RESTRICTED reads the
+  operator's acts, and one cleared for RESTRICTED+HR also the console's reads at HR; and
 * for a principal (``owner`` set), it belongs to a session that principal
   created. A principal thus sees only what it could have observed itself: not
   the peer reads of another token of the same agent, not operator actions.
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import ValidationError
+from ...labels import visible_args, visible_sql
 from ...levels import Level
 from ...models import AuditEvent
 from .dialect import Dialect
@@ -37,12 +40,15 @@ MAX_AUDIT_PAGE = 1000
 class AuditQuery:
     """A reader (clearance, and the principal it is unless an operator) and a page.
 
+    ``clearance`` is a label as storage keeps it (``stratamem.labels``): a Level, or a level with
+    compartment bits (``Store`` encodes names through its registry); a level's name is parsed.
+
     ``after``: only events with a greater sequence, oldest first (cursor
     paging forward). Without ``after``, ``limit`` picks the newest events
     (``before`` pages backwards). Events always come back oldest first.
     """
 
-    clearance: Level = Level.RESTRICTED
+    clearance: int = Level.RESTRICTED
     owner: str | None = None
     lineage_id: str | None = None
     after: int | None = None
@@ -50,7 +56,12 @@ class AuditQuery:
     limit: int | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "clearance", Level.parse(self.clearance))
+        clearance = self.clearance
+        if isinstance(clearance, str) or not isinstance(clearance, int) or isinstance(clearance, bool):
+            clearance = Level.parse(clearance)
+        elif clearance < 0:
+            raise ValidationError("clearance must be a level or a label's code")
+        object.__setattr__(self, "clearance", clearance)
         for name in ("after", "before", "limit"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
@@ -72,8 +83,10 @@ def audit_sql(
     (see :func:`descending`).
     """
     ph = dialect.positional
-    clauses = [f"(CASE WHEN a.session_id IS NULL THEN {int(Level.RESTRICTED)} ELSE a.taint END) <= {ph}"]
-    params: list[object] = [int(query.clearance)]
+    # an operator event: RESTRICTED, with the compartments it was recorded under (a console read at a label)
+    label = f"(CASE WHEN a.session_id IS NULL THEN (a.taint | {int(Level.RESTRICTED)}) ELSE a.taint END)"
+    clauses = [visible_sql(label, ph, ph, ph)]
+    params: list[object] = [*visible_args(int(query.clearance))]
     if query.owner is not None:
         clauses.append(f"a.session_id IN (SELECT s.id FROM sessions s WHERE s.owner = {ph})")
         params.append(query.owner)

@@ -1,10 +1,11 @@
 """Operator reads for the console, written once for both backends.
 
-Every query here takes the reader's clearance and never returns, counts or
-orders by a row above it: the console's visibility rule is "level <=
-clearance", across agents (the operator's view), and a session's taint
-history or an audit event is shown only when its taint is within the
-clearance. Results are always bounded (``MAX_PAGE``) and paged by keyset
+Every query here takes the reader's clearance (a label as storage keeps it,
+``stratamem.labels``; a Level is its own) and never returns, counts or orders
+by a row outside it: the console's visibility rule is "label within the
+clearance" (``labels.visible_sql``), across agents (the operator's view), and
+a session's taint history or an audit event is shown only when its taint is
+within the clearance. Results are always bounded (``MAX_PAGE``) and paged by keyset
 cursors, so a first page costs the same on a store of any size.
 
 The SQL is written with ``?`` placeholders and run through the backend's
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ...labels import level_of, visible_args, visible_sql
 from ...levels import Level
 from ...models import AuditEvent, Memory, TaintEvent
 from ..records import ONE_SHOT_PREFIX, SessionRecord
@@ -55,16 +57,17 @@ def read_body(reader: Callable[[Runner, Dialect], T]) -> Body[Any, T]:
 
 @dataclass(frozen=True, slots=True)
 class MemoryQuery:
-    """One page of one agent's records at or below ``clearance``, every status unless asked."""
+    """One page of one agent's records within ``clearance`` (a label's code), every status unless asked;
+    ``level`` keeps the records of that level (whatever their compartments)."""
 
-    clearance: Level
+    clearance: int
     agent_id: str
     level: Level | None = None
     tag: str | None = None
     category: str | None = None
     text: str | None = None
     status: str = "all"
-    after: tuple[str, int, int] | None = None  # (key, level, ref) of the last row of the previous page
+    after: tuple[str, int, int] | None = None  # (key, label code, ref) of the last row of the previous page
     limit: int = 50
 
 
@@ -138,24 +141,25 @@ def _memory(dialect: Dialect, row: Sequence[Any]) -> Memory:
 
 
 def _live_tops(
-    run: Runner, dialect: Dialect, clearance: Level, agent: str, keys: Sequence[str], now_us: int
+    run: Runner, dialect: Dialect, clearance: int, agent: str, keys: Sequence[str], now_us: int
 ) -> dict[str, int]:
-    """Per key, the highest live unexpired level within the clearance: the version a session would see."""
+    """Per key, the greatest live unexpired label code within the clearance: the version a session would
+    see (the shadowing order)."""
     if not keys:
         return {}
     marks = ", ".join("?" * len(keys))
     rows = run(
         dialect.sql(
-            f"SELECT key, max(level) FROM memories WHERE agent_id = ? AND key IN ({marks}) AND level <= ? "
+            f"SELECT key, max(level) FROM memories WHERE agent_id = ? AND key IN ({marks}) AND {_VISIBLE} "
             "AND deleted_us IS NULL AND (expires_us IS NULL OR expires_us > ?) GROUP BY key"
         ),
-        [agent, *keys, int(clearance), now_us],
+        [agent, *keys, *visible_args(clearance), now_us],
     )
     return {key: level for key, level in rows}
 
 
 def _records(
-    run: Runner, dialect: Dialect, rows: Rows, clearance: Level, agent: str, now_us: int
+    run: Runner, dialect: Dialect, rows: Rows, clearance: int, agent: str, now_us: int
 ) -> list[ConsoleRecord]:
     tops = _live_tops(run, dialect, clearance, agent, sorted({r[2] for r in rows}), now_us)
     out = []
@@ -174,16 +178,18 @@ def _records(
     return out
 
 
+_VISIBLE = visible_sql("level", "?", "?", "?")
+_VISIBLE_D = visible_sql("d.level", "?", "?", "?")
 COLUMNS = f"{MEMORY_COLUMNS.replace('id,', 'd.id,', 1)}, d.deleted_us"
 
 
 def memories(run: Runner, dialect: Dialect, q: MemoryQuery, now: datetime) -> list[ConsoleRecord]:
     """One page of ``q.agent_id``'s records (every version, every status), by key then level, highest first."""
     now_us = to_us(now)
-    where = ["d.agent_id = ?", "d.level <= ?"]
-    params: list[object] = [q.agent_id, int(q.clearance)]
+    where = ["d.agent_id = ?", visible_sql("d.level", "?", "?", "?")]
+    params: list[object] = [q.agent_id, *visible_args(q.clearance)]
     if q.level is not None:
-        where.append("d.level = ?")
+        where.append("(d.level & 3) = ?")
         params.append(int(q.level))
     if q.tag is not None:
         # a cheap substring test of the stored JSON first (tags are stored as json.dumps), then the exact one
@@ -218,24 +224,24 @@ def memories(run: Runner, dialect: Dialect, q: MemoryQuery, now: datetime) -> li
 
 
 def versions(
-    run: Runner, dialect: Dialect, clearance: Level, agent: str, key: str, now: datetime
+    run: Runner, dialect: Dialect, clearance: int, agent: str, key: str, now: datetime
 ) -> list[ConsoleRecord]:
-    """Every version of one key within the clearance (live and deleted), highest level first."""
+    """Every version of one key within the clearance (live and deleted), highest label code first."""
     rows = run(
         dialect.sql(
-            f"SELECT {COLUMNS} FROM memories d WHERE d.agent_id = ? AND d.key = ? AND d.level <= ? "
+            f"SELECT {COLUMNS} FROM memories d WHERE d.agent_id = ? AND d.key = ? AND {_VISIBLE_D} "
             "ORDER BY d.level DESC, d.deleted_us IS NOT NULL, d.deleted_us DESC, d.id LIMIT ?"
         ),
-        [agent, key, int(clearance), MAX_VERSIONS],
+        [agent, key, *visible_args(clearance), MAX_VERSIONS],
     )
     return _records(run, dialect, rows, clearance, agent, to_us(now))
 
 
-def record(run: Runner, dialect: Dialect, clearance: Level, ref: int, now: datetime) -> ConsoleRecord | None:
-    """One row by ref, or None when missing or above the clearance (indistinguishable)."""
+def record(run: Runner, dialect: Dialect, clearance: int, ref: int, now: datetime) -> ConsoleRecord | None:
+    """One row by ref, or None when missing or outside the clearance (indistinguishable)."""
     rows = run(
-        dialect.sql(f"SELECT {COLUMNS} FROM memories d WHERE d.id = ? AND d.level <= ?"),
-        [ref, int(clearance)],
+        dialect.sql(f"SELECT {COLUMNS} FROM memories d WHERE d.id = ? AND {_VISIBLE_D}"),
+        [ref, *visible_args(clearance)],
     )
     if not rows:
         return None
@@ -243,7 +249,7 @@ def record(run: Runner, dialect: Dialect, clearance: Level, ref: int, now: datet
 
 
 def agents(
-    run: Runner, dialect: Dialect, clearance: Level, after: str | None, limit: int, now: datetime
+    run: Runner, dialect: Dialect, clearance: int, after: str | None, limit: int, now: datetime
 ) -> list[AgentSummary]:
     """Agents with records within the clearance, by name, with live, deleted and expired counts per level.
 
@@ -251,22 +257,22 @@ def agents(
     purge) are taken out of it here; deleted and expired ones are counted from
     their (small) sets of rows, each through its partial index.
     """
-    level, start = int(clearance), after if after is not None else ""
+    label, start = list(visible_args(clearance)), after if after is not None else ""
     gone = run(
         dialect.sql(
             f"SELECT agent_id, level, count(*) FROM memories {dialect.deleted_hint} "
-            "WHERE deleted_us IS NOT NULL AND level <= ? GROUP BY agent_id, level"
+            f"WHERE deleted_us IS NOT NULL AND {_VISIBLE} GROUP BY agent_id, level"
         ),
-        [level],
+        label,
     )
     live_names = [
         r[0]
         for r in run(
             dialect.sql(
-                "SELECT DISTINCT agent_id FROM part_stats WHERE level <= ? AND n > 0 AND agent_id > ? "
+                f"SELECT DISTINCT agent_id FROM part_stats WHERE {_VISIBLE} AND n > 0 AND agent_id > ? "
                 "ORDER BY agent_id LIMIT ?"
             ),
-            [level, start, clamp(limit)],
+            [*label, start, clamp(limit)],
         )
     ]
     names = sorted({*live_names, *(r[0] for r in gone if r[0] > start)})[: clamp(limit)]
@@ -275,36 +281,37 @@ def agents(
     marks = ", ".join("?" * len(names))
     live = run(
         dialect.sql(
-            f"SELECT agent_id, level, n FROM part_stats WHERE agent_id IN ({marks}) AND level <= ? AND n > 0"
+            f"SELECT agent_id, level, n FROM part_stats WHERE agent_id IN ({marks}) AND {_VISIBLE} AND n > 0"
         ),
-        [*names, level],
+        [*names, *label],
     )
     # every agent's, like the deleted ones: an agent test would lead the planner to scan the agent's rows
     expired = run(
         dialect.sql(
             "SELECT agent_id, level, count(*) FROM memories WHERE expires_us IS NOT NULL "
-            "AND deleted_us IS NULL AND expires_us <= ? AND level <= ? GROUP BY agent_id, level"
+            f"AND deleted_us IS NULL AND expires_us <= ? AND {_VISIBLE} GROUP BY agent_id, level"
         ),
-        [to_us(now), level],
+        [to_us(now), *label],
     )
     out = {name: AgentSummary(name) for name in names}
-    for agent, lv, n in expired:
-        if agent in out:
-            out[agent].expired[Level(lv).name] = int(n)
-    for agent, lv, n in live:
-        name = Level(lv).name
-        if int(n) > out[agent].expired.get(name, 0):
-            out[agent].live[name] = int(n) - out[agent].expired.get(name, 0)
-    for agent, lv, n in gone:
-        if agent in out:
-            out[agent].deleted[Level(lv).name] = int(n)
+    stored: dict[str, dict[str, int]] = {name: {} for name in names}
+    # counted per level name: the labels of one level (its compartment sets) add up
+    for rows_, counts in ((expired, "expired"), (live, None), (gone, "deleted")):
+        for agent, lv, n in rows_:
+            if agent in out:
+                into = stored[agent] if counts is None else getattr(out[agent], counts)
+                into[level_of(lv).name] = into.get(level_of(lv).name, 0) + int(n)
+    for agent, per_level in stored.items():
+        for name, n in per_level.items():
+            if n > out[agent].expired.get(name, 0):
+                out[agent].live[name] = n - out[agent].expired.get(name, 0)
     return list(out.values())
 
 
 def sessions(
     run: Runner,
     dialect: Dialect,
-    clearance: Level,
+    clearance: int,
     agent: str | None,
     after: tuple[int, str] | None,
     limit: int,
@@ -315,7 +322,7 @@ def sessions(
     Without ``one_shot`` the sessions CLI commands open for themselves are left out: a prefix
     comparison with the prefix bound (``LIKE`` would read ``_`` and ``%`` in it as wildcards).
     """
-    where, params = ["taint <= ?"], list[object]([int(clearance)])
+    where, params = [visible_sql("taint", "?", "?", "?")], list[object](visible_args(clearance))
     if agent is not None:
         where.append("agent_id = ?")
         params.append(agent)
@@ -345,12 +352,27 @@ def sessions(
         [r[0] for r in rows],
     ):
         history[sid].append(
-            TaintEvent(from_us(at), Level(prev), Level(new), dialect.text(reason), dialect.decode(source))
+            TaintEvent(
+                from_us(at),
+                level_of(prev),
+                level_of(new),
+                dialect.text(reason),
+                dialect.decode(source),
+                prev,
+                new,
+            )
         )
     return [
         SessionSummary(
             SessionRecord(
-                dialect.text(r[0]), r[1], Level(r[2]), tuple(json.loads(r[3])), Level(r[4]), from_us(r[5])
+                dialect.text(r[0]),
+                r[1],
+                level_of(r[2]),
+                tuple(json.loads(r[3])),
+                level_of(r[4]),
+                from_us(r[5]),
+                clearance_code=int(r[2]),
+                taint_code=int(r[4]),
             ),
             tuple(history[r[0]]),
         )
@@ -381,7 +403,7 @@ def _audit_rows(dialect: Dialect, rows: Rows) -> list[AuditRow]:
 def audit(
     run: Runner,
     dialect: Dialect,
-    clearance: Level,
+    clearance: int,
     before: int | None,
     limit: int,
     lineage: str | None = None,
@@ -407,7 +429,7 @@ def audit(
 def lineage(
     run: Runner,
     dialect: Dialect,
-    clearance: Level,
+    clearance: int,
     lineage_id: str,
     before: int | None,
     limit: int,

@@ -21,6 +21,7 @@ from ...audit import AuditDraft
 from ...errors import ValidationError
 from ...graph.checks import DEFAULT_TYPE, MAX_OBSERVATIONS_PER_NODE
 from ...graph.model import Edge, EdgeDraft, Node, NodeDraft, Observation
+from ...labels import visible_sql
 from ...text import Analyzer
 from ..records import SessionRecord
 from . import graph_write as w
@@ -47,7 +48,7 @@ def visible_rows(gc: GraphConn, scope: Scope, agent: str, names: Sequence[str]) 
         marks, params = _in("k", chunk)
         for row in gc.rows(
             f"SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.agent_id = :ag AND n.name IN ({marks}) "
-            "AND n.level <= :lvl AND n.deleted_us IS NULL",
+            f"AND {visible_sql('n.level')} AND n.deleted_us IS NULL",
             {**scope.params, **params, "ag": agent},
         ):
             if row[2] not in found or row[6] > found[row[2]][6]:
@@ -62,7 +63,7 @@ def _known_observations(gc: GraphConn, scope: Scope, agent: str, names: Sequence
         marks, params = _in("k", chunk)
         for name, text in gc.rows(
             f"SELECT o.name, o.text FROM graph_observations o WHERE o.agent_id = :ag AND o.name IN ({marks}) "
-            "AND o.level <= :lvl AND o.deleted_us IS NULL",
+            f"AND {visible_sql('o.level')} AND o.deleted_us IS NULL",
             {**scope.params, **params, "ag": agent},
         ):
             known.setdefault(name, set()).add(text)
@@ -101,7 +102,7 @@ def _insert_new(
     now_us: int,
 ) -> dict[str, Node]:
     """Insert nodes for names the session sees no version of, with their observations, set-based."""
-    agent, level = record.agent_id, int(record.taint)
+    agent, level = record.agent_id, record.taint_code
     refresh = _needs_refresh(gc, agent, [d.name for d in drafts])
     known = _known_observations(gc, scope, agent, refresh) if refresh else {}
     moment = from_us(now_us)
@@ -222,7 +223,7 @@ def relate(
     level a new note replaces the old one. Self-loops are allowed. The first name (in call order, source
     before target) the session cannot see makes the whole call NOT_FOUND.
     """
-    scope, now_us, level, agent = Scope(record), to_us(now), int(record.taint), record.agent_id
+    scope, now_us, level, agent = Scope(record), to_us(now), record.taint_code, record.agent_id
     visible = visible_rows(gc, scope, agent, [n for d in drafts for n in (d.source, d.target)])
     for draft in drafts:
         for name in (draft.source, draft.target):
@@ -285,7 +286,7 @@ def _existing_edges(
         for row in gc.rows(
             f"WITH want (s, t, r) AS (VALUES {', '.join(values)}) SELECT {EDGE_COLUMNS} FROM want "
             "JOIN graph_edges e ON e.agent_id = :ag AND e.source = want.s AND e.target = want.t "
-            "AND e.relation = want.r WHERE e.level <= :lvl AND e.deleted_us IS NULL",
+            f"AND e.relation = want.r WHERE {visible_sql('e.level')} AND e.deleted_us IS NULL",
             params,
         ):
             key = (row[2], row[3], row[4])

@@ -8,8 +8,8 @@ plain enough to run unchanged on SQLite and PostgreSQL: named parameters
 functions. Only the schema and the transaction plumbing differ per backend
 (``storage/sqlite/graph.py``, ``storage/postgres/graph.py``).
 
-The visible view. A session sees, of its own agent and its peers, at levels
-<= its taint, not deleted:
+The visible view. A session sees, of its own agent and its peers, with labels
+within its taint (``labels.visible_sql``: level and compartments), not deleted:
 - a node version, unless a higher version of the same (agent, name) is also
   visible (shadowing, as for memories);
 - an observation, if some version of its (agent, name) is visible;
@@ -17,7 +17,8 @@ The visible view. A session sees, of its own agent and its peers, at levels
   relation), and only if both of its endpoints are visible.
 Every read is expressed over exactly that view, and ranking statistics are
 computed from it at query time, so no answer depends on a record the session
-cannot see. Writes (``graph_write``) touch only the own agent, at exactly the live taint.
+cannot see. Writes (``graph_write``) touch only the own agent, at exactly the live taint's label.
+Shadowing picks the greatest stored integer among visible versions (the label order's extension).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from ...audit import AuditDraft, operator_draft
 from ...errors import NotFound
 from ...graph import rank
 from ...graph.model import Edge, GraphStats, Node, Observation
+from ...labels import level_of, visible_params, visible_sql
 from ...levels import Level
 from ...search import ranking
 from ..records import SessionRecord
@@ -84,7 +86,7 @@ class Scope:
     def __init__(self, record: SessionRecord) -> None:
         self.record = record
         self.agents = record.agents
-        self.params: dict[str, Any] = {"lvl": int(record.taint)}
+        self.params: dict[str, Any] = {**visible_params(record.taint_code)}
         for i, agent in enumerate(self.agents):
             self.params[f"a{i}"] = agent
         self.agent_list = ", ".join(f":a{i}" for i in range(len(self.agents)))
@@ -93,21 +95,21 @@ class Scope:
     def live_name(self, agent: str, name: str) -> str:
         return (
             f"EXISTS (SELECT 1 FROM graph_nodes x WHERE x.agent_id = {agent} AND x.name = {name} "
-            f"AND x.level <= :lvl AND x.deleted_us IS NULL)"
+            f"AND {visible_sql('x.level')} AND x.deleted_us IS NULL)"
         )
 
     @property
     def node_visible(self) -> str:
         return (
-            f"n.agent_id IN ({self.agent_list}) AND n.level <= :lvl AND n.deleted_us IS NULL AND NOT EXISTS "
+            f"n.agent_id IN ({self.agent_list}) AND {visible_sql('n.level')} AND n.deleted_us IS NULL AND NOT EXISTS "
             f"(SELECT 1 FROM graph_nodes h WHERE h.agent_id = n.agent_id AND h.name = n.name "
-            f"AND h.level > n.level AND h.level <= :lvl AND h.deleted_us IS NULL)"
+            f"AND h.level > n.level AND {visible_sql('h.level')} AND h.deleted_us IS NULL)"
         )
 
     @property
     def obs_visible(self) -> str:
         return (
-            f"o.agent_id IN ({self.agent_list}) AND o.level <= :lvl AND o.deleted_us IS NULL AND "
+            f"o.agent_id IN ({self.agent_list}) AND {visible_sql('o.level')} AND o.deleted_us IS NULL AND "
             + self.live_name("o.agent_id", "o.name")
         )
 
@@ -115,9 +117,9 @@ class Scope:
     def edge_current(self) -> str:
         """An edge version in scope and not shadowed; the edge rule also needs both endpoints live."""
         return (
-            f"e.agent_id IN ({self.agent_list}) AND e.level <= :lvl AND e.deleted_us IS NULL AND NOT EXISTS "
+            f"e.agent_id IN ({self.agent_list}) AND {visible_sql('e.level')} AND e.deleted_us IS NULL AND NOT EXISTS "
             f"(SELECT 1 FROM graph_edges h WHERE h.agent_id = e.agent_id AND h.source = e.source "
-            f"AND h.target = e.target AND h.relation = e.relation AND h.level > e.level AND h.level <= :lvl "
+            f"AND h.target = e.target AND h.relation = e.relation AND h.level > e.level AND {visible_sql('h.level')} "
             f"AND h.deleted_us IS NULL)"
         )
 
@@ -142,9 +144,6 @@ def _chunks(values: Sequence[Any], size: int = CHUNK) -> Iterable[Sequence[Any]]
 # ---------------------------------------------------------------------------------- rows → records
 
 
-_LEVELS = tuple(Level)
-
-
 def _node(row: Sequence[Any], observations: tuple[Observation, ...] = ()) -> Node:
     tags = () if row[5] == "[]" else tuple(json.loads(row[5]))
     return Node(
@@ -154,7 +153,7 @@ def _node(row: Sequence[Any], observations: tuple[Observation, ...] = ()) -> Nod
         type=row[3],
         content=row[4],
         tags=tags,
-        level=_LEVELS[row[6]],
+        level=level_of(row[6]),
         source=row[7],
         session_id=row[8],
         created_at=from_us(row[9]),
@@ -171,7 +170,7 @@ def _edge(row: Sequence[Any]) -> Edge:
         target=row[3],
         relation=row[4],
         note=row[5],
-        level=_LEVELS[row[6]],
+        level=level_of(row[6]),
         created_at=from_us(row[7]),
     )
 
@@ -187,7 +186,7 @@ def visible_version(gc: GraphConn, scope: Scope, agent: str, name: str) -> tuple
     """The row a session sees for (agent, name), or None (missing and invisible look the same)."""
     return gc.one(
         f"SELECT {NODE_COLUMNS} FROM graph_nodes n WHERE n.agent_id = :ag AND n.name = :name "
-        "AND n.level <= :lvl AND n.deleted_us IS NULL ORDER BY n.level DESC LIMIT 1",
+        f"AND {visible_sql('n.level')} AND n.deleted_us IS NULL ORDER BY n.level DESC LIMIT 1",
         {**scope.params, "ag": agent, "name": name},
     )
 
@@ -211,13 +210,13 @@ def load_nodes(gc: GraphConn, scope: Scope, keys: Sequence[tuple[str, str]]) -> 
                 rows[(row[1], row[2])] = row
             for name, text, level, created in gc.rows(
                 f"SELECT o.name, o.text, o.level, o.created_us FROM graph_observations o WHERE o.agent_id = :ag "
-                f"AND o.name IN ({marks}) AND o.level <= :lvl AND o.deleted_us IS NULL "
+                f"AND o.name IN ({marks}) AND {visible_sql('o.level')} AND o.deleted_us IS NULL "
                 "ORDER BY o.name, o.created_us, o.pos, o.text",
                 {**scope.params, **params, "ag": agent},
             ):
                 seen = observed[(agent, name)]
                 if text not in seen:
-                    seen[text] = Observation(text, _LEVELS[level], from_us(created))
+                    seen[text] = Observation(text, level_of(level), from_us(created))
     return {key: _node(row, tuple(observed[key].values())) for key, row in rows.items()}
 
 
@@ -264,12 +263,12 @@ def _hidden(gc: GraphConn, scope: Scope) -> tuple[list[tuple[str, int]], list[tu
     """In-scope live rows the session does not see: shadowed node versions and orphaned observations."""
     shadowed = gc.rows(
         f"SELECT n.id, n.length FROM graph_nodes n WHERE n.multi = 1 AND n.deleted_us IS NULL "
-        f"AND n.agent_id IN ({scope.agent_list}) AND n.level <= :lvl AND NOT ({scope.node_visible})",
+        f"AND n.agent_id IN ({scope.agent_list}) AND {visible_sql('n.level')} AND NOT ({scope.node_visible})",
         scope.params,
     )
     orphans = gc.rows(
         f"SELECT o.id, o.length FROM graph_observations o WHERE o.anchored = 0 AND o.deleted_us IS NULL "
-        f"AND o.agent_id IN ({scope.agent_list}) AND o.level <= :lvl "
+        f"AND o.agent_id IN ({scope.agent_list}) AND {visible_sql('o.level')} "
         f"AND NOT {scope.live_name('o.agent_id', 'o.name')}",
         scope.params,
     )
@@ -286,7 +285,7 @@ def visible_stats(gc: GraphConn, scope: Scope) -> tuple[int, int, list[str]]:
         for v in one_row(
             gc.one(
                 f"SELECT coalesce(sum(nodes), 0), coalesce(sum(node_len), 0), coalesce(sum(obs_len), 0) "
-                f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND level <= :lvl",
+                f"FROM graph_part_stats WHERE agent_id IN ({scope.agent_list}) AND {visible_sql('level')}",
                 scope.params,
             )
         )
@@ -315,18 +314,18 @@ def matches(
         unit_visible = (
             f"((p.kind = 'o' AND {scope.live_name('p.agent_id', 'p.name')}) OR (p.kind = 'n' AND NOT EXISTS "
             f"(SELECT 1 FROM graph_nodes h WHERE h.agent_id = p.agent_id AND h.name = p.name AND h.level > p.level "
-            f"AND h.level <= :lvl AND h.deleted_us IS NULL)))"
+            f"AND {visible_sql('h.level')} AND h.deleted_us IS NULL)))"
         )
     postings: list[tuple[str, str, str, int]] = []
     lengths: dict[tuple[str, str], int] = {}
     for term, agent, name, tf, node_len, obs_len in gc.rows(
         f"WITH hits AS (SELECT p.term, p.agent_id, p.name, sum(p.tf) AS tf FROM graph_postings p "
-        f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND p.level <= :lvl "
+        f"WHERE p.term IN ({marks}) AND p.agent_id IN ({scope.agent_list}) AND {visible_sql('p.level')} "
         f"AND {unit_visible} GROUP BY p.term, p.agent_id, p.name) "
         "SELECT h.term, h.agent_id, h.name, h.tf, (SELECT n.length FROM graph_nodes n "
-        "WHERE n.agent_id = h.agent_id AND n.name = h.name AND n.level <= :lvl AND n.deleted_us IS NULL "
+        f"WHERE n.agent_id = h.agent_id AND n.name = h.name AND {visible_sql('n.level')} AND n.deleted_us IS NULL "
         "ORDER BY n.level DESC LIMIT 1), (SELECT coalesce(sum(o.length), 0) FROM graph_observations o "
-        "WHERE o.agent_id = h.agent_id AND o.name = h.name AND o.level <= :lvl AND o.deleted_us IS NULL) "
+        f"WHERE o.agent_id = h.agent_id AND o.name = h.name AND {visible_sql('o.level')} AND o.deleted_us IS NULL) "
         "FROM hits h",
         params,
     ):

@@ -19,6 +19,7 @@ from ...audit import AuditDraft, operator_draft
 from ...errors import ValidationError
 from ...graph.checks import DEFAULT_TYPE, MAX_OBSERVATIONS_PER_NODE
 from ...graph.model import Edge, EdgeDraft, Node, NodeDraft
+from ...labels import visible_sql, within_sql
 from ...levels import Level
 from ...text import Analyzer
 from ..records import SessionRecord, session_event
@@ -81,7 +82,10 @@ REFRESH_SQL = (
     "AND h.name = {name} AND h.deleted_us IS NULL) > 1 THEN 1 ELSE 0 END "
     "WHERE agent_id = {ag} AND name = {name} AND deleted_us IS NULL",
     "UPDATE graph_observations SET anchored = CASE WHEN EXISTS (SELECT 1 FROM graph_nodes x WHERE x.agent_id = {ag} "
-    "AND x.name = {name} AND x.level <= graph_observations.level AND x.deleted_us IS NULL) THEN 1 ELSE 0 END "
+    "AND x.name = {name} AND "
+    + within_sql("x.level", "graph_observations.level")
+    + " AND x.deleted_us IS NULL) "
+    "THEN 1 ELSE 0 END "
     "WHERE agent_id = {ag} AND name = {name} AND deleted_us IS NULL",
 )
 
@@ -227,7 +231,7 @@ def _add_observations(
         t
         for (t,) in gc.rows(
             "SELECT o.text FROM graph_observations o WHERE o.agent_id = :ag "
-            "AND o.name = :name AND o.level <= :lvl AND o.deleted_us IS NULL",
+            f"AND o.name = :name AND {visible_sql('o.level')} AND o.deleted_us IS NULL",
             {**scope.params, "ag": agent, "name": name},
         )
     }
@@ -275,7 +279,7 @@ def write_one_node(
     taint is updated in place (fields left empty keep their value) and a visible lower version gets a new
     version at the taint that starts from it.
     """
-    level, agent = int(record.taint), record.agent_id
+    level, agent = record.taint_code, record.agent_id
     row = visible_version(gc, scope, agent, draft.name)
     if row is not None and not merge:
         return _node(row), False
@@ -330,7 +334,7 @@ def add_observations(
             (
                 name,
                 _add_observations(
-                    gc, analyzer, scope, record.agent_id, int(record.taint), name, texts, record.id, now_us
+                    gc, analyzer, scope, record.agent_id, record.taint_code, name, texts, record.id, now_us
                 )[0],
             )
         )
@@ -338,7 +342,7 @@ def add_observations(
         "graph.observe",
         record.id,
         record.agent_id,
-        record.taint,
+        record.taint_code,
         tuple(n for n, _ in out),
         (record.taint,),
         detail={"added": sum(len(a) for _, a in out)},
@@ -351,7 +355,7 @@ def relate_draft(record: SessionRecord, made: Sequence[Edge]) -> AuditDraft:
         "graph.relate",
         record.id,
         record.agent_id,
-        record.taint,
+        record.taint_code,
         tuple(dict.fromkeys(n for e in made for n in (e.source, e.target))),
         (record.taint,),
         tuple(e.id for e in made),
@@ -381,11 +385,11 @@ def delete_nodes(
     gc: GraphConn, record: SessionRecord, names: Sequence[str], now: datetime
 ) -> tuple[list[str], AuditDraft]:
     """Soft-delete the own agent's versions at exactly the taint, with their observations and edges there."""
-    now_us, params = to_us(now), {"ag": record.agent_id, "lvl": int(record.taint)}
+    now_us, params = to_us(now), {"ag": record.agent_id, "code": record.taint_code}
     deleted: list[str] = []
     for name in names:
         row = gc.one(
-            "SELECT id FROM graph_nodes WHERE agent_id = :ag AND name = :name AND level = :lvl "
+            "SELECT id FROM graph_nodes WHERE agent_id = :ag AND name = :name AND level = :code "
             "AND deleted_us IS NULL",
             {**params, "name": name},
         )
@@ -395,14 +399,14 @@ def delete_nodes(
             r[0]
             for r in gc.rows(
                 "SELECT id FROM graph_observations WHERE agent_id = :ag AND name = :name "
-                "AND level = :lvl AND deleted_us IS NULL",
+                "AND level = :code AND deleted_us IS NULL",
                 {**params, "name": name},
             )
         ]
         edges = [
             r[0]
             for r in gc.rows(
-                "SELECT id FROM graph_edges WHERE agent_id = :ag AND level = :lvl "
+                "SELECT id FROM graph_edges WHERE agent_id = :ag AND level = :code "
                 "AND deleted_us IS NULL AND (source = :name OR target = :name)",
                 {**params, "name": name},
             )
@@ -416,7 +420,7 @@ def delete_nodes(
         "graph.delete",
         record.id,
         record.agent_id,
-        record.taint,
+        record.taint_code,
         tuple(deleted),
         (record.taint,),
         detail={"nodes": len(deleted), "asked": len(names)},
@@ -434,9 +438,9 @@ def delete_observations(
         ids = [
             r[0]
             for r in gc.rows(
-                f"SELECT id FROM graph_observations WHERE agent_id = :ag AND name = :name AND level = :lvl "
+                f"SELECT id FROM graph_observations WHERE agent_id = :ag AND name = :name AND level = :code "
                 f"AND deleted_us IS NULL AND text IN ({marks})",
-                {**params, "ag": record.agent_id, "name": name, "lvl": int(record.taint)},
+                {**params, "ag": record.agent_id, "name": name, "code": record.taint_code},
             )
         ]
         _soft_delete(gc, "graph_observations", ids, now_us)
@@ -445,7 +449,7 @@ def delete_observations(
         "graph.unobserve",
         record.id,
         record.agent_id,
-        record.taint,
+        record.taint_code,
         tuple(n for n, _ in items),
         (record.taint,),
         detail={"observations": count},
@@ -461,13 +465,13 @@ def delete_edges(
             r[0]
             for r in gc.rows(
                 "SELECT id FROM graph_edges WHERE agent_id = :ag AND source = :s AND target = :t AND relation = :r "
-                "AND level = :lvl AND deleted_us IS NULL",
+                "AND level = :code AND deleted_us IS NULL",
                 {
                     "ag": record.agent_id,
                     "s": d.source,
                     "t": d.target,
                     "r": d.relation,
-                    "lvl": int(record.taint),
+                    "code": record.taint_code,
                 },
             )
         ]
@@ -476,7 +480,7 @@ def delete_edges(
         "graph.unrelate",
         record.id,
         record.agent_id,
-        record.taint,
+        record.taint_code,
         tuple(dict.fromkeys(n for d in drafts for n in (d.source, d.target))),
         (record.taint,),
         tuple(ids),

@@ -1,13 +1,14 @@
 """Transcript messages and usage records as both backends store them.
 
 The turn layer's data lives in the store, beside memories and under the same
-lattice: each row carries the level (the writing session's live taint, read
-inside the writing transaction) and the agent. One encoding for both backends
+lattice: each row carries the label (the writing session's live taint as
+storage keeps it, ``stratamem.labels``, read inside the writing transaction)
+and the agent. One encoding for both backends
 (integer microseconds, JSON text for tool calls, money as exact decimal text)
 so ``dump`` rows move between backends unchanged.
 
 Positions. A reader's position numbers are ranks over the messages *it* may
-see (own agent, level <= taint, oldest first), never row ids: a row id would
+see (own agent, label within its taint, oldest first), never row ids: a row id would
 reveal how many messages the reader cannot see.
 
 The SQL of every turn operation is here once, as bodies that run inside a
@@ -26,6 +27,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ...audit import AuditDraft, operator_draft
+from ...labels import level_of, visible_args, visible_sql
 from ...levels import Level
 from .dialect import Dialect
 from .rows import from_us, to_us
@@ -126,6 +128,11 @@ class TailMark:
 Query = Callable[[str, tuple[object, ...]], Sequence[Sequence[Any]]]
 
 
+def _visible(ph: str) -> str:
+    """A message row's label within the reader's taint, bound positionally (``visible_args``)."""
+    return visible_sql("level", ph, ph, ph)
+
+
 def tail_rows(
     query: Query, dialect: Dialect, scope: tuple[object, ...], limit: int, since: TailMark | None
 ) -> tuple[Sequence[Sequence[Any]], int, int, int, bool]:
@@ -136,7 +143,7 @@ def tail_rows(
     own transaction with their dialect.
     """
     ph = dialect.positional
-    where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND level <= {ph}"
+    where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND {_visible(ph)}"
     total, last = query(f"SELECT count(*), coalesce(max(id), 0) {where}", scope)[0]
     total, last = int(total), int(last)
     if since is not None and total >= since.total and last >= since.last_id and total - since.total <= limit:
@@ -201,7 +208,7 @@ def row_to_message(row: Sequence[Any], position: int) -> TranscriptMessage:
         position,
         session,
         agent,
-        Level(level),
+        level_of(level),
         role,
         content,
         calls,
@@ -223,7 +230,9 @@ def positioned(rows: Iterable[Sequence[Any]]) -> Iterator[TranscriptMessage]:
 
 def row_to_usage(row: Sequence[Any]) -> UsageRecord:
     _id, session, agent, level, model, fresh, output, cached, cost, at = row
-    return UsageRecord(session, agent, Level(level), model, fresh, output, cached, Decimal(cost), from_us(at))
+    return UsageRecord(
+        session, agent, level_of(level), model, fresh, output, cached, Decimal(cost), from_us(at)
+    )
 
 
 def sum_costs(values: Sequence[str]) -> Decimal:
@@ -236,7 +245,7 @@ def range_rows(
 ) -> tuple[Sequence[Sequence[Any]], int]:
     """Visible positions ``start .. start+limit`` of ``scope`` (transcript, agent, taint) and the visible total."""
     ph = dialect.positional
-    where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND level <= {ph}"
+    where = f"FROM turn_messages WHERE session_id = {ph} AND agent_id = {ph} AND {_visible(ph)}"
     (total,) = query(f"SELECT count(*) {where}", scope)[0]
     rows = query(
         f"SELECT {MESSAGE_COLUMNS} {where} ORDER BY id LIMIT {ph} OFFSET {ph}", (*scope, limit, start)
@@ -250,7 +259,7 @@ def append_draft(record: SessionRecord, drafts: Sequence[MessageDraft]) -> Audit
         "transcript.append",
         record.id,
         record.agent_id,
-        record.taint,
+        record.taint_code,
         levels=(record.taint,),
         detail={"count": len(drafts), "roles": [d.role for d in drafts]},
     )
@@ -266,14 +275,14 @@ def read_draft(
         "transcript.read",
         record.id,
         record.agent_id,
-        record.taint,
+        record.taint_code,
         detail={"count": count, "start": first, "own": own},
     )
 
 
 # ---------------------------------------------------------------------------- bodies: the SQL of each operation
 
-_WHERE_VISIBLE = "FROM turn_messages WHERE session_id = ? AND agent_id = ? AND level <= ?"
+_WHERE_VISIBLE = f"FROM turn_messages WHERE session_id = ? AND agent_id = ? AND {_visible('?')}"
 _MESSAGE_INSERT = (
     f"INSERT INTO turn_messages ({MESSAGE_COLUMNS.removeprefix('id, ')}) VALUES (?,?,?,?,?,?,?,?,?)"
 )
@@ -314,7 +323,7 @@ def append_body(
 ) -> tuple[list[TranscriptMessage], TranscriptPage | None]:
     """Write: append ``drafts`` at the live taint; with ``tail`` (limit, mark) also read the own tail."""
     conn, record, dialect = tx.conn, tx.record, tx.dialect
-    scope = (dialect.encode(record.id), record.agent_id, int(record.taint))
+    scope = (dialect.encode(record.id), record.agent_id, *visible_args(record.taint_code))
     (start,) = conn.execute(dialect.sql(f"SELECT count(*) {_WHERE_VISIBLE}"), scope).fetchone()
     insert = dialect.sql(_MESSAGE_INSERT)
     stored = []
@@ -322,7 +331,7 @@ def append_body(
         row = (
             record.id,
             record.agent_id,
-            int(record.taint),
+            record.taint_code,
             d.role,
             d.content,
             d.tool_calls,
@@ -342,7 +351,7 @@ def append_body(
 
 
 def _tail(tx: Tx[Any], transcript_id: str, limit: int, since: TailMark | None) -> TranscriptPage:
-    scope = (tx.dialect.encode(transcript_id), tx.record.agent_id, int(tx.record.taint))
+    scope = (tx.dialect.encode(transcript_id), tx.record.agent_id, *visible_args(tx.record.taint_code))
     rows, first, total, last, delta = tail_rows(_query(tx), tx.dialect, scope, limit, since)
     messages = tuple(_message(tx.dialect, r, first + i) for i, r in enumerate(rows))
     return TranscriptPage(messages, total, last, delta)
@@ -360,7 +369,7 @@ def read_body(
         return UNNAMED
     if start is None:
         return _tail(tx, transcript_id, limit, since)
-    scope = (tx.dialect.encode(transcript_id), tx.record.agent_id, int(tx.record.taint))
+    scope = (tx.dialect.encode(transcript_id), tx.record.agent_id, *visible_args(tx.record.taint_code))
     rows, total = range_rows(_query(tx), tx.dialect, scope, start, limit)
     return TranscriptPage(tuple(_message(tx.dialect, r, start + i) for i, r in enumerate(rows)), total)
 
@@ -371,7 +380,7 @@ def usage_body(tx: Tx[Any], draft: UsageDraft) -> UsageRecord:
     row = (
         record.id,
         record.agent_id,
-        int(record.taint),
+        record.taint_code,
         draft.model,
         draft.input_tokens,
         draft.output_tokens,
@@ -387,7 +396,7 @@ def usage_body(tx: Tx[Any], draft: UsageDraft) -> UsageRecord:
             "usage.record",
             record.id,
             record.agent_id,
-            record.taint,
+            record.taint_code,
             levels=(record.taint,),
             detail={
                 "model": draft.model[:100],
@@ -402,7 +411,8 @@ def usage_body(tx: Tx[Any], draft: UsageDraft) -> UsageRecord:
 def _usage_scope(tx: Tx[Any], agent_id: str | None) -> tuple[str, tuple[Any, ...]]:
     """The usage rows a read sees: the session's agent at levels <= its taint, or (operator) one agent or all."""
     if tx.session is not None:
-        return "AND agent_id = ? AND level <= ?", (tx.session.agent_id, int(tx.session.taint))
+        clause = "AND agent_id = ? AND " + visible_sql("level", "?", "?", "?")
+        return clause, (tx.session.agent_id, *visible_args(tx.session.taint_code))
     if agent_id is not None:
         return "AND agent_id = ?", (agent_id,)
     return "", ()
