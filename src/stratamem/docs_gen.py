@@ -67,6 +67,7 @@ def configuration() -> str:
         "policy": server_config._POLICY_KEYS,
         "[principals]": server_config._PRINCIPAL_KEYS,
         "mcp": server_config._MCP_KEYS,
+        "declassify": server_config._DECLASSIFY_KEYS,
     }
     for section, keys in tables.items():
         name = section.strip("[]")
