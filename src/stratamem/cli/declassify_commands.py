@@ -9,6 +9,7 @@ config's ``[declassify] require_approval`` is on and no ``--approver`` is named,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,28 +109,43 @@ def declassify_run(
     run(ctx, action)
 
 
-@declassify_group.command("approve")
-@click.argument("request_id", type=int)
-@click.option("--as", "approver", required=True, help="The approving operator (not the one who asked).")
-@_config
-@click.pass_obj
-def declassify_approve(ctx: Context, request_id: int, approver: str, config_path: str | None) -> None:
-    """Perform pending request ID as a second operator (refused when it expired or was decided)."""
-    run(ctx, lambda: _decided(ctx, _open(ctx, config_path).approve_declassification(request_id, approver)))
+def _decision(
+    name: str, summary: str, who: str, decide: Callable[[Store], Callable[..., Declassification]]
+) -> None:
+    """``declassify approve|deny ID --as NAME``: one pending request decided by the operator named."""
+
+    def command(ctx: Context, request_id: int, operator: str, config_path: str | None) -> None:
+        def action() -> None:
+            found = decide(_open(ctx, config_path))(request_id, operator)
+            ctx.emit(found.to_dict(), _human(found))
+
+        run(ctx, action)
+
+    command.__doc__ = summary
+    decorated: Any = command
+    decorators: list[Callable[[Any], Any]] = [
+        click.argument("request_id", type=int),
+        click.option("--as", "operator", required=True, help=who),
+        _config,
+        click.pass_obj,
+    ]
+    for decorate in decorators:
+        decorated = decorate(decorated)
+    declassify_group.command(name)(decorated)
 
 
-@declassify_group.command("deny")
-@click.argument("request_id", type=int)
-@click.option("--as", "by", required=True, help="The operator refusing it.")
-@_config
-@click.pass_obj
-def declassify_deny(ctx: Context, request_id: int, by: str, config_path: str | None) -> None:
-    """Refuse pending request ID (nothing is written)."""
-    run(ctx, lambda: _decided(ctx, _open(ctx, config_path).deny_declassification(request_id, by)))
-
-
-def _decided(ctx: Context, found: Declassification) -> None:
-    ctx.emit(found.to_dict(), _human(found))
+_decision(
+    "approve",
+    "Perform pending request ID as a second operator (refused when it expired or was decided).",
+    "The approving operator (not the one who asked).",
+    lambda store: store.approve_declassification,
+)
+_decision(
+    "deny",
+    "Refuse pending request ID (nothing is written).",
+    "The operator refusing it.",
+    lambda store: store.deny_declassification,
+)
 
 
 @declassify_group.command("list")
