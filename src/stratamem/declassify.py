@@ -16,9 +16,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from .audit import AuditDraft
 from .errors import NotFound, PolicyBlocked, ValidationError
 from .labels import Label
+from .levels import Level
 from .models import Memory
+from .storage.records import SessionRecord
 from .storage.sql import declassification as sql
 from .validation import check_agent_id, check_content, check_id, check_key, check_text
 
@@ -120,6 +123,7 @@ class Declassifier:
         if order.approver is not None and order.approver == order.actor:
             raise _same_person(order.actor)
         now = self.store.now()
+        order = self._screened(order, now)  # a request too: refused now, not after a second operator's time
         if order.approver is None and self.require_approval:
             expires = now + self.ttl
             transactions = self.store.backend.transactions
@@ -150,7 +154,7 @@ class Declassifier:
             request_id,
             row.content_sha256,
         )
-        return self._perform(order, now)
+        return self._perform(self._screened(order, now), now)  # the rules in force when it is performed
 
     def deny(self, request_id: int, by: str, now: datetime | None) -> Declassification:
         request_id, by = _request_id(request_id), check_id(by, "operator")
@@ -197,22 +201,44 @@ class Declassifier:
         )
 
     def _perform(self, order: sql.Order, now: datetime) -> Declassification:
-        order = self._screened(order, now)
         memory, request_id = self.store.backend.declassify(order, now)
         return _with_memory(self._get(request_id), self.store.compartments.named(memory))
 
     def _screened(self, order: sql.Order, now: datetime) -> sql.Order:
-        """The policy gate's scanner over the text written at the lower label, as for an import."""
-        from .policy.gate import screen_import  # the policy package imports the store
+        """The policy gate over a replacement text, as over an imported memory (the scanner, then the
+        operator's default rules), judged as a write by the record's agent at the lower label. Anything
+        the scanner finds refuses the act (a quarantined text has no place below its label); a rule's
+        redaction is applied. One ``policy.decision`` operator event records the verdict, never the text."""
+        from .policy.engine import DEFAULT_POLICY  # the policy package imports the store
+        from .policy.gate import HOOK, MemoryWrite, judge, refusal, write_facts
 
         text = order.replacement
         if text is None:
             return order  # the content as it was: it passed the gate when it was saved
-        probe = Memory(
-            order.key, text, Label.parse(order.to_name).level, (), "", order.agent_id, None, now, now, ""
+        level = Label.parse(order.to_name).level
+        record = SessionRecord("", order.agent_id, level, (), level, now)
+        write = MemoryWrite(order.key, text)
+        facts = write_facts(record, DEFAULT_POLICY, write, path="declassify", origin="declassify")
+        verdict = judge(DEFAULT_POLICY, facts, write, name="declassify")
+        refused = verdict.blocked or bool(verdict.kinds)
+        detail = {"hook": HOOK.value, "write_path": "declassify", "kinds": list(verdict.kinds)}
+        self.store.audit(
+            AuditDraft(
+                "policy.decision",
+                agent_id=order.agent_id,
+                taint=Level.RESTRICTED,  # an operator act's event
+                keys=(order.key,),
+                outcome="blocked" if refused else "allowed",
+                detail=detail,
+            )
         )
-        screened = screen_import(self.store, [probe])
-        return order if screened[0].content == text else replace(order, replacement=screened[0].content)
+        if verdict.blocked:
+            raise refusal("declassify", verdict.decision)
+        if verdict.kinds:
+            raise PolicyBlocked(
+                f"declassification refused: the replacement text holds {', '.join(verdict.kinds)}; nothing was written"
+            )
+        return replace(order, replacement=verdict.applied(write).content)
 
     def _row(self, request_id: int, now: datetime) -> sql.RequestRow:
         return self.store.backend.transactions.operator(
