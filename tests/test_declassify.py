@@ -125,35 +125,16 @@ def test_a_missing_record_or_bad_input_is_refused(make_store):
     _nothing_written(store, _live_versions(store), 0)
 
 
-def test_a_poisoned_replacement_is_refused_by_the_scanner(make_store):
-    store = _hr_store(make_store)
+@pytest.mark.parametrize("require_approval", [False, True])  # a request is screened when it is made
+def test_a_poisoned_replacement_is_refused_by_the_scanner(make_store, require_approval):
+    store = _hr_store(make_store, require_approval=require_approval)
     before = _live_versions(store)
     with pytest.raises(PolicyBlocked):
-        store.declassify(
-            "main",
-            "salary",
-            "CONFIDENTIAL+HR",
-            "PUBLIC",
-            "why",
-            replacement=POISON,
-        )
+        store.declassify("main", "salary", "CONFIDENTIAL+HR", "PUBLIC", "why", replacement=POISON)
     _nothing_written(store, before, 0)
+    assert store.declassifications()[0] == []  # no request either
     [decision] = [e for e in store.audit_events() if e.detail.get("write_path") == "declassify"]
     assert decision.outcome == "blocked" and decision.session_id is None and decision.keys == ("salary",)
-
-
-def test_a_poisoned_replacement_is_refused_when_asked_under_the_rule(make_store):
-    store = _hr_store(make_store, require_approval=True)
-    with pytest.raises(PolicyBlocked):
-        store.declassify(
-            "main",
-            "salary",
-            "CONFIDENTIAL+HR",
-            "PUBLIC",
-            "why",
-            replacement=POISON,
-        )
-    assert store.declassifications()[0] == []
 
 
 # the two-person rule ------------------------------------------------------------------
