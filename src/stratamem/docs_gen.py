@@ -68,6 +68,7 @@ def configuration() -> str:
         "[principals]": server_config._PRINCIPAL_KEYS,
         "mcp": server_config._MCP_KEYS,
         "compartments": server_config._COMPARTMENTS_KEYS,
+        "declassify": server_config._DECLASSIFY_KEYS,
     }
     for section, keys in tables.items():
         name = section.strip("[]")

@@ -10,7 +10,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -20,6 +20,7 @@ import platformdirs
 from .audit import AuditDraft
 from .audit_anchor import AuditAnchor
 from .budget import resolve_max_answer_chars
+from .declassify import DEFAULT_APPROVAL_TTL, Ask, Declassification, Declassifier
 from .errors import StorageError, ValidationError
 from .labels import Label, compartment_set
 from .levels import Level
@@ -158,6 +159,8 @@ class Store:
         embedder: object = "default",
         max_batch: int = DEFAULT_MAX_BATCH,
         max_answer_chars: int | None = None,
+        require_approval: bool = False,
+        approval_ttl: timedelta | float = DEFAULT_APPROVAL_TTL,
     ) -> None:
         self.url = check_url(url or default_url())
         languages = _languages(languages)
@@ -217,6 +220,8 @@ class Store:
             self.backend = SQLiteBackend(path, self.analyzer, synchronous=_synchronous(synchronous))
         # the store's compartments: names the operator defined, the bit each holds in a label
         self.compartments = Registry(self.backend, self.now)
+        # declassification (``declassify.py``): with ``require_approval`` a second operator approves each
+        self.declassifier = Declassifier(self, require_approval, approval_ttl)
 
     def now(self) -> datetime:
         return self.clock()
@@ -285,6 +290,45 @@ class Store:
         return session_store.set_limits(self.backend, session_id, level, check_peers(peers), self.now())
 
     # operator actions -------------------------------------------------------
+    def declassify(
+        self,
+        agent_id: str,
+        key: str,
+        from_label: Label | str,
+        to_label: Label | str,
+        reason: str,
+        *,
+        actor: str = "operator",
+        approver: str | None = None,
+        replacement: str | None = None,
+    ) -> Declassification:
+        """Write a new version of ``key`` (live at exactly ``from_label``) at the strictly lower ``to_label``,
+        same lineage, the original kept; ``replacement`` is a redacted text to write instead of the content.
+        Audited as ``declassify``. With ``require_approval`` and no ``approver`` it is a pending request
+        (its ``id`` for :meth:`approve_declassification`). See ``stratamem.declassify``."""
+        return self.declassifier.declassify(
+            Ask(agent_id, key, from_label, to_label, reason, actor, approver, replacement)
+        )
+
+    def approve_declassification(
+        self, request_id: int, approver: str, now: datetime | None = None
+    ) -> Declassification:
+        """Perform a pending request, approved by an operator other than the one who asked."""
+        return self.declassifier.approve(request_id, approver, now)
+
+    def deny_declassification(
+        self, request_id: int, by: str, now: datetime | None = None
+    ) -> Declassification:
+        """Refuse a pending request."""
+        return self.declassifier.deny(request_id, by, now)
+
+    def declassifications(
+        self, status: str | None = None, *, limit: int = 100, before: int | None = None
+    ) -> tuple[list[Declassification], int | None]:
+        """Requests and downgrades performed, newest first (``status``: pending, done, denied, expired), one
+        page of at most ``limit`` and the ``before`` of the next page (None: the last page)."""
+        return self.declassifier.page(status, limit, before)
+
     def purge(self, before: datetime, agent_id: str | None = None) -> PurgeResult:
         """Hard-delete soft-deleted and expired records older than ``before``; returns how many (an int).
 

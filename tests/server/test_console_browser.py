@@ -475,3 +475,29 @@ def test_levels_never_wrap_inside_a_level_name(page, console_server):
     page.click("#tabs button[data-view=audit]")
     page.wait_for_selector("#audit tbody tr")
     assert broken_levels(page, "#audit") == []
+
+
+def test_declassify_from_the_page_and_see_it_in_the_register(page, console_server):
+    # last in this module: it adds an INTERNAL version of salary-band, which the views above do not expect
+    sign_in(page, console_server)
+    page.wait_for_selector("#memories tbody tr")
+    page.click("#tabs button[data-view=declassify]")
+    page.fill("#dc-agent", "main")
+    page.fill("#dc-key", "salary-band")
+    page.fill("#dc-from", "CONFIDENTIAL")
+    page.fill("#dc-to", "INTERNAL")
+    page.fill("#dc-reason", "bands are published to the team")
+    page.fill("#dc-replacement", "Senior band: see the HR wiki")
+    page.click("#declassify-form button[type=submit]")
+    page.wait_for_selector("#confirm:not([hidden])")
+    assert "salary-band" in page.text_content("#confirm-text")
+    page.click("#confirm-yes")
+    page.wait_for_selector("#declassify-result:has-text('Declassified')")
+    row = page.locator("#declassifications tbody tr").first
+    assert "done" in row.text_content() and "CONFIDENTIAL → INTERNAL" in row.text_content()
+    _, _, db = console_server
+    with sm.open_store(str(db)) as store:
+        reader = store.session("main", clearance="INTERNAL")
+        reader.escalate("INTERNAL", "check")
+        assert reader.get("salary-band").content == "Senior band: see the HR wiki"
+    assert page.dialogs == []

@@ -8,7 +8,7 @@ codes: 0 ok, 1 not found, 2 usage or validation, 3 storage, 4 policy.
 The root group and its global options are in ``root``; the commands, grouped by
 what they act on, register themselves on it: ``memory_commands`` (a session's
 memories), ``store_commands`` (the operator's whole-store operations),
-``audit_commands``, ``session_commands``, ``server_commands`` (serve, mcp,
+``audit_commands``, ``declassify_commands`` (the one way data moves down), ``session_commands``, ``server_commands`` (serve, mcp,
 config) and ``docs_command`` (where the documentation is). Importing this package registers them all.
 """
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 # Each command module is imported for the commands it registers on ``cli``.
 from . import (  # noqa: F401
     audit_commands,
+    declassify_commands,
     docs_command,
     memory_commands,
     server_commands,

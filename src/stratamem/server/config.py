@@ -76,7 +76,7 @@ MAX_WORKERS = 64
 DEFAULT_IDEMPOTENCY_HOURS = 24.0
 MAX_IDEMPOTENCY_HOURS = 24.0 * 365
 
-_SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention", "compartments"}
+_SECTIONS = {"server", "policy", "principals", "mcp", "turns", "retention", "compartments", "declassify"}
 _SERVER_KEYS = {
     "host",
     "port",
@@ -115,6 +115,7 @@ _MCP_KEYS = {
     "turns",
 }
 _COMPARTMENTS_KEYS = {"names"}
+_DECLASSIFY_KEYS = {"require_approval", "request_hours"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,27 @@ class PolicySettings:
             return DEFAULT_POLICY
         options: dict[str, Any] = {"scan_mode": self.scan_mode, "read_only": self.read_only}
         return Policy.from_file(self.rules, **options) if self.rules else Policy(**options)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclassifySettings:
+    """``[declassify]``: the two-person rule for declassification (``stratamem.declassify``) and how long a
+    request may wait for its second operator."""
+
+    require_approval: bool = False
+    request_hours: float = 24.0
+
+    def store_options(self) -> dict[str, Any]:
+        """The ``Store`` keywords these settings are."""
+        return {"require_approval": self.require_approval, "approval_ttl": self.request_hours * 3600.0}
+
+
+def _declassify(source: Path, data: dict[str, Any]) -> DeclassifySettings:
+    required = _typed(source, "declassify.require_approval", data.get("require_approval", False), bool)
+    hours = _typed(source, "declassify.request_hours", data.get("request_hours", 24.0), (int, float))
+    if not 0 < hours <= 24 * 366:
+        raise _fail(source, "declassify.request_hours must be more than 0 and at most a year")
+    return DeclassifySettings(required, float(hours))
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +175,7 @@ class ServerConfig:
     mcp: Mapping[str, Any] = field(default_factory=dict)
     turns: Mapping[str, Any] = field(default_factory=dict)  # checked here, resolved with the environment
     retention: Mapping[str, Any] = field(default_factory=dict)
+    declassify: DeclassifySettings = DeclassifySettings()
     source: Path | None = None
 
     def answer_chars(self, env: Mapping[str, str]) -> int:
@@ -385,6 +408,9 @@ def parse_config(text: str, source: Path) -> ServerConfig:
         mcp=mcp,
         turns=turns,
         retention=retention,
+        declassify=_declassify(
+            source, _table(source, data.get("declassify"), "declassify", _DECLASSIFY_KEYS)
+        ),
         source=source,
     )
 

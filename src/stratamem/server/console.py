@@ -20,7 +20,7 @@ import json
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from ..declassify import Declassification
 from ..errors import NotFound, PolicyBlocked, StratamemError, ValidationError
 from ..levels import Level
 from ..operator import OperatorView
@@ -91,6 +92,11 @@ QUERIES: dict[str, Spec] = {
     f"{C}/usage": dict.fromkeys(("agent", "since", "until"), _FILTER),
     f"{C}/graph": dict.fromkeys(("agent", "after"), _FILTER),
     f"{C}/graph/node": dict.fromkeys(("agent", "name"), _FILTER),
+    f"{C}/declassify": {
+        "status": Text(choices=("pending", "done", "denied", "expired")),
+        "limit": _PAGE,
+        "before": _BEFORE,
+    },
 }
 
 
@@ -136,6 +142,10 @@ class ConsoleApi:
             Route(f"{c}/usage", self.usage, methods=["GET"]),
             Route(f"{c}/graph", self.graph, methods=["GET"]),
             Route(f"{c}/graph/node", self.graph_node, methods=["GET"]),
+            Route(f"{c}/declassify", self.declassify, methods=["POST"]),
+            Route(f"{c}/declassify", self.declassifications, methods=["GET"]),
+            Route(f"{c}/declassify/{{request_id:int}}/approve", self.approve, methods=["POST"]),
+            Route(f"{c}/declassify/{{request_id:int}}/deny", self.deny, methods=["POST"]),
         ]
 
     # sign-in ------------------------------------------------------------------------------
@@ -393,3 +403,55 @@ class ConsoleApi:
         view = await self.view(request)
         read_query(request.query_params, QUERIES[f"{C}/graph/node"])
         return json_response(await blocking(extensions.graph_node, view, request.query_params))
+
+    # declassification (``stratamem.declassify``): the one way data moves down -------------------
+    async def _declassifying(self, request: Request) -> tuple[OperatorView, dict[str, Any]]:
+        """A console at RESTRICTED (a declassification reads and writes across labels) and a confirmed body;
+        the acting operator is the signed-in principal, so a second operator is a second sign-in."""
+        view = await self.view(request)
+        if view.clearance != Level.RESTRICTED:
+            raise PolicyBlocked(
+                "declassification moves records between labels; open the console at RESTRICTED"
+            )
+        body = await read_json(request, MAX_BODY_BYTES)
+        _confirmed(body)
+        return view, body
+
+    @endpoint
+    async def declassify(self, request: Request) -> Response:
+        view, body = await self._declassifying(request)
+        unknown = set(body) - {"agent", "key", "from", "to", "reason", "replacement", "confirm"}
+        if unknown:
+            raise ValidationError(
+                f"unknown field(s) {', '.join(sorted(unknown))}: an approval is a second operator's POST "
+                "/v1/console/declassify/{id}/approve"
+            )
+        args: list[Any] = [body.get(name) for name in ("agent", "key", "from", "to", "reason")]
+        found = await blocking(
+            lambda: self.state.store.declassify(*args, actor=view.actor, replacement=body.get("replacement"))
+        )
+        return json_response(found.to_dict(), 201)
+
+    @endpoint
+    async def approve(self, request: Request) -> Response:
+        """Perform a pending request: the signed-in operator is the approver (not the one who asked)."""
+        return await self._decide(request, self.state.store.approve_declassification)
+
+    @endpoint
+    async def deny(self, request: Request) -> Response:
+        return await self._decide(request, self.state.store.deny_declassification)
+
+    async def _decide(self, request: Request, decide: Callable[[int, str], Declassification]) -> Response:
+        view, _ = await self._declassifying(request)
+        found = await blocking(decide, request.path_params["request_id"], view.actor)
+        return json_response(found.to_dict())
+
+    @endpoint
+    async def declassifications(self, request: Request) -> Response:
+        view = await self.view(request)
+        if view.clearance != Level.RESTRICTED:
+            raise PolicyBlocked("the declassification register is read at RESTRICTED; open the console there")
+        q = _query(request, f"{C}/declassify")
+        page = self.state.store.declassifications
+        found, more = await blocking(lambda: page(q["status"], limit=q["limit"], before=q["before"] or None))
+        return json_response({"declassifications": [f.to_dict() for f in found], "next_before": more})

@@ -24,6 +24,7 @@ CONSOLE_HEADER = {
 }
 AGENT = _path("agent", "An agent id")
 REF = _path("ref", "A record's ref from a memories page")
+REQUEST = _path("request_id", "A declassification request's id")
 C = "/v1/console"
 
 
@@ -160,6 +161,30 @@ def console_paths() -> dict[str, Any]:
         },
         f"{c}/audit/verify": {"post": _view("Verify the audit hash chain")},
         f"{c}/purge": {"post": _action("Purge old soft-deleted and expired records (console at RESTRICTED)")},
+        f"{c}/declassify": {
+            "post": _action(
+                "Declassify a record: a new version at a lower label (body: agent, key, from, to, reason, "
+                "replacement; console at RESTRICTED; a pending request under the two-person rule)"
+            ),
+            "get": _view(
+                "The declassification register, newest first (console at RESTRICTED)",
+                [
+                    _query("status", QUERIES[f"{C}/declassify"]["status"].schema(), "Only this state"),
+                    _query("limit", QUERIES[f"{C}/declassify"]["limit"].schema(), "Entries per page"),
+                    _query(
+                        "before",
+                        QUERIES[f"{C}/declassify"]["before"].schema(),
+                        "The previous page's next_before",
+                    ),
+                ],
+            ),
+        },
+        f"{c}/declassify/{{request_id}}/approve": {
+            "post": _action("Approve a pending declassification as a second operator", [REQUEST])
+        },
+        f"{c}/declassify/{{request_id}}/deny": {
+            "post": _action("Refuse a pending declassification", [REQUEST])
+        },
         f"{c}/usage": {
             "get": _view(
                 "Cost and tokens per day and model, when the store has a usage ledger",

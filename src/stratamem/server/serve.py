@@ -188,6 +188,7 @@ def serve(
     store_options: dict[str, Any] = {
         "retention": turns.retention,
         "max_answer_chars": config.answer_chars(os.environ),
+        **config.declassify.store_options(),
     }
     store = Store(db, **store_options)
     pool: ToolWorkers | None = None

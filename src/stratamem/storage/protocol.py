@@ -27,6 +27,7 @@ from ..paging import ListQuery, Page
 from ..scope import OWN, Conversations
 from ..text import Analyzer
 from .records import MemoryDraft, SearchRequest, SessionRecord, SessionRequest
+from .sql.declassification import Order
 from .sql.transcripts import TranscriptMessage, UsageRecord
 
 if TYPE_CHECKING:
@@ -143,6 +144,10 @@ class Backend(Protocol):
     # the operator console: restoring a soft-deleted version (row ``ref``) at or below ``clearance``
     # (its reads are bodies of ``sql/console.py`` run in a read-only ``transactions.operator`` snapshot)
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory: ...
+
+    # declassification: a new version at a lower label through the engine's own version writing, its
+    # register row and audit event in one operator transaction (``sql/declassification.declassify_body``)
+    def declassify(self, order: Order, now: datetime) -> tuple[Memory, int]: ...
 
     # whole-store copy (migration between backends): the rows that are the
     # store's truth, as (table, row-dict) pairs; derived indexes are rebuilt.

@@ -36,6 +36,7 @@ OPERATIONS = frozenset(
         "export",
         "import_memories",
         "restore_deleted",
+        "declassify",
         "dump",
         "restore",
     }

@@ -45,6 +45,7 @@ from ...private import make_private_dirs
 from ...scope import OWN, Conversations
 from ...text import Analyzer
 from ..records import MemoryDraft, SearchRequest, SessionRecord, SessionRequest
+from ..sql.declassification import Order
 from ..sql.transcripts import (
     TranscriptMessage,
     UsageRecord,
@@ -230,6 +231,10 @@ class MarkdownBackend:
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         with _Writing(self):  # a memory comes back: its file is written like any save's
             return self.db.restore_deleted(ref, clearance, actor, now)
+
+    def declassify(self, order: Order, now: datetime) -> tuple[Memory, int]:
+        with _Writing(self):  # the new version's file is written like any save's
+            return self.db.declassify(order, now)
 
     # the knowledge graph: the sidecar's graph, hand edits applied first (no file holds it)
     @property

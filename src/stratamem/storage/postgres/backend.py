@@ -53,7 +53,7 @@ from ...text import ANALYZER_VERSION, Analyzer
 from .. import turn_store
 from ..protocol import T
 from ..records import MemoryDraft, SearchRequest, SessionRecord, SessionRequest, import_events, purge_event
-from ..sql import deletion, graph_write, listing, sessions
+from ..sql import declassification, deletion, graph_write, listing, sessions
 from ..sql.audit_group import GroupAppender
 from ..sql.dialect import POSTGRES
 from ..sql.graph_read import GraphConn
@@ -504,6 +504,9 @@ class PostgresBackend:
 
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         return self.operator(now, lambda tx: deletion.restore_body(tx, self._versions, ref, clearance, actor))
+
+    def declassify(self, order: declassification.Order, now: datetime) -> tuple[Memory, int]:
+        return self.operator(now, lambda tx: declassification.declassify_body(tx, self._versions, order))
 
     def export(self, agent_id: str | None, now: datetime) -> Iterator[Memory]:
         return listing.exported(self, agent_id, now)

@@ -389,6 +389,10 @@ class Versions:
         postings = postings_statements([(mem_id, agent, level, terms, length)], counts)
         counts.apply(conn, *postings, stats.statement(), refresh_statement([(agent, key)]))
 
+    def write(self, conn: psycopg.Connection, memory: Memory, now_us: int) -> Memory:
+        """One version written as an import writes it (``sql.declassification.Writer``)."""
+        return write_versions(conn, self.analyzer, [memory], keep_created=False, now_us=now_us)[0]
+
 
 def reindex(conn: psycopg.Connection, analyzer: Analyzer) -> None:
     """Rebuild postings, statistics and shadowing flags from the live versions (operator transaction)."""

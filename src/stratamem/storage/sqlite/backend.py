@@ -44,7 +44,7 @@ from ..records import (
     purge_event,
     save_event,
 )
-from ..sql import deletion, graph_write, listing, sessions
+from ..sql import declassification, deletion, graph_write, listing, sessions
 from ..sql.audit_group import GroupAppender
 from ..sql.dialect import SQLITE as DIALECT
 from ..sql.graph_read import GraphConn
@@ -463,6 +463,9 @@ class SQLiteBackend:
 
     def restore_deleted(self, ref: int, clearance: Level, actor: str, now: datetime) -> Memory:
         return self.operator(now, lambda tx: deletion.restore_body(tx, self._versions, ref, clearance, actor))
+
+    def declassify(self, order: declassification.Order, now: datetime) -> tuple[Memory, int]:
+        return self.operator(now, lambda tx: declassification.declassify_body(tx, self._versions, order))
 
     # ------------------------------------------------------------------ whole-store copy (``copy``)
 

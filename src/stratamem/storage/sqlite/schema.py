@@ -354,6 +354,19 @@ def _compartments(conn: sqlite3.Connection) -> None:
     )
 
 
+def _declassify_requests(conn: sqlite3.Connection) -> None:
+    """The register of declassifications, requested and performed (``storage/sql/declassification.py``)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS declassify_requests (id INTEGER PRIMARY KEY, agent_id TEXT NOT NULL, "
+        "key TEXT NOT NULL, from_level INTEGER NOT NULL, to_level INTEGER NOT NULL, reason TEXT NOT NULL, "
+        "replacement TEXT, content_sha256 TEXT NOT NULL, actor TEXT NOT NULL, approver TEXT, "
+        "status TEXT NOT NULL, created_us INTEGER NOT NULL, expires_us INTEGER, decided_us INTEGER)"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS declassify_requests_status ON declassify_requests(status, expires_us)"
+    )
+
+
 MIGRATIONS: Sequence[tuple[int, Step]] = (
     (1, _release_schema),
     (2, _release_schema),  # completes a store a development build before 0.1.0 recorded as version 1
@@ -365,6 +378,7 @@ MIGRATIONS: Sequence[tuple[int, Step]] = (
     (8, _occurred_and_context),
     (9, _server_state),
     (10, _compartments),
+    (11, _declassify_requests),
 )
 LATEST = MIGRATIONS[-1][0]
 

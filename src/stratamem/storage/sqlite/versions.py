@@ -150,6 +150,11 @@ class Versions:
         stats_add(conn, agent, level, 1, length)
         refresh_shadowable(conn, agent, key)
 
+    def write(self, conn: sqlite3.Connection, memory: Memory, now_us: int) -> Memory:
+        """One version written as an import writes it (``sql.declassification.Writer``)."""
+        terms, length = self.analyzer.document_terms(memory.key, memory.content, memory.tags)
+        return write_version(conn, self.analyzer, memory, terms, length, False, now_us)
+
 
 def reindex(conn: sqlite3.Connection, analyzer: Analyzer) -> None:
     """Re-stem every live memory (the store's languages or the analyzer changed, or a restore)."""

@@ -569,4 +569,48 @@
       $("export-result").textContent = "Exported " + blob.size + " bytes.";
     })();
   });
+
+  // declassification: the register (pending requests first to act on) and the act itself -------------------------
+  let declassifyNext = null;
+  function declassifyRow(d) {
+    const decide = (verb) => el("button", { type: "button", on: { click: guarded(async () => {
+      if (!(await confirmAction(verb + " declassification " + d.id + " of " + JSON.stringify(d.key) + " (" + d.from + " → " + d.to + ")?"))) return;
+      await api("POST", "/v1/console/declassify/" + d.id + "/" + verb.toLowerCase(), { confirm: true });
+      await loadDeclassifications(false);
+    }) } }, verb);
+    return el("tr", { data: { id: String(d.id) } },
+      el("td", {}, String(d.id)), el("td", {}, d.status), el("td", { class: "mono" }, d.agent_id),
+      el("td", { class: "mono" }, d.key), el("td", { class: "mono" }, d.from + " → " + d.to), el("td", {}, d.reason),
+      el("td", { class: "mono" }, d.actor), el("td", { class: "mono" }, d.approver || ""),
+      el("td", { class: "time" }, when(d.created_at)), el("td", { class: "time" }, when(d.expires_at)),
+      el("td", {}, d.status === "pending" ? decide("Approve") : null, d.status === "pending" ? decide("Deny") : null));
+  }
+  async function loadDeclassifications(more) {
+    const status = $("dc-pending").checked ? "pending" : null;
+    const page = await api("GET", "/v1/console/declassify" + qs({ status, before: more ? declassifyNext : null }));
+    const body = $("declassifications").tBodies[0];
+    if (!more) clear(body);
+    for (const d of page.declassifications) body.append(declassifyRow(d));
+    declassifyNext = page.next_before;
+    $("declassifications-more").hidden = !page.next_before;
+  }
+  loaders.declassify = () => loadDeclassifications(false);
+  $("declassifications-more").addEventListener("click", guarded(() => loadDeclassifications(true)));
+  $("dc-pending").addEventListener("change", guarded(() => loadDeclassifications(false)));
+  $("declassify-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    guarded(async () => {
+      const order = { agent: $("dc-agent").value.trim(), key: $("dc-key").value, from: $("dc-from").value.trim(),
+                      to: $("dc-to").value.trim(), reason: $("dc-reason").value, confirm: true };
+      const redacted = $("dc-replacement").value;
+      if (redacted) order.replacement = redacted;
+      const what = redacted ? "a redacted text of " : "the content of ";
+      if (!(await confirmAction("Write " + what + JSON.stringify(order.key) + " of agent " + order.agent + " at " + order.to + " (now " + order.from + ")?"))) return;
+      const done = await api("POST", "/v1/console/declassify", order);
+      $("declassify-result").textContent = done.status === "pending"
+        ? "Request " + done.id + " waits for another operator's approval (until " + when(done.expires_at) + ")."
+        : "Declassified: request " + done.id + ", content hash " + done.content_sha256 + ".";
+      await loadDeclassifications(false);
+    })();
+  });
 })();
