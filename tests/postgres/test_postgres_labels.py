@@ -152,3 +152,25 @@ def test_a_store_at_version_13_upgrades_in_place_and_then_holds_compartments(mon
         assert resumed.get("one").content == "a single save under version 13"
         assert hr.get("one").content == "hr's own" and hr.get("one").compartments == {"HR"}
         assert store.verify_audit() is None
+
+
+def test_the_graphs_anchor_flag_compares_labels_not_integers():
+    """An observation at PUBLIC+FINANCE whose node's only live version is PUBLIC+HR is orphaned: PUBLIC+HR (4)
+    is a smaller integer than PUBLIC+FINANCE (8) but not below it (``sm_graph_refresh`` of version 16)."""
+    store = open_pg()
+    store.define_compartments("HR", "FINANCE")
+    plain = store.session("main", clearance="PUBLIC")
+    hr = store.session("main", clearance="PUBLIC+HR")
+    hr.enter("HR", "need to know")
+    fin = store.session("main", clearance="PUBLIC+FINANCE")
+    fin.enter("FINANCE", "need to know")
+    plain.graph.capture("Erin", "person", content="on the staff list")
+    fin.graph.add_observations([("Erin", ["finance note"])])
+    hr.graph.capture("Erin", "person", content="hr file")
+    plain.graph.delete_nodes(["Erin"])
+    with superuser() as su:
+        (anchored,) = su.execute(
+            f"SELECT anchored FROM {schema_of(store)}.graph_observations WHERE text = 'finance note'"
+        ).fetchone()
+    assert anchored == 0
+    store.close()

@@ -112,3 +112,15 @@ def statements(operator: str, write: str, audit_write: str) -> list[str]:
         save.SM_SAVE,
         save.SM_SAVE_ONE,
     ]
+
+
+# Version 16: the graph's anchored flag compares LABELS (an observation is anchored by a node whose label is
+# within its own: level not above and no compartment outside), as ``graph_write.REFRESH_SQL`` does on SQLite;
+# the integer order alone would count a PUBLIC+HR node as below a PUBLIC+FINANCE observation. Frozen text.
+GRAPH_REFRESH = [
+    """CREATE OR REPLACE FUNCTION sm_graph_refresh(p_agent text, p_name text) RETURNS void
+       LANGUAGE sql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+         UPDATE graph_nodes SET multi = CASE WHEN (SELECT count(*) FROM graph_nodes h WHERE h.agent_id = p_agent AND h.name = p_name AND h.deleted_us IS NULL) > 1 THEN 1 ELSE 0 END WHERE agent_id = p_agent AND name = p_name AND deleted_us IS NULL AND (sm_operator() OR p_agent = sm_agent());
+         UPDATE graph_observations SET anchored = CASE WHEN EXISTS (SELECT 1 FROM graph_nodes x WHERE x.agent_id = p_agent AND x.name = p_name AND (x.level <= graph_observations.level AND (x.level & 3) <= (graph_observations.level & 3) AND (x.level & ~(graph_observations.level) & 9223372036854775804) = 0) AND x.deleted_us IS NULL) THEN 1 ELSE 0 END WHERE agent_id = p_agent AND name = p_name AND deleted_us IS NULL AND (sm_operator() OR p_agent = sm_agent())
+       $$""",
+]

@@ -512,5 +512,6 @@ MIGRATIONS: list[Migration] = [
     Migration(13, "server state", V13),
     Migration(14, "labels and compartments", V14),
     Migration(15, "declassification requests", V15),
+    Migration(16, "graph anchors by label", label_policies.GRAPH_REFRESH),
 ]
 LATEST = MIGRATIONS[-1].version
