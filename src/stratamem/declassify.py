@@ -248,6 +248,10 @@ class Declassifier:
     def _get(self, request_id: int) -> Declassification:
         return self._named(self._row(request_id, self.store.now()))
 
+    def request(self, request_id: object) -> Declassification:
+        """One row of the register (NOT_FOUND when there is none)."""
+        return self._get(_request_id(request_id))
+
     def _named(self, row: sql.RequestRow) -> Declassification:
         names = self.store.compartments
         return Declassification(

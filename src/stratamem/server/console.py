@@ -30,6 +30,7 @@ from starlette.routing import Route
 
 from ..declassify import Declassification
 from ..errors import NotFound, PolicyBlocked, StratamemError, ValidationError
+from ..labels import Label, reads
 from ..levels import Level
 from ..operator import OperatorView
 from ..storage import server_state
@@ -173,7 +174,7 @@ class ConsoleApi:
         with self._views_lock:
             view = self._views.get(key)
         if view is None:
-            clearance = Level.parse(json.loads(entry.payload)["clearance"])
+            clearance = Label.parse(json.loads(entry.payload)["clearance"])
             view = OperatorView(self.state.store, clearance, principal.name)
         self._keep(key, view)
         return view
@@ -196,11 +197,11 @@ class ConsoleApi:
     async def open(self, request: Request) -> Response:
         principal = self._operator(request)
         body = await read_json(request, MAX_BODY_BYTES)
-        clearance = Level.parse(body.get("clearance", principal.clearance.name))
-        if clearance > principal.clearance:
-            raise PolicyBlocked(
-                f"clearance {clearance.name} is above this token's clearance {principal.clearance.name}"
-            )
+        # a label ("RESTRICTED+HR"): the console sees records within it; never beyond the token's own label
+        most = Label(principal.clearance, principal.compartments)
+        clearance = Label.parse(body.get("clearance", most.name))
+        if not clearance <= most:
+            raise PolicyBlocked(f"clearance {clearance.name} is above this token's clearance {most.name}")
         view = await blocking(OperatorView.open, self.state.store, clearance, principal.name)
         console_id = secrets.token_urlsafe(24)
         now = self.state.store.now()
@@ -214,7 +215,7 @@ class ConsoleApi:
                 "console": console_id,
                 "principal": principal.name,
                 "clearance": clearance.name,
-                "max_clearance": principal.clearance.name,
+                "max_clearance": most.name,
                 "expires_at": expires.isoformat(),
                 "features": extensions.features(self.state.store),
             },
@@ -427,6 +428,7 @@ class ConsoleApi:
                 "/v1/console/declassify/{id}/approve"
             )
         args: list[Any] = [body.get(name) for name in ("agent", "key", "from", "to", "reason")]
+        self._within(view, Label.parse(body.get("from")))
         found = await blocking(
             lambda: self.state.store.declassify(*args, actor=view.actor, replacement=body.get("replacement"))
         )
@@ -443,8 +445,17 @@ class ConsoleApi:
 
     async def _decide(self, request: Request, decide: Callable[[int, str], Declassification]) -> Response:
         view, _ = await self._declassifying(request)
-        found = await blocking(decide, request.path_params["request_id"], view.actor)
+        request_id = request.path_params["request_id"]
+        asked = await blocking(self.state.store.declassifier.request, request_id)
+        self._within(view, asked.from_label)
+        found = await blocking(decide, request_id, view.actor)
         return json_response(found.to_dict())
+
+    def _within(self, view: OperatorView, label: Label) -> None:
+        """A console acts on records within its own label only: one opened without a record's compartment
+        may not move that record (NOT_FOUND, as for a record it cannot see)."""
+        if not reads(view.clearance_code, self.state.store.compartments.encode(label)):
+            raise NotFound(f"no record within {view.label.name} at {label.name}")
 
     @endpoint
     async def declassifications(self, request: Request) -> Response:
@@ -454,4 +465,7 @@ class ConsoleApi:
         q = _query(request, f"{C}/declassify")
         page = self.state.store.declassifications
         found, more = await blocking(lambda: page(q["status"], limit=q["limit"], before=q["before"] or None))
-        return json_response({"declassifications": [f.to_dict() for f in found], "next_before": more})
+        # a page holds only rows within the console's label (a page may be short; the cursor still moves on)
+        encode = self.state.store.compartments.encode
+        shown = [f for f in found if reads(view.clearance_code, encode(f.from_label))]
+        return json_response({"declassifications": [f.to_dict() for f in shown], "next_before": more})
