@@ -135,6 +135,15 @@ def test_need_to_know_end_to_end(served):
         public_sid = _session(public)
         assert _get(public, public_sid, "case-114")["found"] is False
 
+        # the audit API: a token sees its own sessions' events within its label, compartments included
+        def audited(client: httpx2.Client) -> set[str]:
+            answer = client.get("/v1/audit", params={"limit": 200})
+            assert answer.status_code == 200, answer.text
+            return {key for event in answer.json()["events"] for key in event["keys"]}
+
+        assert "case-114" in audited(hr) and "forecast" in audited(finance)
+        assert "case-114" not in audited(finance)
+
     # an agent token cannot declassify (no console for it, nor an agent route)
     order = {
         "agent": "hr",

@@ -23,6 +23,7 @@ from starlette.routing import Route
 
 from .. import shapes, strict_json
 from ..errors import NotFound, StratamemError, ValidationError
+from ..labels import Label
 from ..levels import Level
 from ..paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from ..policy.redact import scrubbed_logger
@@ -357,7 +358,7 @@ class RestApi:
         events, more = await blocking(
             self.state.store.audit_page,
             q["limit"],
-            principal.clearance,
+            Label(principal.clearance, principal.compartments),  # events within the token's own label
             q["lineage"],
             owner=owner,
             after=q["after"],
