@@ -303,3 +303,28 @@ def test_session_list_reads_clearance_as_a_label(world) -> None:
     plain, hr = listed("RESTRICTED"), listed("RESTRICTED+HR")
     assert s["plain"].id in plain and s["hr"].id not in plain and s["finance"].id not in plain
     assert {s["hr"].id, s["cover"].id, s["plain"].id} <= hr and s["finance"].id not in hr
+
+
+def test_turn_export_and_import_keep_labels(world, tmp_path) -> None:
+    """Exported transcript and usage lines name their compartments; an import encodes them through the
+    importing store (other bits there) and refuses, whole, a compartment it does not define."""
+    from stratamem.turn.transfer import parse_turn_record
+
+    store, s, _ = world
+    Transcript(s["hr"]).append(Message("user", "the salary case"))
+    CostLedger(s["hr"]).record("model-x", 10, 5)
+    lines = [r.to_dict() for r in store.export_turns()]
+    assert {tuple(line.get("compartments", ())) for line in lines} == {("HR",)}
+    records = [parse_turn_record(json.loads(json.dumps(line))) for line in lines]
+
+    other = sm.open_store(str(tmp_path / "other.db"))
+    other.define_compartments("LEGAL", "HR")  # HR on another bit than the source's
+    assert other.import_turns(records) == 2
+    (message,) = [r for r in other.export_turns() if r.to_dict()["record"] == "message"]
+    assert message.compartments == {"HR"} and message.label_code == int(Level.CONFIDENTIAL) | (1 << 3)
+    bare = sm.open_store(str(tmp_path / "bare.db"))
+    with pytest.raises(sm.ValidationError, match="HR"):
+        bare.import_turns(records)
+    assert list(bare.export_turns()) == []
+    other.close()
+    bare.close()

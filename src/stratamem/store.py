@@ -40,6 +40,8 @@ from .text import Analyzer
 from .turn.retention import Retention
 from .validation import DEFAULT_MAX_CONTENT_BYTES, check_agent_id, check_id, check_peers, check_time
 
+TurnRecord = TranscriptMessage | UsageRecord
+
 if TYPE_CHECKING:
     from .policy.engine import Policy
     from .turn.observe import Observer
@@ -358,10 +360,21 @@ class Store:
     # the turn's records (operator side; sessions read through ``stratamem.turn``) --------
     def export_turns(self, agent_id: str | None = None) -> Iterator[TranscriptMessage | UsageRecord]:
         """Every transcript message and usage record (of one agent), for JSON Lines export."""
-        return turn_store.export_turns(self.backend, agent_id, self.now())
+        names = self.compartments.names_of
+        records = turn_store.export_turns(self.backend, agent_id, self.now())  # the event is recorded now
+        return iter(
+            [r if r.label_code < 4 else replace(r, compartments=names(r.label_code)) for r in records]
+        )
 
     def import_turns(self, records: Iterable[TranscriptMessage | UsageRecord]) -> int:
-        return turn_store.import_turns(self.backend, records, self.now())
+        return turn_store.import_turns(self.backend, [self.labelled_turn(r) for r in records], self.now())
+
+    def labelled_turn(self, record: TurnRecord) -> TurnRecord:
+        """A transcript or usage record with the stored integer of its label (``labelled``'s rule)."""
+        if not record.compartments and record.label_code >= 4:
+            raise ValidationError("a transcript record holds a label whose compartments are not named")
+        code = self.compartments.encode(Label(record.level, record.compartments))
+        return record if code == record.label_code else replace(record, label_code=code)
 
     def usage(
         self,
@@ -405,7 +418,7 @@ class Store:
             from .policy.gate import screen_import
 
             memories = screen_import(self, memories, policy, progress=progress)
-        count = self.backend.import_memories(memories, self.now(), list(turns))
+        count = self.backend.import_memories(memories, self.now(), [self.labelled_turn(t) for t in turns])
         if progress is not None:
             progress(count, count)
         return count

@@ -74,6 +74,8 @@ def test_record_has_no_content_fields() -> None:
         "agent_id",
         "level",
         "time",
+        "label_code",
+        "compartments",
     }
 
 

@@ -15,6 +15,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..errors import ValidationError
+from ..labels import compartment_set
 from ..levels import Level
 from ..storage.sql.transcripts import TranscriptMessage, UsageRecord
 from ..validation import check_agent_id, parse_time
@@ -45,6 +46,15 @@ def _time(value: object, field: str) -> datetime:
     return parse_time(value, field, naive_is_utc=False)
 
 
+def _names(value: object) -> list[object]:
+    """A line's ``compartments``: absent, or a list of names (checked by ``labels.compartment_set``)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationError("compartments must be a list of names")
+    return value
+
+
 def parse_turn_record(data: dict[str, Any]) -> TranscriptMessage | UsageRecord:
     """One decoded line with a ``record`` field to a message or usage record."""
     kind = data.get("record")
@@ -53,6 +63,7 @@ def parse_turn_record(data: dict[str, Any]) -> TranscriptMessage | UsageRecord:
     session_id = _text(data, "session_id") or ""
     agent = check_agent_id(data.get("agent_id"))
     level = Level.parse(data.get("level"))
+    compartments = compartment_set(_names(data.get("compartments")))
     if kind == "usage":
         try:
             cost = Decimal(str(data.get("cost_usd")))
@@ -70,6 +81,7 @@ def parse_turn_record(data: dict[str, Any]) -> TranscriptMessage | UsageRecord:
             _count(data, "cached_input_tokens"),
             cost,
             _time(data.get("time"), "time"),
+            compartments=compartments,
         )
     role = data.get("role")
     if role not in _ROLES:
@@ -97,4 +109,5 @@ def parse_turn_record(data: dict[str, Any]) -> TranscriptMessage | UsageRecord:
         tool_call_id=_text(data, "tool_call_id", optional=True),
         origin=_text(data, "origin", optional=True),
         created_at=_time(data.get("created_at"), "created_at"),
+        compartments=compartments,
     )

@@ -73,10 +73,18 @@ class TranscriptMessage:
     origin: str | None
     created_at: datetime
     row_id: int = 0  # for the writer's own bookkeeping (turn ids); never shown across levels
+    #: the label as stored (``stratamem.labels``; -1 given: the level alone) and its compartments' names
+    #: (given by the store that names them: an export, an import line)
+    label_code: int = -1
+    compartments: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.label_code < 0:
+            object.__setattr__(self, "label_code", int(self.level))
 
     def to_dict(self) -> dict[str, Any]:
         """The export line (``"record": "message"``) and the REST shape."""
-        return {
+        return _labelled(self.compartments) | {
             "record": "message",
             "position": self.position,
             "session_id": self.session_id,
@@ -89,6 +97,11 @@ class TranscriptMessage:
             "origin": self.origin,
             "created_at": self.created_at.isoformat(),
         }
+
+
+def _labelled(compartments: frozenset[str]) -> dict[str, Any]:
+    """A record's ``compartments`` field, only when it has any (lines of stores without them unchanged)."""
+    return {"compartments": sorted(compartments)} if compartments else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,9 +198,15 @@ class UsageRecord:
     cached_input_tokens: int
     cost_usd: Decimal
     time: datetime
+    label_code: int = -1  # as ``TranscriptMessage``'s
+    compartments: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.label_code < 0:
+            object.__setattr__(self, "label_code", int(self.level))
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return _labelled(self.compartments) | {
             "record": "usage",
             "session_id": self.session_id,
             "agent_id": self.agent_id,
@@ -216,6 +235,7 @@ def row_to_message(row: Sequence[Any], position: int) -> TranscriptMessage:
         origin,
         from_us(created),
         row_id,
+        int(level),
     )
 
 
@@ -231,7 +251,7 @@ def positioned(rows: Iterable[Sequence[Any]]) -> Iterator[TranscriptMessage]:
 def row_to_usage(row: Sequence[Any]) -> UsageRecord:
     _id, session, agent, level, model, fresh, output, cached, cost, at = row
     return UsageRecord(
-        session, agent, level_of(level), model, fresh, output, cached, Decimal(cost), from_us(at)
+        session, agent, level_of(level), model, fresh, output, cached, Decimal(cost), from_us(at), int(level)
     )
 
 
@@ -489,7 +509,7 @@ def insert_rows(conn: Any, dialect: Dialect, records: Iterable[TranscriptMessage
             row: tuple[Any, ...] = (
                 r.session_id,
                 r.agent_id,
-                int(r.level),
+                r.label_code,
                 r.role,
                 r.content,
                 r.tool_calls,
@@ -502,7 +522,7 @@ def insert_rows(conn: Any, dialect: Dialect, records: Iterable[TranscriptMessage
             row = (
                 r.session_id,
                 r.agent_id,
-                int(r.level),
+                r.label_code,
                 r.model,
                 r.input_tokens,
                 r.output_tokens,
