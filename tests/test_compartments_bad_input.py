@@ -48,18 +48,22 @@ def place(tmp_path):
 
 def state(store: sm.Store, path) -> dict:
     """Everything a refusal must leave as it was: every table's rows (the audit log and its head apart),
-    the registry, the log's events, the export (read last: an export is itself an audited operator act)."""
+    the registry, the log's events, the export (read last: an export is itself an audited operator act).
+
+    The log is read from its table: ``Store.audit_events`` does not list events under compartment labels
+    yet, and a refused ``enter`` is recorded under one."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         rows = {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"'))) for t in tables if t != "audit"}
         rows["meta"] = [r for r in rows["meta"] if "audit_head" not in r]
+        audit = conn.execute("SELECT seq, operation, outcome, hash FROM audit ORDER BY seq").fetchall()
     finally:
         conn.close()
     return {
         "rows": rows,
         "compartments": store.compartments.current(fresh=True).names,
-        "audit": [(e.seq, e.operation, e.outcome, e.hash) for e in store.audit_events()],
+        "audit": audit,
         "export": [m.to_dict() for m in store.export()],
     }
 
@@ -124,6 +128,16 @@ def test_entering_a_compartment_outside_the_clearance_is_refused_like_a_level_ab
     )
     assert (error.code, error.message) == expected
     assert session.label == Label(sm.Level.PUBLIC)
+
+
+@pytest.mark.parametrize("name", ["FIN", " fin "])
+def test_a_refused_enter_of_a_defined_compartment_is_audited_like_a_refused_escalation(place, name):
+    """An operator sees a session ask for a compartment outside its clearance as it sees one ask for a
+    level above it: one ``escalate`` event, outcome ``refused``."""
+    session = cleared(place[0])
+    assert_refused(
+        place, lambda s: session.enter(name, "probe"), ClearanceError, "POLICY_BLOCKED", audited=True
+    )
 
 
 # ---------------------------------------------------------------------------- too many
