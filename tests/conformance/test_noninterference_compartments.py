@@ -28,7 +28,7 @@ from test_graph_noninterference import _ops as graph_ops
 from test_graph_noninterference import text as graph_text
 from test_noninterference import HIDDEN_KEYS, KEYS, OWN, PEER, WORDS, World, assert_noninterference, saved
 
-from stratamem import Level, NotFound
+from stratamem import Level, NotFound, tools
 from stratamem.labels import Label, reads
 from stratamem.turn.context import ContextConfig
 from stratamem.turn.recall import recall_block
@@ -207,6 +207,8 @@ class LabelWorld(World):
             )
             block = recall_block(o, q, "interactive", ContextConfig(), self.clock.now)
             out.append(("recall", q, block))
+            out.append(("tool", q, tools.execute(o, "memory_search", {"query": q, "max_results": 5})))
+        out.append(("tool list", tools.execute(o, "memory_list", {"limit": 2})))
         for k in HIDDEN_KEYS:
             try:
                 o.delete(k)
