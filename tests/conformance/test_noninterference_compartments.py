@@ -18,6 +18,9 @@ The graph is tested the same way once its storage stores and reads labels (``GRA
 
 from __future__ import annotations
 
+import functools
+import tempfile
+
 import pytest
 from conftest import BACKENDS, FakeClock, fresh_store
 from hypothesis import HealthCheck, given, settings
@@ -58,6 +61,33 @@ def on_backends() -> list:
         pytest.param(b, marks=pytest.mark.xfail(strict=False, reason=UNLABELLED[b])) if b in UNLABELLED else b
         for b in BACKENDS
     ]
+
+
+@functools.cache
+def stores_labels(backend: str) -> bool:
+    """Whether ``backend`` keeps a record's compartments: a record under one is read back with it and is
+    not read by a session outside it."""
+    with tempfile.TemporaryDirectory() as place:
+        store = None
+        try:
+            store = fresh_store(backend, place)
+            store.define_compartments("HR")
+            writer = store.session("a", compartments={"HR"})
+            writer.enter("HR", "probe")
+            saved_label = writer.save("k", "v").label
+            return saved_label.compartments == {"HR"} and store.session("a").get("k") is None
+        except Exception:  # noqa: BLE001 - any failure means: not yet
+            return False
+        finally:
+            if store is not None:
+                store.close()
+
+
+def require_labels(backend: str) -> None:
+    """End a run on a backend that does not store labels yet at once, as the expected failure it is
+    marked (rather than letting the property fail and shrink for minutes)."""
+    if backend in UNLABELLED and not stores_labels(backend):
+        pytest.xfail(UNLABELLED[backend])
 
 
 level = st.sampled_from(list(Level))
@@ -229,6 +259,7 @@ class LabelWorld(World):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario())
 def test_records_outside_the_label_change_nothing_observable(backend, tmp_path, data):
+    require_labels(backend)
     assert_noninterference(backend, tmp_path, data, world=LabelWorld, search_mode="lexical")
 
 
@@ -237,6 +268,7 @@ def test_records_outside_the_label_change_nothing_observable(backend, tmp_path, 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario(), st.booleans())
 def test_records_outside_the_label_change_nothing_in_dense_modes(backend, mode, tmp_path, data, reindex):
+    require_labels(backend)
     prepare = (lambda store: store.reindex()) if reindex else None
     assert_noninterference(
         backend, tmp_path, data, prepare=prepare, world=LabelWorld, search_mode=mode, embedder="hash"
@@ -286,6 +318,7 @@ def reference_get(live: dict, taint: Label, key: str):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history())
 def test_visible_view_matches_reference(backend, tmp_path, data):
+    require_labels(backend)
     start, steps = data
     store = fresh_store(backend, tmp_path)
     try:
@@ -367,6 +400,7 @@ class LabelGraphWorld(GraphWorld):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graph_scenario())
 def test_graph_records_outside_the_label_change_nothing_observable(backend, tmp_path, data):
+    require_labels(backend)
     assert_noninterference(backend, tmp_path, data, world=LabelGraphWorld)
 
 
