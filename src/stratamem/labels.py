@@ -59,6 +59,10 @@ def compartment_set(values: Iterable[object] | None) -> frozenset[str]:
         return frozenset()
     if isinstance(values, str):
         values = [v for v in values.split("+") if v.strip()] if "+" in values else [values]
+    if not isinstance(values, Iterable):  # a caller's number or flag: refused by name, not a TypeError
+        raise ValidationError(
+            f"compartments are a collection of names like {{'HR'}}, not {type(values).__name__}"
+        )
     names = frozenset(compartment_name(v) for v in values)
     if len(names) > MAX_ON_LABEL:
         raise ValidationError(f"a label holds at most {MAX_ON_LABEL} compartments, not {len(names)}")
