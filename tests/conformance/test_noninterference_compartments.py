@@ -13,13 +13,10 @@ observer's own saves over such keys return.
 ``test_visible_view_matches_reference`` checks the view itself against a pure reference: the versions a
 taint reads (``labels.reads``) and, of each key's, the one with the greatest stored integer.
 
-The graph is tested the same way once its storage stores and reads labels (``GRAPH_LABELS``).
+The graph is tested the same way (degrees, search, reads).
 """
 
 from __future__ import annotations
-
-import functools
-import tempfile
 
 import pytest
 from conftest import BACKENDS, FakeClock, fresh_store
@@ -41,54 +38,6 @@ COMPARTMENTS = ("HR", "FIN", "OPS", "LEGAL")
 #: a compartment only the store with hidden records defines, after the others; only hidden records use it
 SECRET = "SECRET"
 OUTSIDER = "c"
-
-#: Switch on when the graph's storage (``storage/sql/graph_*``) stores a record at its writer's label and
-#: reads by ``labels.visible_sql``: until then a session in a compartment writes graph records at its
-#: level alone, which every session at that level reads.
-GRAPH_LABELS = False
-
-#: The backends that do not yet store labels (each is being taught them on its own branch): their runs are
-#: expected to fail, not required to.
-UNLABELLED = {
-    "postgres": "PostgreSQL does not store labels yet (its migration 14 adds them)",
-    "markdown": "the Markdown backend does not keep labels in its files yet",
-}
-
-
-def on_backends() -> list:
-    """``BACKENDS`` with the ones that do not store labels yet marked as expected (not required) failures."""
-    return [
-        pytest.param(b, marks=pytest.mark.xfail(strict=False, reason=UNLABELLED[b])) if b in UNLABELLED else b
-        for b in BACKENDS
-    ]
-
-
-@functools.cache
-def stores_labels(backend: str) -> bool:
-    """Whether ``backend`` keeps a record's compartments: a record under one is read back with it and is
-    not read by a session outside it."""
-    with tempfile.TemporaryDirectory() as place:
-        store = None
-        try:
-            store = fresh_store(backend, place)
-            store.define_compartments("HR")
-            writer = store.session("a", compartments={"HR"})
-            writer.enter("HR", "probe")
-            saved_label = writer.save("k", "v").label
-            return saved_label.compartments == {"HR"} and store.session("a").get("k") is None
-        except Exception:  # noqa: BLE001 - any failure means: not yet
-            return False
-        finally:
-            if store is not None:
-                store.close()
-
-
-def require_labels(backend: str) -> None:
-    """End a run on a backend that does not store labels yet at once, as the expected failure it is
-    marked (rather than letting the property fail and shrink for minutes)."""
-    if backend in UNLABELLED and not stores_labels(backend):
-        pytest.xfail(UNLABELLED[backend])
-
 
 level = st.sampled_from(list(Level))
 some_compartments = st.frozensets(st.sampled_from(COMPARTMENTS))
@@ -255,20 +204,18 @@ class LabelWorld(World):
         return out
 
 
-@pytest.mark.parametrize("backend", on_backends())
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario())
 def test_records_outside_the_label_change_nothing_observable(backend, tmp_path, data):
-    require_labels(backend)
     assert_noninterference(backend, tmp_path, data, world=LabelWorld, search_mode="lexical")
 
 
-@pytest.mark.parametrize("backend", on_backends())
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("mode", ["hybrid", "semantic"])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenario(), st.booleans())
 def test_records_outside_the_label_change_nothing_in_dense_modes(backend, mode, tmp_path, data, reindex):
-    require_labels(backend)
     prepare = (lambda store: store.reindex()) if reindex else None
     assert_noninterference(
         backend, tmp_path, data, prepare=prepare, world=LabelWorld, search_mode=mode, embedder="hash"
@@ -314,11 +261,10 @@ def reference_get(live: dict, taint: Label, key: str):
     return reference_version(live, taint, OWN, key) or reference_version(live, taint, PEER, key)
 
 
-@pytest.mark.parametrize("backend", on_backends())
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(history())
 def test_visible_view_matches_reference(backend, tmp_path, data):
-    require_labels(backend)
     start, steps = data
     store = fresh_store(backend, tmp_path)
     try:
@@ -395,12 +341,10 @@ class LabelGraphWorld(GraphWorld):
         return self.writers[(agent, label)]
 
 
-@pytest.mark.skipif(not GRAPH_LABELS, reason="the graph's storage does not store labels yet (GRAPH_LABELS)")
-@pytest.mark.parametrize("backend", on_backends())
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graph_scenario())
 def test_graph_records_outside_the_label_change_nothing_observable(backend, tmp_path, data):
-    require_labels(backend)
     assert_noninterference(backend, tmp_path, data, world=LabelGraphWorld)
 
 
