@@ -97,18 +97,10 @@ def test_a_principal_naming_an_undeclared_compartment_is_refused_at_load(tmp_pat
 def served(tmp_path):
     pytest.importorskip("uvicorn")
     sys.path.insert(0, str(Path(__file__).parent / "server"))
-    from server_support import free_port, start_serve
+    from server_support import served_with_config
 
-    config = tmp_path / "server.toml"
-    config.write_text(CONFIG, encoding="utf-8")
-    db = tmp_path / "memory.db"
-    port = free_port()
-    proc = start_serve(tmp_path, db, port, "--config", str(config))
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with served_with_config(tmp_path, CONFIG) as (url, _):
+        yield url
 
 
 def test_rest_sessions_get_the_principals_compartments_and_enter_them(served):

@@ -262,3 +262,18 @@ def server(server_store, server_config) -> Iterator[LiveServer]:
     """The app under uvicorn on a free loopback port, with the principals above."""
     with live_server(server_store, server_config) as live:
         yield live
+
+
+@contextlib.contextmanager
+def served_with_config(tmp_path: Path, config_text: str) -> Iterator[tuple[str, Path]]:
+    """A real ``stratamem serve --config`` over a fresh store: its base URL and the store's path."""
+    config = tmp_path / "server.toml"
+    config.write_text(config_text, encoding="utf-8")
+    db = tmp_path / "memory.db"
+    port = free_port()
+    proc = start_serve(tmp_path, db, port, "--config", str(config))
+    try:
+        yield f"http://127.0.0.1:{port}", db
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

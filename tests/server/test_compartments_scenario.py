@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import httpx2
 import pytest
-from server_support import free_port, start_serve
+from server_support import served_with_config
 
 import stratamem as sm
 from stratamem.server.principals import token_digest
@@ -50,16 +50,8 @@ CONFIG = "\n".join(
 
 @pytest.fixture
 def served(tmp_path):
-    config = tmp_path / "server.toml"
-    config.write_text(CONFIG, encoding="utf-8")
-    db = tmp_path / "memory.db"
-    port = free_port()
-    proc = start_serve(tmp_path, db, port, "--config", str(config))
-    try:
-        yield f"http://127.0.0.1:{port}", db
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with served_with_config(tmp_path, CONFIG) as live:
+        yield live
 
 
 def _client(url: str, who: str) -> httpx2.Client:
