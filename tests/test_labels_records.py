@@ -328,3 +328,27 @@ def test_turn_export_and_import_keep_labels(world, tmp_path) -> None:
     assert list(bare.export_turns()) == []
     other.close()
     bare.close()
+
+
+def test_graph_export_and_import_at_a_label(world, tmp_path) -> None:
+    """The operator's graph export reads as a session at a label sees; an import writes at a label, read
+    only by sessions whose taint covers it."""
+    store, s, _ = world
+    s["hr"].graph.capture("Dana", "person", content="on leave")
+    assert "Dana" not in "".join(store.export_graph("main", "CONFIDENTIAL"))
+    lines = list(store.export_graph("main", "CONFIDENTIAL+HR"))
+    assert any('"Dana"' in line for line in lines)
+
+    other = sm.open_store(str(tmp_path / "other.db"))
+    other.define_compartments("HR")
+    assert other.import_graph(lines, "main", "INTERNAL+HR", scan=False)[0] >= 1
+    plain = other.session("main", clearance="INTERNAL")
+    plain.escalate("INTERNAL", "x")
+    assert plain.graph.get("Dana") is None
+    hr = other.session("main", clearance="INTERNAL+HR")
+    hr.escalate("INTERNAL", "x")
+    hr.enter("HR", "x")
+    assert hr.graph.get("Dana") is not None
+    with pytest.raises(sm.ValidationError):
+        other.import_graph(lines, "main", "INTERNAL+NOPE")
+    other.close()

@@ -494,7 +494,7 @@ class Store:
         from .graph.mcp_memory import parse_lines, screen
         from .storage.sql import graph_write
 
-        agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
+        agent_id, chosen = check_agent_id(agent_id), self._clearance_code(level)
         if isinstance(path_or_lines, (str, Path)):
             from .importers.sources import read_text  # bounded; invalid UTF-8 named by line and byte
 
@@ -522,7 +522,7 @@ class Store:
         from .graph.mcp_memory import export_lines
         from .storage.sql import graph_read
 
-        agent_id, chosen = check_agent_id(agent_id), Level.parse(level)
+        agent_id, chosen = check_agent_id(agent_id), self._clearance_code(level)
         now = self.now()
         return iter(
             graph_store.operator(

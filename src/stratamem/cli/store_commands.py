@@ -14,6 +14,7 @@ import click
 from ..embed import EmbedderError
 from ..errors import ValidationError
 from ..importers import formats
+from ..labels import Label
 from ..levels import Level
 from ..md_transfer import export_markdown, read_markdown
 from ..private import private_writer
@@ -60,7 +61,7 @@ def _choices(values: str | None, parse: Callable[[str], Any]) -> set[Any] | None
     "--level",
     default="PUBLIC",
     show_default=True,
-    help="mcp-memory: export the graph of --agent as a session at this level sees it.",
+    help="mcp-memory: export the graph of --agent as a session at this level (or label: CONFIDENTIAL+HR) sees it.",
 )
 @click.pass_obj
 def export_(
@@ -181,7 +182,7 @@ def import_(ctx: Context, file: str, fmt: str, no_scan: bool, level: str | None,
             )
             ctx.emit(
                 {"imported": {"nodes": nodes, "edges": edges}},
-                f"imported {nodes} nodes and {edges} relations at {Level.parse(graph_level).name}",
+                f"imported {nodes} nodes and {edges} relations at {Label.parse(graph_level).name}",
             )
             return
         if fmt == "markdown":

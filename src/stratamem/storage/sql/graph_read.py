@@ -34,7 +34,6 @@ from ...errors import NotFound
 from ...graph import rank
 from ...graph.model import Edge, GraphStats, Node, Observation
 from ...labels import level_of, visible_params, visible_sql
-from ...levels import Level
 from ...search import ranking
 from ..records import SessionRecord
 from .dialect import Dialect
@@ -417,12 +416,16 @@ def not_found(name: str) -> NodeNotFound:
 def export_view(
     gc: GraphConn,
     agent: str,
-    level: Level,
+    label: int,
     now: datetime,
     render: Callable[[list[Node], list[Edge]], list[str]],
 ) -> tuple[list[str], AuditDraft]:
-    """Operator export: every node and edge of ``agent`` a session at ``level`` sees, page by page."""
-    scope = Scope(SessionRecord("export", agent, level, (), level, now))
+    """Operator export: every node and edge of ``agent`` a session at ``label`` (a stored label) sees, page
+    by page."""
+    level = level_of(label)
+    scope = Scope(
+        SessionRecord("export", agent, level, (), level, now, clearance_code=label, taint_code=label)
+    )
     nodes: list[Node] = []
     edges: list[Edge] = []
     after = None

@@ -19,8 +19,7 @@ from ...audit import AuditDraft, operator_draft
 from ...errors import ValidationError
 from ...graph.checks import DEFAULT_TYPE, MAX_OBSERVATIONS_PER_NODE
 from ...graph.model import Edge, EdgeDraft, Node, NodeDraft
-from ...labels import visible_sql, within_sql
-from ...levels import Level
+from ...labels import level_of, visible_sql, within_sql
 from ...text import Analyzer
 from ..records import SessionRecord, session_event
 from .graph_read import (
@@ -515,31 +514,30 @@ def import_graph(
     gc: GraphConn,
     analyzer: Analyzer,
     agent: str,
-    level: Level,
+    label: int,
     entities: Sequence[tuple[int, NodeDraft]],
     relations: Sequence[tuple[int, EdgeDraft]],
     now: datetime,
 ) -> tuple[tuple[int, int], AuditDraft]:
-    """Operator import at a chosen agent and level; raises (so nothing stays) on a relation to an unknown node.
+    """Operator import at a chosen agent and label (a stored label: ``stratamem.labels``); raises (so nothing stays) on a relation to an unknown node.
 
     An entity that already exists at exactly that level keeps its fields and
     gains the observations it lacks; relations are not duplicated.
     """
-    record = SessionRecord("import", agent, level, (), level, now)
+    level = level_of(label)
+    record = SessionRecord("import", agent, level, (), level, now, clearance_code=label, taint_code=label)
     scope, now_us = Scope(record), to_us(now)
     nodes = 0
     for _, draft in entities:
         row = gc.one(
             "SELECT id FROM graph_nodes WHERE agent_id = :ag AND name = :name AND level = :lvl "
             "AND deleted_us IS NULL",
-            {"ag": agent, "name": draft.name, "lvl": int(level)},
+            {"ag": agent, "name": draft.name, "lvl": label},
         )
         if row is None:
-            _insert_node(gc, analyzer, agent, int(level), draft, None, now_us)
+            _insert_node(gc, analyzer, agent, label, draft, None, now_us)
             nodes += 1
-        _add_observations(
-            gc, analyzer, scope, agent, int(level), draft.name, draft.observations, None, now_us
-        )
+        _add_observations(gc, analyzer, scope, agent, label, draft.name, draft.observations, None, now_us)
     edges = 0
     for line, relation in relations:
         for name in (relation.source, relation.target):
@@ -553,7 +551,7 @@ def import_graph(
                 "s": relation.source,
                 "t": relation.target,
                 "r": relation.relation,
-                "lvl": int(level),
+                "lvl": label,
             },
         )
         if exists is None:
@@ -565,7 +563,7 @@ def import_graph(
                     "s": relation.source,
                     "t": relation.target,
                     "r": relation.relation,
-                    "level": int(level),
+                    "level": label,
                     "note": relation.note,
                     "session": None,
                     "now": now_us,
